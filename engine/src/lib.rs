@@ -1,0 +1,38 @@
+//! keel-engine: the embedded store behind keel's API server.
+//!
+//! A sharded, memory-mapped, log-structured MVCC key-value store with globally ordered
+//! revisions. Keys are byte strings (the server uses `/<group>/<resource>/<ns>/<name>`),
+//! values opaque bytes served straight out of the segment mappings.
+//!
+//! Invariants:
+//! - Revisions are strictly increasing in commit order across all shards; a reader that sees
+//!   revision N sees every change at or below N (`sequencer.rs`).
+//! - A write is acknowledged only once durable (per `SyncMode`) and visible.
+//! - Every record is checksummed; a torn tail is truncated on open, any other bad record is an
+//!   error naming its segment and offset (`format.rs`, `FORMAT.md`).
+//! - Every queue and buffer is bounded (`limits.rs`).
+//!
+//! Dependencies: no HTTP server, no async runtime. `Pending` (a std `Future` that can also be
+//! waited on by a thread) and `Watcher::poll_batch` (std `Waker`) are the only async seams.
+
+pub mod error;
+pub mod format;
+pub mod limits;
+pub mod model;
+pub mod pending;
+pub mod revision;
+pub mod store;
+pub mod value;
+pub mod watch;
+
+pub use error::{Error, WatchError};
+pub use limits::Limits;
+pub use model::MemStore;
+pub use pending::{Completion, Pending};
+pub use revision::Revision;
+pub use store::{
+    BoxError, Event, EventKind, KeyValue, ListRequest, ListResult, Precondition, ReadAt, Store,
+    WriteContext, WriteOp, Written,
+};
+pub use value::Value;
+pub use watch::{HistorySource, Hub, Watcher};

@@ -1,0 +1,66 @@
+//! Every bound the engine enforces, in one place.
+//!
+//! Hitting a bound gives a clear error (`Error::KeyTooLarge`, `Error::ValueTooLarge`,
+//! `Error::TooManyWatchers`, `Error::Busy`) or ends a watcher with `WatchError::Lagged`; it
+//! never grows memory without bound.
+
+use std::time::Duration;
+
+/// Default bound on a key's length. Server keys look like `/<group>/<resource>/<ns>/<name>`:
+/// names are at most 253 bytes, so 4 KiB leaves room without inviting abuse.
+pub const KEY_BYTES_MAX_DEFAULT: usize = 4096;
+/// Default bound on a value: 3 MiB, the API server's request body limit.
+pub const VALUE_BYTES_MAX_DEFAULT: usize = 3 * 1024 * 1024;
+/// Segment file size. Every record and its batch header must fit in one segment.
+pub const SEGMENT_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
+/// Bytes a shard may hold written-but-not-yet-flushed before writers get `Error::Busy`.
+pub const SHARD_PENDING_BYTES_MAX_DEFAULT: usize = 64 * 1024 * 1024;
+/// Open watchers across the engine.
+pub const WATCHERS_MAX_DEFAULT: usize = 100_000;
+/// Events kept in the in-memory broadcast ring that live watchers read from.
+pub const WATCH_RING_EVENTS_MAX_DEFAULT: usize = 1 << 17;
+/// Events a single watcher may be behind the newest event before it is ended as lagged.
+pub const WATCHER_BACKLOG_EVENTS_MAX_DEFAULT: usize = 1 << 17;
+/// Events one `Watcher::poll_batch` call returns at most.
+pub const WATCH_BATCH_EVENTS_MAX: usize = 1024;
+/// Keys visited per index lock acquisition by compaction and long scans, so writers on the
+/// same shard wait at most this many key visits.
+pub const INDEX_STEP_KEYS: usize = 4096;
+/// History kept for exact-revision reads, paginated lists and watch resumption.
+pub const HISTORY_DEFAULT: Duration = Duration::from_secs(5 * 60);
+/// A segment whose live bytes fall below this fraction of its size is rewritten.
+pub const REWRITE_LIVE_RATIO_DEFAULT: f64 = 0.5;
+
+// The largest record (header + key + value) plus a batch header must fit a segment.
+const _: () = assert!(
+    (KEY_BYTES_MAX_DEFAULT + VALUE_BYTES_MAX_DEFAULT + 4096) as u64 <= SEGMENT_BYTES_DEFAULT
+);
+const _: () = assert!(WATCHER_BACKLOG_EVENTS_MAX_DEFAULT <= WATCH_RING_EVENTS_MAX_DEFAULT);
+// Segment offsets are stored as u32.
+const _: () = assert!(SEGMENT_BYTES_DEFAULT <= u32::MAX as u64);
+
+/// Configurable bounds. `Limits::default()` gives the documented defaults.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub key_bytes_max: usize,
+    pub value_bytes_max: usize,
+    pub segment_bytes: u64,
+    pub shard_pending_bytes_max: usize,
+    pub watchers_max: usize,
+    pub watch_ring_events_max: usize,
+    pub watcher_backlog_events_max: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            key_bytes_max: KEY_BYTES_MAX_DEFAULT,
+            value_bytes_max: VALUE_BYTES_MAX_DEFAULT,
+            segment_bytes: SEGMENT_BYTES_DEFAULT,
+            shard_pending_bytes_max: SHARD_PENDING_BYTES_MAX_DEFAULT,
+            watchers_max: WATCHERS_MAX_DEFAULT,
+            watch_ring_events_max: WATCH_RING_EVENTS_MAX_DEFAULT,
+            watcher_backlog_events_max: WATCHER_BACKLOG_EVENTS_MAX_DEFAULT,
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The storage contract: the `Store` trait every backend implements (the embedded engine, the
+//! in-memory model, later etcd) and the plain types it speaks.
+//!
+//! Semantics, shared by every backend and checked by `tests/contract.rs`:
+//! - Revisions are strictly increasing in commit order across the whole store. A write is
+//!   acknowledged only when it is durable and visible: any read started after the ack sees it.
+//! - A read at snapshot S sees, for each key, the newest version with revision <= S.
+//! - `compact(C)` forgets versions that no snapshot >= C needs; reads below C fail with
+//!   `Error::Compacted`, reads at C still work.
+//! - Watching `prefix` after R delivers, in revision order, every change with revision > R
+//!   whose key starts with `prefix`, each exactly once, with its previous value.
+
+use crate::{Error, Pending, Revision, Value, Watcher};
+
+/// Boxed error a value builder returns to abort a write.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Which snapshot a read is served from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The current revision.
+    Latest,
+    /// Exactly this revision: `Compacted` if it is gone, `FutureRevision` if not yet committed.
+    Exact(Revision),
+    /// The current revision, provided it is at least this one (`FutureRevision` otherwise).
+    NotOlderThan(Revision),
+}
+
+/// A condition on a key's current mod revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    None,
+    ModRevision(Revision),
+}
+
+/// The kinds of write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOp {
+    /// Fails with `AlreadyExists` if the key exists.
+    Create,
+    /// Fails with `NotFound` if the key does not exist, `Conflict` if the precondition fails.
+    Update(Precondition),
+    /// Writes a tombstone. Same failures as `Update`. The value builder is not called.
+    Delete(Precondition),
+}
+
+/// What a value builder is told: the revision the new version will carry (so the server can
+/// write `metadata.resourceVersion` into the bytes it stores) and the current version.
+pub struct WriteContext<'a> {
+    pub revision: Revision,
+    pub current: Option<&'a [u8]>,
+    pub current_revision: Option<Revision>,
+}
+
+/// The outcome of an acknowledged write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    pub revision: Revision,
+    /// Mod revision of the version this write replaced, if any.
+    pub prev_revision: Option<Revision>,
+}
+
+/// One version of one key. The key and value are views of the stored record: no copy.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    record: Value,
+    key_len: u32,
+    pub mod_revision: Revision,
+}
+
+impl KeyValue {
+    /// `record` holds the key followed immediately by the value.
+    pub fn new(record: Value, key_len: usize, mod_revision: Revision) -> KeyValue {
+        assert!(key_len <= record.len(), "key_len {key_len} > record {}", record.len());
+        KeyValue { record, key_len: key_len as u32, mod_revision }
+    }
+
+    /// Builds a heap-backed key-value (the model, tests).
+    pub fn from_parts(key: &[u8], value: &[u8], mod_revision: Revision) -> KeyValue {
+        let mut v = Vec::with_capacity(key.len() + value.len());
+        v.extend_from_slice(key);
+        v.extend_from_slice(value);
+        KeyValue::new(Value::from_vec(v), key.len(), mod_revision)
+    }
+
+    pub fn key(&self) -> &[u8] {
+        &self.record[..self.key_len as usize]
+    }
+
+    pub fn value(&self) -> &[u8] {
+        &self.record[self.key_len as usize..]
+    }
+}
+
+impl std::fmt::Debug for KeyValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyValue")
+            .field("key", &String::from_utf8_lossy(self.key()))
+            .field("mod_revision", &self.mod_revision)
+            .field("value_len", &self.value().len())
+            .finish()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Put,
+    Delete,
+}
+
+/// One committed change. For `Delete`, `kv.value()` is empty and `kv.mod_revision` is the
+/// deletion's revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub kv: KeyValue,
+    pub prev: Option<KeyValue>,
+}
+
+impl Event {
+    pub fn revision(&self) -> Revision {
+        self.kv.mod_revision
+    }
+}
+
+/// A prefix list.
+#[derive(Clone, Copy, Debug)]
+pub struct ListRequest<'a> {
+    pub prefix: &'a [u8],
+    /// Return only keys strictly greater than this one (a continue token's last key).
+    pub start_after: Option<&'a [u8]>,
+    /// At most this many items; 0 means no limit.
+    pub limit: usize,
+    pub at: ReadAt,
+}
+
+impl<'a> ListRequest<'a> {
+    pub fn prefix(prefix: &'a [u8]) -> ListRequest<'a> {
+        ListRequest { prefix, start_after: None, limit: 0, at: ReadAt::Latest }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ListResult {
+    pub items: Vec<KeyValue>,
+    /// The snapshot the list was served at.
+    pub revision: Revision,
+    /// Whether keys remain after the last item.
+    pub more: bool,
+    /// How many keys remain after the last item.
+    pub remaining: u64,
+}
+
+/// The contract every backend implements.
+pub trait Store: Send + Sync {
+    /// The newest revision whose changes (and all before it) are visible.
+    fn current_revision(&self) -> Revision;
+
+    /// The oldest revision reads may ask for.
+    fn compacted_revision(&self) -> Revision;
+
+    fn get(&self, key: &[u8], at: ReadAt) -> Result<Option<KeyValue>, Error>;
+
+    fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error>;
+
+    /// Performs `op` on `key`. For `Create` and `Update`, `build` appends the new value to the
+    /// buffer it is given; returning an error aborts the write with `Error::Aborted`.
+    /// The result is available once the write is durable and visible.
+    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
+    where
+        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>;
+
+    /// Watches every change after `after` to keys under `prefix`.
+    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error>;
+
+    /// Forgets history older than `revision`. Compacting to an older revision is a no-op;
+    /// compacting beyond the current revision fails with `FutureRevision`.
+    fn compact(&self, revision: Revision) -> Result<(), Error>;
+
+    // Conveniences over `write`.
+
+    fn create(&self, key: &[u8], value: &[u8]) -> Pending<Result<Written, Error>> {
+        self.write(key, WriteOp::Create, |_, out| {
+            out.extend_from_slice(value);
+            Ok(())
+        })
+    }
+
+    fn update(
+        &self,
+        key: &[u8],
+        pre: Precondition,
+        value: &[u8],
+    ) -> Pending<Result<Written, Error>> {
+        self.write(key, WriteOp::Update(pre), |_, out| {
+            out.extend_from_slice(value);
+            Ok(())
+        })
+    }
+
+    fn delete(&self, key: &[u8], pre: Precondition) -> Pending<Result<Written, Error>> {
+        self.write(key, WriteOp::Delete(pre), |_, _| Ok(()))
+    }
+}
