@@ -12,25 +12,48 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub enum Error {
     /// `create` on a key that exists (at the latest revision).
-    AlreadyExists { revision: Revision },
+    AlreadyExists {
+        revision: Revision,
+    },
     /// Update or delete of a key that does not exist, or a precondition on a missing key.
     NotFound,
     /// A revision precondition did not hold: the key's current mod revision is `actual`.
-    Conflict { expected: Revision, actual: Revision },
+    Conflict {
+        expected: Revision,
+        actual: Revision,
+    },
     /// The requested revision is older than the compacted revision: its history is gone.
-    Compacted { requested: Revision, compacted: Revision },
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
     /// The requested revision has not been committed yet.
-    FutureRevision { requested: Revision, current: Revision },
-    KeyTooLarge { len: usize, max: usize },
-    ValueTooLarge { len: usize, max: usize },
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
+    KeyTooLarge {
+        len: usize,
+        max: usize,
+    },
+    ValueTooLarge {
+        len: usize,
+        max: usize,
+    },
     EmptyKey,
-    TooManyWatchers { max: usize },
+    TooManyWatchers {
+        max: usize,
+    },
     /// A shard's unflushed bytes are at their bound: retry later (HTTP 429).
     Busy,
     /// The value builder refused to produce a value; nothing was written.
     Aborted(Box<dyn std::error::Error + Send + Sync>),
     /// A record failed its checksum in the middle of a segment (not a torn tail).
-    Corrupt { segment: PathBuf, offset: u64, reason: String },
+    Corrupt {
+        segment: PathBuf,
+        offset: u64,
+        reason: String,
+    },
     Io(std::io::Error),
     /// A previous I/O failure stopped the engine (fail-stop: no write after a failed sync).
     Failed(String),
@@ -41,13 +64,18 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::AlreadyExists { revision } => write!(f, "key already exists (revision {revision})"),
+            Error::AlreadyExists { revision } => {
+                write!(f, "key already exists (revision {revision})")
+            }
             Error::NotFound => write!(f, "key not found"),
             Error::Conflict { expected, actual } => write!(
                 f,
                 "revision precondition failed: expected {expected}, current {actual}"
             ),
-            Error::Compacted { requested, compacted } => write!(
+            Error::Compacted {
+                requested,
+                compacted,
+            } => write!(
                 f,
                 "revision {requested} has been compacted (oldest available is {compacted})"
             ),
@@ -61,7 +89,11 @@ impl fmt::Display for Error {
             Error::TooManyWatchers { max } => write!(f, "too many watchers (max {max})"),
             Error::Busy => write!(f, "store is busy flushing; retry"),
             Error::Aborted(e) => write!(f, "write aborted: {e}"),
-            Error::Corrupt { segment, offset, reason } => write!(
+            Error::Corrupt {
+                segment,
+                offset,
+                reason,
+            } => write!(
                 f,
                 "corrupt record in {} at offset {offset}: {reason}",
                 segment.display()
@@ -86,9 +118,15 @@ impl From<std::io::Error> for Error {
 pub enum WatchError {
     /// The watcher fell more than its backlog bound behind the newest event (or the events it
     /// still needed left the ring). The server answers with a watch `ERROR` event / 410.
-    Lagged { behind_events: u64, max: u64 },
+    Lagged {
+        behind_events: u64,
+        max: u64,
+    },
     /// The start revision is older than the compacted revision.
-    Compacted { requested: Revision, compacted: Revision },
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
     /// Reading history from disk failed.
     Io(String),
     Closed,
@@ -101,7 +139,10 @@ impl fmt::Display for WatchError {
                 f,
                 "watcher fell {behind_events} events behind (bound {max}); restart the watch"
             ),
-            WatchError::Compacted { requested, compacted } => write!(
+            WatchError::Compacted {
+                requested,
+                compacted,
+            } => write!(
                 f,
                 "revision {requested} has been compacted (oldest available is {compacted})"
             ),

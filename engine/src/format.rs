@@ -124,7 +124,10 @@ impl SegmentHeader {
 
     pub fn decode(b: &[u8]) -> Result<SegmentHeader, String> {
         if b.len() < SEGMENT_HEADER_LEN {
-            return Err(format!("segment shorter than its header ({} bytes)", b.len()));
+            return Err(format!(
+                "segment shorter than its header ({} bytes)",
+                b.len()
+            ));
         }
         if b[SEG_OFF_MAGIC..SEG_OFF_MAGIC + 8] != SEGMENT_MAGIC {
             return Err("bad segment magic".into());
@@ -247,7 +250,9 @@ pub fn decode_record(b: &[u8], at: usize) -> Result<(Record<'_>, usize), String>
     let key_len = get_u16(h, REC_OFF_KEY_LEN) as usize;
     let value_len = get_u32(h, REC_OFF_VALUE_LEN) as usize;
     if len < RECORD_HEADER_LEN || RECORD_HEADER_LEN + key_len + value_len != len {
-        return Err(format!("inconsistent record lengths (len {len}, key {key_len}, value {value_len})"));
+        return Err(format!(
+            "inconsistent record lengths (len {len}, key {key_len}, value {value_len})"
+        ));
     }
     if b.len() - at < len {
         return Err("record past end of batch".into());
@@ -295,14 +300,20 @@ fn verify_batch(b: &[u8], at: usize) -> Result<(BatchHeader, usize), (u64, Strin
     while pos < end {
         let (rec, span) = decode_record(body, pos).map_err(|e| (pos as u64, e))?;
         if rec.revision <= last || rec.revision < h.first || rec.revision > h.last {
-            return Err((pos as u64, format!("record revision {} out of order", rec.revision)));
+            return Err((
+                pos as u64,
+                format!("record revision {} out of order", rec.revision),
+            ));
         }
         last = rec.revision;
         pos += span;
         n += 1;
     }
     if n != h.count || last != h.last {
-        return Err((at as u64, format!("batch holds {n} records, header says {}", h.count)));
+        return Err((
+            at as u64,
+            format!("batch holds {n} records, header says {}", h.count),
+        ));
     }
     Ok((h, end))
 }
@@ -344,7 +355,9 @@ pub fn scan_segment<'a>(
             if b[pos..].iter().all(|&x| x == 0) {
                 return ScanEnd::Clean { end: pos as u64 };
             }
-            return ScanEnd::TornTail { valid_end: pos as u64 };
+            return ScanEnd::TornTail {
+                valid_end: pos as u64,
+            };
         }
         match verify_batch(b, pos) {
             Ok((h, end)) => {
@@ -364,7 +377,9 @@ pub fn scan_segment<'a>(
                 if valid_batch_after(b, next.min(b.len())) {
                     return ScanEnd::Corrupt { offset, reason };
                 }
-                return ScanEnd::TornTail { valid_end: pos as u64 };
+                return ScanEnd::TornTail {
+                    valid_end: pos as u64,
+                };
             }
         }
     }
@@ -390,9 +405,14 @@ mod tests {
     }
 
     fn segment(batches: &[Vec<u8>], size: usize) -> Vec<u8> {
-        let mut s = SegmentHeader { shard: 0, seq: 1, flags: 0, compacted: Revision(0) }
-            .encode()
-            .to_vec();
+        let mut s = SegmentHeader {
+            shard: 0,
+            seq: 1,
+            flags: 0,
+            compacted: Revision(0),
+        }
+        .encode()
+        .to_vec();
         for b in batches {
             s.extend_from_slice(b);
         }
@@ -413,7 +433,12 @@ mod tests {
         let s = segment(&[b1.clone(), b2.clone()], 4096);
         let (revs, end) = scan(&s);
         assert_eq!(revs, vec![1, 3, 4]);
-        assert_eq!(end, ScanEnd::Clean { end: (SEGMENT_HEADER_LEN + b1.len() + b2.len()) as u64 });
+        assert_eq!(
+            end,
+            ScanEnd::Clean {
+                end: (SEGMENT_HEADER_LEN + b1.len() + b2.len()) as u64
+            }
+        );
     }
 
     #[test]
@@ -425,7 +450,12 @@ mod tests {
         let s = segment(&[b1.clone(), b2], 4096);
         let (revs, end) = scan(&s);
         assert_eq!(revs, vec![1]);
-        assert_eq!(end, ScanEnd::TornTail { valid_end: (SEGMENT_HEADER_LEN + b1.len()) as u64 });
+        assert_eq!(
+            end,
+            ScanEnd::TornTail {
+                valid_end: (SEGMENT_HEADER_LEN + b1.len()) as u64
+            }
+        );
     }
 
     #[test]
@@ -437,7 +467,10 @@ mod tests {
         s[at] ^= 0x40;
         let (revs, end) = scan(&s);
         assert!(revs.is_empty());
-        assert!(matches!(end, ScanEnd::Corrupt { offset, .. } if offset == (SEGMENT_HEADER_LEN + BATCH_HEADER_LEN) as u64), "{end:?}");
+        assert!(
+            matches!(end, ScanEnd::Corrupt { offset, .. } if offset == (SEGMENT_HEADER_LEN + BATCH_HEADER_LEN) as u64),
+            "{end:?}"
+        );
     }
 
     #[test]
@@ -447,12 +480,22 @@ mod tests {
         let mut s = segment(&[b1.clone(), b2.clone()], 4096);
         let at = SEGMENT_HEADER_LEN + b1.len() + BATCH_HEADER_LEN + RECORD_HEADER_LEN;
         s[at] ^= 1;
-        assert_eq!(scan(&s).1, ScanEnd::TornTail { valid_end: (SEGMENT_HEADER_LEN + b1.len()) as u64 });
+        assert_eq!(
+            scan(&s).1,
+            ScanEnd::TornTail {
+                valid_end: (SEGMENT_HEADER_LEN + b1.len()) as u64
+            }
+        );
     }
 
     #[test]
     fn segment_header_round_trip_and_checksum() {
-        let h = SegmentHeader { shard: 3, seq: 9, flags: SEG_FLAG_REWRITTEN, compacted: Revision(77) };
+        let h = SegmentHeader {
+            shard: 3,
+            seq: 9,
+            flags: SEG_FLAG_REWRITTEN,
+            compacted: Revision(77),
+        };
         let mut b = h.encode();
         assert_eq!(SegmentHeader::decode(&b).unwrap(), h);
         b[SEG_OFF_SEQ] ^= 1;

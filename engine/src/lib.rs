@@ -15,19 +15,27 @@
 //! Dependencies: no HTTP server, no async runtime. `Pending` (a std `Future` that can also be
 //! waited on by a thread) and `Watcher::poll_batch` (std `Waker`) are the only async seams.
 
+pub mod engine;
 pub mod error;
 pub mod format;
+pub mod index;
 pub mod limits;
 pub mod model;
+pub mod options;
 pub mod pending;
 pub mod revision;
+pub mod segment;
+pub mod sequencer;
+pub mod shard;
 pub mod store;
 pub mod value;
 pub mod watch;
 
+pub use engine::{Engine, Stats};
 pub use error::{Error, WatchError};
 pub use limits::Limits;
 pub use model::MemStore;
+pub use options::{Options, SyncMode};
 pub use pending::{Completion, Pending};
 pub use revision::Revision;
 pub use store::{

@@ -66,18 +66,25 @@ impl Model {
         match at {
             ReadAt::Latest => Ok(self.revision),
             ReadAt::NotOlderThan(r) | ReadAt::Exact(r) if r > self.revision => {
-                Err(Error::FutureRevision { requested: r, current: self.revision })
+                Err(Error::FutureRevision {
+                    requested: r,
+                    current: self.revision,
+                })
             }
             ReadAt::NotOlderThan(_) => Ok(self.revision),
-            ReadAt::Exact(r) if r < self.compacted => {
-                Err(Error::Compacted { requested: r, compacted: self.compacted })
-            }
+            ReadAt::Exact(r) if r < self.compacted => Err(Error::Compacted {
+                requested: r,
+                compacted: self.compacted,
+            }),
             ReadAt::Exact(r) => Ok(r),
         }
     }
 
     fn current(&self, key: &[u8]) -> Option<&KeyValue> {
-        self.keys.get(key).and_then(|c| c.last()).and_then(|(_, v)| v.as_ref())
+        self.keys
+            .get(key)
+            .and_then(|c| c.last())
+            .and_then(|(_, v)| v.as_ref())
     }
 }
 
@@ -125,7 +132,10 @@ impl Store for MemStore {
     fn get(&self, key: &[u8], at: ReadAt) -> Result<Option<KeyValue>, Error> {
         let m = self.shared.model.lock();
         let s = m.snapshot(at)?;
-        Ok(m.keys.get(key).and_then(|c| latest_at(c, s)).and_then(|(_, v)| v.clone()))
+        Ok(m.keys
+            .get(key)
+            .and_then(|c| latest_at(c, s))
+            .and_then(|(_, v)| v.clone()))
     }
 
     fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error> {
@@ -150,7 +160,12 @@ impl Store for MemStore {
                 }
             }
         }
-        Ok(ListResult { items, revision: s, more: remaining > 0, remaining })
+        Ok(ListResult {
+            items,
+            revision: s,
+            more: remaining > 0,
+            remaining,
+        })
     }
 
     fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
@@ -167,7 +182,10 @@ impl Store for MemStore {
     fn compact(&self, revision: Revision) -> Result<(), Error> {
         let mut m = self.shared.model.lock();
         if revision > m.revision {
-            return Err(Error::FutureRevision { requested: revision, current: m.revision });
+            return Err(Error::FutureRevision {
+                requested: revision,
+                current: m.revision,
+            });
         }
         if revision <= m.compacted {
             return Ok(());
@@ -193,13 +211,18 @@ impl MemStore {
             return Err(Error::EmptyKey);
         }
         if key.len() > self.limits.key_bytes_max {
-            return Err(Error::KeyTooLarge { len: key.len(), max: self.limits.key_bytes_max });
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max: self.limits.key_bytes_max,
+            });
         }
         let mut m = self.shared.model.lock();
         let current = m.current(key).cloned();
         match (op, &current) {
             (WriteOp::Create, Some(kv)) => {
-                return Err(Error::AlreadyExists { revision: kv.mod_revision })
+                return Err(Error::AlreadyExists {
+                    revision: kv.mod_revision,
+                })
             }
             (WriteOp::Update(_) | WriteOp::Delete(_), None) => return Err(Error::NotFound),
             (
@@ -207,7 +230,10 @@ impl MemStore {
                 | WriteOp::Delete(Precondition::ModRevision(r)),
                 Some(kv),
             ) if kv.mod_revision != r => {
-                return Err(Error::Conflict { expected: r, actual: kv.mod_revision })
+                return Err(Error::Conflict {
+                    expected: r,
+                    actual: kv.mod_revision,
+                })
             }
             _ => {}
         }
@@ -221,8 +247,14 @@ impl MemStore {
                     current: current.as_ref().map(|kv| kv.value()),
                     current_revision: current.as_ref().map(|kv| kv.mod_revision),
                 };
-                build(&ctx, &mut buf).map_err(Error::Aborted)?;
+                // Like the engine, a write that reached the value builder has consumed its
+                // revision even if it writes nothing: the next write gets a later one.
+                if let Err(e) = build(&ctx, &mut buf) {
+                    m.revision = revision;
+                    return Err(Error::Aborted(e));
+                }
                 if buf.len() > self.limits.value_bytes_max {
+                    m.revision = revision;
                     return Err(Error::ValueTooLarge {
                         len: buf.len(),
                         max: self.limits.value_bytes_max,
@@ -233,14 +265,26 @@ impl MemStore {
         };
         m.revision = revision;
         let event = Arc::new(Event {
-            kind: if new.is_some() { EventKind::Put } else { EventKind::Delete },
-            kv: new.clone().unwrap_or_else(|| KeyValue::from_parts(key, &[], revision)),
+            kind: if new.is_some() {
+                EventKind::Put
+            } else {
+                EventKind::Delete
+            },
+            kv: new
+                .clone()
+                .unwrap_or_else(|| KeyValue::from_parts(key, &[], revision)),
             prev: current.clone(),
         });
-        m.keys.entry(key.to_vec()).or_default().push((revision, new));
+        m.keys
+            .entry(key.to_vec())
+            .or_default()
+            .push((revision, new));
         m.log.push(event.clone());
         // Published under the model lock so events reach the ring in revision order.
         self.hub.publish([event]);
-        Ok(Written { revision, prev_revision: current.map(|kv| kv.mod_revision) })
+        Ok(Written {
+            revision,
+            prev_revision: current.map(|kv| kv.mod_revision),
+        })
     }
 }

@@ -37,16 +37,26 @@ pub struct Completion<T> {
 impl<T> Pending<T> {
     /// A result that is already known (validation failures, the in-memory model).
     pub fn ready(value: T) -> Pending<T> {
-        Pending { inner: PendingInner::Ready(Some(value)) }
+        Pending {
+            inner: PendingInner::Ready(Some(value)),
+        }
     }
 
     /// A pending result and the completion that fulfils it.
     pub fn new() -> (Pending<T>, Completion<T>) {
         let slot = Arc::new(Slot {
-            state: Mutex::new(SlotState { value: None, waker: None }),
+            state: Mutex::new(SlotState {
+                value: None,
+                waker: None,
+            }),
             ready: Condvar::new(),
         });
-        (Pending { inner: PendingInner::Waiting(slot.clone()) }, Completion { slot })
+        (
+            Pending {
+                inner: PendingInner::Waiting(slot.clone()),
+            },
+            Completion { slot },
+        )
     }
 
     /// Blocks the calling thread until the result is available.
@@ -95,7 +105,9 @@ impl<T> Future for Pending<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         match &mut this.inner {
-            PendingInner::Ready(v) => Poll::Ready(v.take().expect("Pending polled after completion")),
+            PendingInner::Ready(v) => {
+                Poll::Ready(v.take().expect("Pending polled after completion"))
+            }
             PendingInner::Waiting(slot) => {
                 let mut st = slot.state.lock();
                 if let Some(v) = st.value.take() {

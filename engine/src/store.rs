@@ -71,8 +71,25 @@ pub struct KeyValue {
 impl KeyValue {
     /// `record` holds the key followed immediately by the value.
     pub fn new(record: Value, key_len: usize, mod_revision: Revision) -> KeyValue {
-        assert!(key_len <= record.len(), "key_len {key_len} > record {}", record.len());
-        KeyValue { record, key_len: key_len as u32, mod_revision }
+        assert!(
+            key_len <= record.len(),
+            "key_len {key_len} > record {}",
+            record.len()
+        );
+        KeyValue {
+            record,
+            key_len: key_len as u32,
+            mod_revision,
+        }
+    }
+
+    pub(crate) fn new_trusted(record: Value, key_len: usize, mod_revision: Revision) -> KeyValue {
+        debug_assert!(key_len <= record.len());
+        KeyValue {
+            record,
+            key_len: key_len as u32,
+            mod_revision,
+        }
     }
 
     /// Builds a heap-backed key-value (the model, tests).
@@ -136,7 +153,12 @@ pub struct ListRequest<'a> {
 
 impl<'a> ListRequest<'a> {
     pub fn prefix(prefix: &'a [u8]) -> ListRequest<'a> {
-        ListRequest { prefix, start_after: None, limit: 0, at: ReadAt::Latest }
+        ListRequest {
+            prefix,
+            start_after: None,
+            limit: 0,
+            at: ReadAt::Latest,
+        }
     }
 }
 
@@ -164,7 +186,9 @@ pub trait Store: Send + Sync {
     fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error>;
 
     /// Performs `op` on `key`. For `Create` and `Update`, `build` appends the new value to the
-    /// buffer it is given; returning an error aborts the write with `Error::Aborted`.
+    /// buffer it is given; returning an error aborts the write with `Error::Aborted`. A write
+    /// that reached `build` has consumed its revision even when aborted (or refused as
+    /// `ValueTooLarge`): revisions stay increasing, but the next write skips that one.
     /// The result is available once the write is durable and visible.
     fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
     where

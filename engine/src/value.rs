@@ -33,7 +33,30 @@ impl Value {
             "value range {start}+{len} outside backing of {}",
             backing.bytes().len()
         );
-        Value { backing, start: start as u32, len: len as u32 }
+        Value {
+            backing,
+            start: start as u32,
+            len: len as u32,
+        }
+    }
+
+    /// A view the caller guarantees to be inside `backing` (computed from a verified record):
+    /// the scan path builds millions of these and skips the bounds check's dynamic call.
+    pub(crate) fn new_trusted(backing: Arc<dyn Backing>, start: usize, len: usize) -> Value {
+        debug_assert!(start + len <= backing.bytes().len());
+        Value {
+            backing,
+            start: start as u32,
+            len: len as u32,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// A heap copy; used by the model and in tests.

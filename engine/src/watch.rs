@@ -94,8 +94,15 @@ impl Hub {
         }
     }
 
-    /// Publishes committed events. Callers publish in revision order, one publisher at a time.
+    /// Publishes committed events and wakes the watchers.
     pub fn publish(&self, events: impl IntoIterator<Item = Arc<Event>>) {
+        self.push(events);
+        self.wake_all();
+    }
+
+    /// Appends committed events to the ring without waking anyone. Callers push in revision
+    /// order, one at a time (the sequencer holds its lock).
+    pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>) {
         {
             let mut ring = self.ring.write();
             for e in events {
@@ -115,10 +122,10 @@ impl Hub {
                 }
             }
         }
-        self.wake_all();
     }
 
-    fn wake_all(&self) {
+    /// Wakes every watcher waiting for events.
+    pub fn wake_all(&self) {
         let wakers: Vec<Waker> = {
             let mut w = self.wakers.lock();
             if w.is_empty() {
@@ -150,17 +157,24 @@ impl Hub {
     ) -> Result<Watcher, crate::Error> {
         let compacted = source.compacted_revision();
         if after < compacted {
-            return Err(crate::Error::Compacted { requested: after, compacted });
+            return Err(crate::Error::Compacted {
+                requested: after,
+                compacted,
+            });
         }
         let n = self.watchers.fetch_add(1, Ordering::SeqCst);
         if n >= self.watchers_max {
             self.watchers.fetch_sub(1, Ordering::SeqCst);
-            return Err(crate::Error::TooManyWatchers { max: self.watchers_max });
+            return Err(crate::Error::TooManyWatchers {
+                max: self.watchers_max,
+            });
         }
         let state = {
             let ring = self.ring.read();
             if after >= ring.floor {
-                WatchState::Live { next_seq: ring.seq_after(after) }
+                WatchState::Live {
+                    next_seq: ring.seq_after(after),
+                }
             } else {
                 WatchState::CatchUp { after }
             }
@@ -179,9 +193,13 @@ impl Hub {
 #[derive(Debug)]
 enum WatchState {
     /// Reading history older than the ring from the `HistorySource`, after this revision.
-    CatchUp { after: Revision },
+    CatchUp {
+        after: Revision,
+    },
     /// Reading the ring from this sequence number.
-    Live { next_seq: u64 },
+    Live {
+        next_seq: u64,
+    },
     Ended(WatchError),
 }
 
@@ -288,23 +306,33 @@ impl Watcher {
                     let floor = {
                         let ring = self.hub.ring.read();
                         if after >= ring.floor {
-                            self.state = WatchState::Live { next_seq: ring.seq_after(after) };
+                            self.state = WatchState::Live {
+                                next_seq: ring.seq_after(after),
+                            };
                             continue;
                         }
                         ring.floor
                     };
                     let compacted = self.source.compacted_revision();
                     if after < compacted {
-                        return self
-                            .end(WatchError::Compacted { requested: after, compacted });
+                        return self.end(WatchError::Compacted {
+                            requested: after,
+                            compacted,
+                        });
                     }
                     let before = out.len();
                     let reached =
-                        match self.source.read_history(&self.prefix, after, floor, max, out) {
+                        match self
+                            .source
+                            .read_history(&self.prefix, after, floor, max, out)
+                        {
                             Ok(r) => r,
                             Err(e) => return self.end(e),
                         };
-                    assert!(reached > after || reached == floor, "history made no progress");
+                    assert!(
+                        reached > after || reached == floor,
+                        "history made no progress"
+                    );
                     self.state = WatchState::CatchUp { after: reached };
                     if out.len() > before {
                         return Ok(());

@@ -1,0 +1,651 @@
+//! `Engine`: the embedded store. Shards + the global sequencer + the watch hub + background
+//! maintenance, behind the `Store` trait.
+//!
+//! Directory layout (see `FORMAT.md`):
+//!
+//! ```text
+//! <dir>/LOCK            flock'd while open: one engine per directory
+//! <dir>/SHARDS          shard count, fixed at creation ("2\n")
+//! <dir>/COMPACTED       compacted revision: u64 LE + crc32 of it
+//! <dir>/shard-000/0000000000000001.seg ...
+//! ```
+
+use crate::format::get_u32;
+use crate::sequencer::Sequencer;
+use crate::shard::{self, Shard, ShardList};
+use crate::store::{BoxError, WriteContext};
+use crate::watch::{HistorySource, Hub};
+use crate::{
+    Error, Event, KeyValue, ListRequest, ListResult, Options, Pending, ReadAt, Revision, Store,
+    WatchError, Watcher, WriteOp, Written,
+};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Counters for tests, benchmarks and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub revision: Revision,
+    pub compacted: Revision,
+    pub shards: usize,
+    /// Live keys (latest version not a tombstone) at the current revision.
+    pub keys: u64,
+    /// Versions held in the index (history included).
+    pub versions: u64,
+    pub segments: usize,
+    /// Bytes of segment files on disk (their sizes).
+    pub segment_bytes: u64,
+    /// Batches written and `fdatasync` calls made since open.
+    pub batches_written: u64,
+    pub syncs: u64,
+    /// Bytes written by batches since open.
+    pub bytes_written: u64,
+    pub watchers: usize,
+    pub segments_rewritten: u64,
+}
+
+struct Inner {
+    opts: Options,
+    shards: Vec<Arc<Shard>>,
+    seq: Arc<Sequencer>,
+    hub: Arc<Hub>,
+    compacted: AtomicU64,
+    /// (when, visible revision) samples for the history window.
+    times: Mutex<VecDeque<(Instant, Revision)>>,
+    maintenance: Mutex<()>,
+    stop: Mutex<bool>,
+    stop_cv: Condvar,
+}
+
+pub struct Engine {
+    inner: Arc<Inner>,
+    threads: Vec<JoinHandle<()>>,
+    closed: bool,
+    /// Held by the engine, not `Inner`: watchers may keep `Inner` alive after the engine is
+    /// dropped, and the directory must be reopenable then.
+    _lock: File,
+}
+
+const COMPACTED_FILE: &str = "COMPACTED";
+const SHARDS_FILE: &str = "SHARDS";
+
+fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    crate::segment::sync_dir(dir)
+}
+
+fn read_compacted(dir: &Path) -> Result<Revision, Error> {
+    let path = dir.join(COMPACTED_FILE);
+    match std::fs::read(&path) {
+        Ok(b) => {
+            if b.len() != 12 || crc32fast::hash(&b[..8]) != get_u32(&b, 8) {
+                return Err(Error::Corrupt {
+                    segment: path,
+                    offset: 0,
+                    reason: "bad COMPACTED file".into(),
+                });
+            }
+            Ok(Revision(u64::from_le_bytes(b[..8].try_into().unwrap())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Revision::ZERO),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn write_compacted(dir: &Path, rev: Revision) -> std::io::Result<()> {
+    let mut b = rev.0.to_le_bytes().to_vec();
+    let crc = crc32fast::hash(&b);
+    b.extend_from_slice(&crc.to_le_bytes());
+    write_atomically(dir, COMPACTED_FILE, &b)
+}
+
+fn shard_count(dir: &Path, wanted: usize) -> Result<usize, Error> {
+    let path = dir.join(SHARDS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(s) => s
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| Error::Corrupt {
+                segment: path,
+                offset: 0,
+                reason: format!("bad SHARDS file {s:?}"),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_atomically(dir, SHARDS_FILE, format!("{wanted}\n").as_bytes())?;
+            Ok(wanted)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn lock_dir(dir: &Path) -> Result<File, Error> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))?;
+    // SAFETY: flock on a file descriptor we own; no memory is involved.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            format!("{} is in use by another engine", dir.display()),
+        )));
+    }
+    Ok(f)
+}
+
+fn check_options(opts: &Options) -> Result<(), Error> {
+    let l = &opts.limits;
+    let bad = |why: String| {
+        Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            why,
+        )))
+    };
+    if opts.shards == 0 {
+        return bad("shards must be at least 1".into());
+    }
+    if l.segment_bytes > crate::index::SEGMENT_BYTES_MAX || l.segment_bytes < 64 * 1024 {
+        return bad(format!(
+            "segment_bytes {} outside [64 KiB, {}]",
+            l.segment_bytes,
+            crate::index::SEGMENT_BYTES_MAX
+        ));
+    }
+    if l.value_bytes_max > crate::index::VALUE_BYTES_MAX || l.key_bytes_max > u16::MAX as usize {
+        return bad("value_bytes_max or key_bytes_max above what the format can hold".into());
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// Opens (or creates) the store in `opts.dir`: recovers every shard in parallel, then
+    /// starts one flusher thread per shard and the maintenance thread.
+    pub fn open(opts: Options) -> Result<Engine, Error> {
+        check_options(&opts)?;
+        std::fs::create_dir_all(&opts.dir)?;
+        let lock = lock_dir(&opts.dir)?;
+        let n = shard_count(&opts.dir, opts.shards)?;
+        let compacted = read_compacted(&opts.dir)?;
+        let recovered: Vec<Result<shard::Recovered, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let dir = opts.dir.join(shard::shard_dir_name(i));
+                    let limits = &opts.limits;
+                    s.spawn(move || shard::recover(i, &dir, limits, compacted))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("recovery thread panicked"))
+                .collect()
+        });
+        let mut recs = Vec::with_capacity(n);
+        for r in recovered {
+            recs.push(r?);
+        }
+        let current = recs
+            .iter()
+            .map(|r| r.max_rev)
+            .max()
+            .unwrap_or_default()
+            .max(compacted);
+        let hub = Arc::new(Hub::new(&opts.limits, current));
+        let seq = Arc::new(Sequencer::new(current, hub.clone()));
+        let shards: Vec<Arc<Shard>> = recs
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let dir = opts.dir.join(shard::shard_dir_name(i));
+                Arc::new(Shard::new(
+                    i,
+                    dir,
+                    r,
+                    opts.sync,
+                    opts.limits.clone(),
+                    seq.clone(),
+                ))
+            })
+            .collect();
+        let inner = Arc::new(Inner {
+            opts,
+            shards,
+            seq,
+            hub,
+            compacted: AtomicU64::new(compacted.0),
+            times: Mutex::new(VecDeque::from([(Instant::now(), current)])),
+            maintenance: Mutex::new(()),
+            stop: Mutex::new(false),
+            stop_cv: Condvar::new(),
+        });
+        let mut threads = Vec::new();
+        for s in &inner.shards {
+            let s = s.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("keel-flush-{}", s.id))
+                    .spawn(move || s.flusher_loop())?,
+            );
+        }
+        if let Some(every) = inner.opts.maintenance_interval {
+            let i = inner.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("keel-maintenance".into())
+                    .spawn(move || i.maintenance_loop(every))?,
+            );
+        }
+        Ok(Engine {
+            inner,
+            threads,
+            closed: false,
+            _lock: lock,
+        })
+    }
+
+    /// Flushes what is pending, stops the background threads and ends every watcher.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.shutdown();
+        Ok(())
+    }
+
+    fn shutdown(&mut self) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        *self.inner.stop.lock() = true;
+        self.inner.stop_cv.notify_all();
+        for s in &self.inner.shards {
+            s.shutdown();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.inner.hub.close();
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats {
+            revision: self.inner.seq.visible(),
+            compacted: Revision(self.inner.compacted.load(Ordering::Acquire)),
+            shards: self.inner.shards.len(),
+            watchers: self.inner.hub.watcher_count(),
+            ..Stats::default()
+        };
+        for s in &self.inner.shards {
+            {
+                let idx = s.index.read();
+                st.keys += idx.live_keys;
+                st.versions += idx.versions;
+            }
+            let (n, bytes) = s.segment_bytes();
+            st.segments += n;
+            st.segment_bytes += bytes;
+            st.batches_written += s.counters.batches.load(Ordering::Relaxed);
+            st.syncs += s.counters.syncs.load(Ordering::Relaxed);
+            st.bytes_written += s.counters.bytes.load(Ordering::Relaxed);
+            st.segments_rewritten += s.counters.rewritten.load(Ordering::Relaxed);
+        }
+        st
+    }
+
+    /// Waits until `revision` is visible; false on timeout.
+    pub fn wait_for(&self, revision: Revision, timeout: Duration) -> bool {
+        self.inner.seq.wait_for(revision, timeout)
+    }
+
+    /// One maintenance pass now: compacts history older than the history window, then
+    /// rewrites sparse segments. Returns the number of segments rewritten.
+    pub fn maintain(&self) -> Result<usize, Error> {
+        self.inner.maintain()
+    }
+
+    /// Rewrites every segment whose live data fell below the threshold (after `compact`).
+    pub fn rewrite_segments(&self) -> Result<usize, Error> {
+        self.inner.rewrite_segments()
+    }
+
+    /// Which shard owns `key`.
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        shard::shard_for_key(key, self.inner.shards.len())
+    }
+}
+
+/// Lists that may return at least this many items scan their shards in parallel.
+const PARALLEL_LIST_ITEMS_MIN: usize = 50_000;
+
+impl Engine {
+    fn stats_keys(&self) -> u64 {
+        self.inner
+            .shards
+            .iter()
+            .map(|s| s.index.read().live_keys)
+            .sum()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl Inner {
+    fn snapshot(&self, at: ReadAt) -> Result<Revision, Error> {
+        let cur = self.seq.visible();
+        match at {
+            ReadAt::Latest => Ok(cur),
+            ReadAt::NotOlderThan(r) | ReadAt::Exact(r) if r > cur => Err(Error::FutureRevision {
+                requested: r,
+                current: cur,
+            }),
+            ReadAt::NotOlderThan(_) => Ok(cur),
+            ReadAt::Exact(r) => {
+                let c = Revision(self.compacted.load(Ordering::Acquire));
+                if r < c {
+                    return Err(Error::Compacted {
+                        requested: r,
+                        compacted: c,
+                    });
+                }
+                Ok(r)
+            }
+        }
+    }
+
+    fn shard(&self, key: &[u8]) -> &Arc<Shard> {
+        &self.shards[shard::shard_for_key(key, self.shards.len())]
+    }
+
+    fn compact(&self, revision: Revision) -> Result<(), Error> {
+        let _g = self.maintenance.lock();
+        let cur = self.seq.visible();
+        if revision > cur {
+            return Err(Error::FutureRevision {
+                requested: revision,
+                current: cur,
+            });
+        }
+        if revision.0 <= self.compacted.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Persist first: a crash after this point recovers to the same compacted state.
+        write_compacted(&self.opts.dir, revision)?;
+        self.compacted.store(revision.0, Ordering::Release);
+        for s in &self.shards {
+            s.compact(revision);
+        }
+        Ok(())
+    }
+
+    fn rewrite_segments(&self) -> Result<usize, Error> {
+        let _g = self.maintenance.lock();
+        let c = Revision(self.compacted.load(Ordering::Acquire));
+        let mut n = 0;
+        for s in &self.shards {
+            for (seg, is_first) in s.rewrite_candidates(c, self.opts.rewrite_live_ratio) {
+                s.rewrite(&seg, is_first, c)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn maintain(&self) -> Result<usize, Error> {
+        let now = Instant::now();
+        let target = {
+            let mut times = self.times.lock();
+            times.push_back((now, self.seq.visible()));
+            let horizon = now.checked_sub(self.opts.history);
+            let mut target = None;
+            if let Some(h) = horizon {
+                while times.len() > 1 && times[1].0 <= h {
+                    times.pop_front();
+                }
+                if times[0].0 <= h {
+                    target = Some(times[0].1);
+                }
+            }
+            target
+        };
+        if let Some(t) = target {
+            self.compact(t)?;
+        }
+        self.rewrite_segments()
+    }
+
+    fn maintenance_loop(&self, every: Duration) {
+        let mut stop = self.stop.lock();
+        loop {
+            if *stop {
+                return;
+            }
+            self.stop_cv.wait_for(&mut stop, every);
+            if *stop {
+                return;
+            }
+            drop(stop);
+            if let Err(e) = self.maintain() {
+                eprintln!("keel-engine: maintenance failed: {e}");
+            }
+            stop = self.stop.lock();
+        }
+    }
+}
+
+impl HistorySource for Inner {
+    fn read_history(
+        &self,
+        prefix: &[u8],
+        after: Revision,
+        upto: Revision,
+        max: usize,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Result<Revision, WatchError> {
+        // Each shard yields up to `max` events in its own order; merge them and cut at the
+        // lowest revision where some shard stopped early.
+        let mut all = Vec::new();
+        let mut bound = upto;
+        for s in &self.shards {
+            let mut evs = Vec::new();
+            if let Some(stopped) = s.read_history(prefix, after, upto, max, &mut evs)? {
+                bound = bound.min(stopped);
+            }
+            all.extend(evs);
+        }
+        all.retain(|e| e.revision() <= bound);
+        all.sort_by_key(|e| e.revision());
+        if all.len() > max {
+            all.truncate(max);
+            bound = all.last().expect("non-empty").revision();
+        }
+        out.extend(all);
+        Ok(bound)
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        Revision(self.compacted.load(Ordering::Acquire))
+    }
+}
+
+fn check_key(key: &[u8], max: usize) -> Result<(), Error> {
+    if key.is_empty() {
+        return Err(Error::EmptyKey);
+    }
+    if key.len() > max {
+        return Err(Error::KeyTooLarge {
+            len: key.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+impl Store for Engine {
+    fn current_revision(&self) -> Revision {
+        self.inner.seq.visible()
+    }
+
+    fn compacted_revision(&self) -> Revision {
+        Revision(self.inner.compacted.load(Ordering::Acquire))
+    }
+
+    fn get(&self, key: &[u8], at: ReadAt) -> Result<Option<KeyValue>, Error> {
+        let snap = self.inner.snapshot(at)?;
+        self.inner.shard(key).get(key, snap, &self.inner.compacted)
+    }
+
+    fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error> {
+        let snap = self.inner.snapshot(req.at)?;
+        let shards = &self.inner.shards;
+        let multi = shards.len() > 1;
+        // Every key the list can return lies between the smallest and the largest key in the
+        // range, so all share their common prefix: the merge compares what follows it.
+        let skip = if multi {
+            let bounds: Vec<_> = shards
+                .iter()
+                .filter_map(|s| s.key_bounds(req.prefix, req.start_after))
+                .collect();
+            let lo = bounds.iter().map(|b| &b.0).min();
+            let hi = bounds.iter().map(|b| &b.1).max();
+            match (lo, hi) {
+                (Some(lo), Some(hi)) => {
+                    lo.iter().zip(hi.iter()).take_while(|(a, b)| a == b).count()
+                }
+                _ => req.prefix.len(),
+            }
+        } else {
+            0
+        };
+        let list_one = |s: &Arc<Shard>| {
+            s.list(
+                req.prefix,
+                req.start_after,
+                req.limit,
+                snap,
+                &self.inner.compacted,
+                multi.then_some(skip),
+            )
+        };
+        // Large lists scan the shards in parallel (each scan is memory-latency bound); small
+        // ones are not worth a thread.
+        let big = req.limit == 0 || req.limit >= PARALLEL_LIST_ITEMS_MIN;
+        let parts: Vec<Result<ShardList, Error>> =
+            if multi && big && self.stats_keys() >= PARALLEL_LIST_ITEMS_MIN as u64 {
+                std::thread::scope(|sc| {
+                    let handles: Vec<_> = shards[1..]
+                        .iter()
+                        .map(|s| sc.spawn(move || list_one(s)))
+                        .collect();
+                    let mut parts = vec![list_one(&shards[0])];
+                    parts.extend(
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().expect("list thread panicked")),
+                    );
+                    parts
+                })
+            } else {
+                shards.iter().map(list_one).collect()
+            };
+        let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let mut remaining: u64 = parts.iter().map(|p| p.remaining).sum();
+        let (items, leftover) = merge_by_key(parts, req.limit, skip);
+        remaining += leftover;
+        Ok(ListResult {
+            items,
+            revision: snap,
+            more: remaining > 0,
+            remaining,
+        })
+    }
+
+    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
+    where
+        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
+    {
+        if let Err(e) = check_key(key, self.inner.opts.limits.key_bytes_max) {
+            return Pending::ready(Err(e));
+        }
+        self.inner.shard(key).write(key, op, build)
+    }
+
+    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error> {
+        let source: Arc<dyn HistorySource> = self.inner.clone();
+        self.inner.hub.watch(source, prefix, after)
+    }
+
+    fn compact(&self, revision: Revision) -> Result<(), Error> {
+        self.inner.compact(revision)
+    }
+}
+
+/// Merges per-shard lists (each sorted by key, with the `sort_prefix` of every key taken after
+/// the list prefix of `skip` bytes) into one, keeping at most `limit` (0 = all). Returns the
+/// merged items and how many were left over.
+///
+/// Keys live in the segment mappings, scattered in write order: comparing them directly costs
+/// a cache miss per comparison (measured: the merge alone ran at 3M keys/s on 2 shards).
+/// Comparing the 16-byte prefixes the shard scans took from the index keys keeps the merge on
+/// registers; only equal prefixes fall back to the keys.
+fn merge_by_key(mut parts: Vec<ShardList>, limit: usize, skip: usize) -> (Vec<KeyValue>, u64) {
+    let total: usize = parts.iter().map(|p| p.items.len()).sum();
+    if parts.len() == 1 {
+        let mut items = parts.pop().expect("one part").items;
+        let mut leftover = 0;
+        if limit > 0 && items.len() > limit {
+            leftover = (items.len() - limit) as u64;
+            items.truncate(limit);
+        }
+        return (items, leftover);
+    }
+    let want = if limit == 0 { total } else { limit.min(total) };
+    let mut out = Vec::with_capacity(want);
+    let mut pos = vec![0usize; parts.len()];
+    let prefixes: Vec<Vec<u128>> = parts
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.prefixes))
+        .collect();
+    let mut iters: Vec<std::vec::IntoIter<KeyValue>> =
+        parts.into_iter().map(|p| p.items.into_iter()).collect();
+    let mut heads: Vec<Option<KeyValue>> = iters.iter_mut().map(|it| it.next()).collect();
+    while out.len() < want {
+        let mut best: Option<usize> = None;
+        for i in 0..heads.len() {
+            let Some(kv) = &heads[i] else { continue };
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    let (pi, pb) = (prefixes[i][pos[i]], prefixes[b][pos[b]]);
+                    pi < pb
+                        || (pi == pb
+                            && kv.key()[skip..] < heads[b].as_ref().expect("head").key()[skip..])
+                }
+            };
+            if better {
+                best = Some(i);
+            }
+        }
+        let i = best.expect("items remain");
+        let next = iters[i].next();
+        pos[i] += 1;
+        out.push(std::mem::replace(&mut heads[i], next).expect("head"));
+    }
+    (out, (total - want) as u64)
+}

@@ -1,0 +1,214 @@
+//! A segment file: pre-sized, written with `pwrite`, read through a read-only shared mapping.
+//!
+//! The only `unsafe` in the engine is the mapping. Appends go through the file descriptor into
+//! the page cache, which the `MAP_SHARED` mapping observes; readers only look at byte ranges
+//! that were written (and, under `SyncMode::Always`, synced) before the index pointed at them.
+
+use crate::format::{self, SegmentHeader, SEGMENT_HEADER_LEN};
+use crate::value::Backing;
+use crate::Revision;
+use memmap2::Mmap;
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Keep a checkpoint (first revision of a batch → offset) at least this far apart, so a
+/// watch resuming from an old revision seeks instead of scanning a whole segment.
+pub const CHECKPOINT_EVERY_BYTES: u64 = 256 * 1024;
+
+pub struct Segment {
+    /// Process-local id, referenced by index locations. Never reused while the engine runs.
+    pub id: u32,
+    pub header: SegmentHeader,
+    pub path: PathBuf,
+    file: File,
+    map: Mmap,
+    /// End of the written (and verified or synced) data.
+    pub data_end: AtomicU64,
+    /// Bytes of records still referenced by the index.
+    pub live_bytes: AtomicU64,
+    pub min_rev: AtomicU64,
+    pub max_rev: AtomicU64,
+    /// (first revision of a batch, batch offset), ascending, sparse.
+    pub checkpoints: Mutex<Vec<(Revision, u64)>>,
+}
+
+impl Backing for Segment {
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+pub fn segment_file_name(seq: u64) -> String {
+    format!("{seq:016x}.seg")
+}
+
+/// Parses `<16 hex>.seg`.
+pub fn parse_segment_file_name(name: &str) -> Option<u64> {
+    let hex = name.strip_suffix(".seg")?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn map(file: &File) -> io::Result<Mmap> {
+    // SAFETY: the file is owned by this engine (the store directory is locked with flock) and
+    // only ever grows by pwrite into ranges no reader has been pointed at yet; it is never
+    // truncated while mapped (torn tails are zeroed, not truncated). Readers therefore never
+    // observe a byte change under them or a mapping shorter than the file.
+    unsafe { Mmap::map(file) }
+}
+
+impl Segment {
+    /// Creates `<dir>/<seq>.seg` (or `path` if given), sized `size`, with its header written.
+    /// The file and directory are synced so the segment survives a crash once used.
+    pub fn create(
+        id: u32,
+        dir: &Path,
+        header: SegmentHeader,
+        size: u64,
+        path: Option<PathBuf>,
+    ) -> io::Result<Segment> {
+        let path = path.unwrap_or_else(|| dir.join(segment_file_name(header.seq)));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        file.set_len(size)?;
+        file.write_all_at(&header.encode(), 0)?;
+        file.sync_all()?;
+        sync_dir(dir)?;
+        let map = map(&file)?;
+        Ok(Segment::from_parts(
+            id,
+            header,
+            path,
+            file,
+            map,
+            SEGMENT_HEADER_LEN as u64,
+        ))
+    }
+
+    /// Opens an existing segment; the caller scans and verifies it.
+    pub fn open(id: u32, path: &Path) -> Result<Segment, crate::Error> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let map = map(&file)?;
+        let header = SegmentHeader::decode(&map).map_err(|reason| crate::Error::Corrupt {
+            segment: path.to_path_buf(),
+            offset: 0,
+            reason,
+        })?;
+        Ok(Segment::from_parts(
+            id,
+            header,
+            path.to_path_buf(),
+            file,
+            map,
+            0,
+        ))
+    }
+
+    fn from_parts(
+        id: u32,
+        header: SegmentHeader,
+        path: PathBuf,
+        file: File,
+        map: Mmap,
+        data_end: u64,
+    ) -> Segment {
+        Segment {
+            id,
+            header,
+            path,
+            file,
+            map,
+            data_end: AtomicU64::new(data_end),
+            live_bytes: AtomicU64::new(0),
+            min_rev: AtomicU64::new(u64::MAX),
+            max_rev: AtomicU64::new(0),
+            checkpoints: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    pub fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        assert!(
+            offset + buf.len() as u64 <= self.capacity(),
+            "write of {} bytes at {offset} past segment capacity {}",
+            buf.len(),
+            self.capacity()
+        );
+        self.file.write_all_at(buf, offset)
+    }
+
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    pub fn is_rewritten(&self) -> bool {
+        self.header.flags & format::SEG_FLAG_REWRITTEN != 0
+    }
+
+    /// Notes a batch written at `offset` with revisions `first..=last` and ending at `end`.
+    pub fn note_batch(&self, offset: u64, first: Revision, last: Revision, end: u64) {
+        self.min_rev.fetch_min(first.0, Ordering::Relaxed);
+        self.max_rev.fetch_max(last.0, Ordering::Relaxed);
+        let mut cps = self.checkpoints.lock();
+        let far = cps
+            .last()
+            .is_none_or(|&(_, at)| offset >= at + CHECKPOINT_EVERY_BYTES);
+        if far {
+            cps.push((first, offset));
+        }
+        drop(cps);
+        self.data_end.fetch_max(end, Ordering::Release);
+    }
+
+    /// Offset of a batch at or before the first batch that can hold a revision > `after`.
+    pub fn seek(&self, after: Revision) -> u64 {
+        let cps = self.checkpoints.lock();
+        let i = cps.partition_point(|&(first, _)| first <= after);
+        if i == 0 {
+            SEGMENT_HEADER_LEN as u64
+        } else {
+            cps[i - 1].1
+        }
+    }
+
+    /// Zeroes `[from, end of non-zero data)` and syncs: removes a torn tail.
+    pub fn zero_tail(&self, from: u64) -> io::Result<()> {
+        let b = self.bytes();
+        let last_nonzero = b
+            .iter()
+            .rposition(|&x| x != 0)
+            .map(|p| p as u64 + 1)
+            .unwrap_or(0);
+        if last_nonzero > from {
+            let zeros = vec![0u8; 1 << 20];
+            let mut at = from;
+            while at < last_nonzero {
+                let n = (last_nonzero - at).min(zeros.len() as u64) as usize;
+                self.file.write_all_at(&zeros[..n], at)?;
+                at += n as u64;
+            }
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! The global sequencer: hands out revisions to every shard and merges their completions into
+//! one visible order.
+//!
+//! Shards sync independently, so revision 12 (shard B) can become durable before 11 (shard A).
+//! The sequencer keeps one slot per revision in flight and advances the *visible* revision
+//! only over a contiguous run of finished slots; it publishes their events to the watch hub in
+//! that order and only then acknowledges their writers. Hence a reader that sees N sees every
+//! change at or below N, and no watcher sees N before N-1.
+//!
+//! ```text
+//! allocate: 10 11 12 13         slots [10:pending 11:pending 12:pending 13:pending]
+//! shard B done 11, 13           slots [10:pending 11:done 12:pending 13:done]  visible = 9
+//! shard A done 10, 12           → pop 10 11 12 13, publish in order            visible = 13
+//! ```
+
+use crate::pending::Completion;
+use crate::watch::Hub;
+use crate::{Error, Event, Revision, Written};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub type WriteCompletion = Completion<Result<Written, Error>>;
+
+/// What a finished revision carries.
+pub struct Finished {
+    pub event: Arc<Event>,
+    pub written: Written,
+    pub completion: WriteCompletion,
+}
+
+enum Slot {
+    InFlight,
+    Done(Finished),
+    /// The revision was allocated but nothing was written (the value builder refused).
+    Aborted,
+}
+
+struct State {
+    /// Revision of `slots[0]`.
+    base: u64,
+    slots: VecDeque<Slot>,
+}
+
+pub struct Sequencer {
+    state: Mutex<State>,
+    visible: AtomicU64,
+    visible_changed: Condvar,
+    hub: Arc<Hub>,
+}
+
+impl Sequencer {
+    /// `current`: the newest revision already durable.
+    pub fn new(current: Revision, hub: Arc<Hub>) -> Sequencer {
+        Sequencer {
+            state: Mutex::new(State {
+                base: current.0 + 1,
+                slots: VecDeque::new(),
+            }),
+            visible: AtomicU64::new(current.0),
+            visible_changed: Condvar::new(),
+            hub,
+        }
+    }
+
+    pub fn visible(&self) -> Revision {
+        Revision(self.visible.load(Ordering::Acquire))
+    }
+
+    /// Allocates the next revision. Callers hold their shard's writer lock, so revisions are
+    /// increasing within each shard's log.
+    pub fn allocate(&self) -> Revision {
+        let mut st = self.state.lock();
+        let rev = st.base + st.slots.len() as u64;
+        st.slots.push_back(Slot::InFlight);
+        Revision(rev)
+    }
+
+    pub fn abort(&self, rev: Revision) {
+        self.finish_slots(std::iter::once((rev, None)));
+    }
+
+    /// Marks revisions durable (or aborted when `None`), publishes what became visible and
+    /// acknowledges its writers.
+    pub fn finish_slots(&self, items: impl IntoIterator<Item = (Revision, Option<Finished>)>) {
+        let mut ready: Vec<Finished> = Vec::new();
+        {
+            let mut st = self.state.lock();
+            for (rev, f) in items {
+                assert!(
+                    rev.0 >= st.base,
+                    "revision {rev} finished twice (base {})",
+                    st.base
+                );
+                let i = (rev.0 - st.base) as usize;
+                let slot = &mut st.slots[i];
+                assert!(
+                    matches!(slot, Slot::InFlight),
+                    "revision {rev} finished twice"
+                );
+                *slot = match f {
+                    Some(f) => Slot::Done(f),
+                    None => Slot::Aborted,
+                };
+            }
+            while matches!(st.slots.front(), Some(Slot::Done(_) | Slot::Aborted)) {
+                if let Some(Slot::Done(f)) = st.slots.pop_front() {
+                    ready.push(f);
+                }
+                st.base += 1;
+            }
+            if ready.is_empty() {
+                self.visible.store(st.base - 1, Ordering::Release);
+                return;
+            }
+            // Published under the lock so the ring receives events in revision order.
+            self.hub.push(ready.iter().map(|f| f.event.clone()));
+            self.visible.store(st.base - 1, Ordering::Release);
+        }
+        self.visible_changed.notify_all();
+        self.hub.wake_all();
+        for f in ready {
+            f.completion.complete(Ok(f.written));
+        }
+    }
+
+    /// Fails every in-flight write (after an I/O failure the engine stops accepting writes).
+    pub fn in_flight(&self) -> usize {
+        self.state.lock().slots.len()
+    }
+
+    /// Waits until `rev` is visible or `timeout` passes.
+    pub fn wait_for(&self, rev: Revision, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.state.lock();
+        while self.visible() < rev {
+            if self
+                .visible_changed
+                .wait_until(&mut st, deadline)
+                .timed_out()
+            {
+                return self.visible() >= rev;
+            }
+        }
+        true
+    }
+}

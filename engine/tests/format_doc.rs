@@ -1,0 +1,112 @@
+//! Checks the constants in `src/format.rs` against the byte tables in `FORMAT.md`, so the
+//! document and the code cannot drift apart.
+
+use keel_engine::format::*;
+use std::collections::HashMap;
+
+fn doc() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/FORMAT.md")).expect("FORMAT.md")
+}
+
+/// Rows `| offset | size | field | ...` of the first table after `heading`.
+fn table(doc: &str, heading: &str) -> HashMap<String, (usize, String)> {
+    let start = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("no heading {heading:?}"));
+    let mut rows = HashMap::new();
+    let mut in_table = false;
+    for line in doc[start..].lines().skip(1) {
+        if line.starts_with("###") || line.starts_with("## ") {
+            break;
+        }
+        if !line.starts_with('|') {
+            if in_table {
+                break;
+            }
+            continue;
+        }
+        in_table = true;
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        if let Ok(off) = cells[0].parse::<usize>() {
+            rows.insert(cells[2].to_string(), (off, cells[1].to_string()));
+        }
+    }
+    assert!(!rows.is_empty(), "empty table under {heading:?}");
+    rows
+}
+
+fn check(rows: &HashMap<String, (usize, String)>, field: &str, off: usize, size: usize) {
+    let (doc_off, doc_size) = rows
+        .get(field)
+        .unwrap_or_else(|| panic!("field {field} not documented"));
+    assert_eq!(*doc_off, off, "offset of {field}");
+    assert_eq!(
+        doc_size.parse::<usize>().ok(),
+        Some(size),
+        "size of {field}"
+    );
+}
+
+#[test]
+fn segment_header_matches_doc() {
+    let d = doc();
+    assert!(d.contains(&format!("### Segment header ({SEGMENT_HEADER_LEN} bytes)")));
+    let t = table(&d, "### Segment header");
+    check(&t, "magic", SEG_OFF_MAGIC, 8);
+    check(&t, "version", SEG_OFF_VERSION, 4);
+    check(&t, "shard", SEG_OFF_SHARD, 4);
+    check(&t, "seq", SEG_OFF_SEQ, 8);
+    check(&t, "flags", SEG_OFF_FLAGS, 4);
+    check(&t, "compacted", SEG_OFF_COMPACTED, 8);
+    check(
+        &t,
+        "reserved",
+        SEG_OFF_RESERVED,
+        SEG_OFF_CRC - SEG_OFF_RESERVED,
+    );
+    check(&t, "crc", SEG_OFF_CRC, 4);
+    assert_eq!(&SEGMENT_MAGIC, b"KEELSEG\0");
+    assert!(d.contains(&format!("format version, currently `{FORMAT_VERSION}`")));
+    assert!(d.contains(&format!("bit 0 `REWRITTEN`")) && SEG_FLAG_REWRITTEN == 1);
+}
+
+#[test]
+fn batch_header_matches_doc() {
+    let d = doc();
+    assert!(d.contains(&format!("### Batch header ({BATCH_HEADER_LEN} bytes)")));
+    let t = table(&d, "### Batch header");
+    check(&t, "magic", BATCH_OFF_MAGIC, 4);
+    check(&t, "crc", BATCH_OFF_CRC, 4);
+    check(&t, "len", BATCH_OFF_LEN, 4);
+    check(&t, "count", BATCH_OFF_COUNT, 4);
+    check(&t, "first_rev", BATCH_OFF_FIRST_REV, 8);
+    check(&t, "last_rev", BATCH_OFF_LAST_REV, 8);
+    assert_eq!(BATCH_MAGIC.to_le_bytes(), *b"KLB1");
+    assert!(
+        d.contains(&format!("`{BATCH_MAGIC:#010x}`")),
+        "magic value documented"
+    );
+}
+
+#[test]
+fn record_matches_doc() {
+    let d = doc();
+    assert!(d.contains(&format!("### Record ({RECORD_HEADER_LEN}-byte header")));
+    let t = table(&d, "### Record");
+    check(&t, "crc", REC_OFF_CRC, 4);
+    check(&t, "len", REC_OFF_LEN, 4);
+    check(&t, "rev", REC_OFF_REV, 8);
+    check(&t, "prev_rev", REC_OFF_PREV_REV, 8);
+    check(&t, "key_len", REC_OFF_KEY_LEN, 2);
+    check(&t, "op", REC_OFF_OP, 1);
+    check(&t, "flags", REC_OFF_FLAGS, 1);
+    check(&t, "value_len", REC_OFF_VALUE_LEN, 4);
+    check(&t, "reserved", REC_OFF_RESERVED, 8);
+    assert_eq!(t["key"].0, RECORD_HEADER_LEN);
+    assert!(d.contains(&format!(
+        "`{}` put, `{}` delete",
+        Op::Put as u8,
+        Op::Delete as u8
+    )));
+    assert!(d.contains(&format!("multiples of\n**{ALIGN}**")));
+}
