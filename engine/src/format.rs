@@ -49,8 +49,9 @@ pub const ALIGN: usize = 8;
 const _: () = assert!(SEG_OFF_RESERVED + 8 <= SEG_OFF_CRC);
 const _: () = assert!(BATCH_OFF_LAST_REV + 8 == BATCH_HEADER_LEN);
 const _: () = assert!(REC_OFF_RESERVED + 8 == RECORD_HEADER_LEN);
-const _: () = assert!(RECORD_HEADER_LEN % ALIGN == 0 && BATCH_HEADER_LEN % ALIGN == 0);
-const _: () = assert!(SEGMENT_HEADER_LEN % ALIGN == 0);
+const _: () =
+    assert!(RECORD_HEADER_LEN.is_multiple_of(ALIGN) && BATCH_HEADER_LEN.is_multiple_of(ALIGN));
+const _: () = assert!(SEGMENT_HEADER_LEN.is_multiple_of(ALIGN));
 
 /// Record operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,9 @@ const _: () = assert!(SEGMENT_HEADER_LEN % ALIGN == 0);
 pub enum Op {
     Put = 1,
     Delete = 2,
+    /// A revision consumed by a write that was refused after it got its revision: written so
+    /// the revision is never handed out again. Empty key and value.
+    Nop = 3,
 }
 
 impl Op {
@@ -65,6 +69,7 @@ impl Op {
         match b {
             1 => Some(Op::Put),
             2 => Some(Op::Delete),
+            3 => Some(Op::Nop),
             _ => None,
         }
     }
@@ -222,7 +227,7 @@ pub fn decode_batch_header(b: &[u8]) -> Option<BatchHeader> {
         first: Revision(get_u64(b, BATCH_OFF_FIRST_REV)),
         last: Revision(get_u64(b, BATCH_OFF_LAST_REV)),
     };
-    if h.len as usize % ALIGN != 0 || h.first > h.last {
+    if !(h.len as usize).is_multiple_of(ALIGN) || h.first > h.last {
         return None;
     }
     Some(h)

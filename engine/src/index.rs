@@ -51,7 +51,7 @@ impl Version {
             loc.seg
         );
         assert!(
-            loc.off as usize % crate::format::ALIGN == 0,
+            (loc.off as usize).is_multiple_of(crate::format::ALIGN),
             "unaligned offset {}",
             loc.off
         );

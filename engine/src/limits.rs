@@ -23,6 +23,8 @@ pub const WATCH_RING_EVENTS_MAX_DEFAULT: usize = 1 << 17;
 pub const WATCHER_BACKLOG_EVENTS_MAX_DEFAULT: usize = 1 << 17;
 /// Events one `Watcher::poll_batch` call returns at most.
 pub const WATCH_BATCH_EVENTS_MAX: usize = 1024;
+/// Ring events one watcher examines per ring lock acquisition.
+pub const WATCH_SCAN_EVENTS_MAX: usize = 8192;
 /// Keys visited per index lock acquisition by compaction and long scans, so writers on the
 /// same shard wait at most this many key visits.
 pub const INDEX_STEP_KEYS: usize = 4096;

@@ -16,6 +16,7 @@
 use crate::pending::Completion;
 use crate::watch::Hub;
 use crate::{Error, Event, Revision, Written};
+
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,10 +25,10 @@ use std::time::{Duration, Instant};
 
 pub type WriteCompletion = Completion<Result<Written, Error>>;
 
-/// What a finished revision carries.
+/// What a finished revision carries: its event (none for a no-op) and its writer's result.
 pub struct Finished {
-    pub event: Arc<Event>,
-    pub written: Written,
+    pub event: Option<Arc<Event>>,
+    pub result: Result<Written, Error>,
     pub completion: WriteCompletion,
 }
 
@@ -113,20 +114,21 @@ impl Sequencer {
             }
             if ready.is_empty() {
                 self.visible.store(st.base - 1, Ordering::Release);
+                self.visible_changed.notify_all();
                 return;
             }
             // Published under the lock so the ring receives events in revision order.
-            self.hub.push(ready.iter().map(|f| f.event.clone()));
+            self.hub.push(ready.iter().filter_map(|f| f.event.clone()));
             self.visible.store(st.base - 1, Ordering::Release);
         }
         self.visible_changed.notify_all();
         self.hub.wake_all();
         for f in ready {
-            f.completion.complete(Ok(f.written));
+            f.completion.complete(f.result);
         }
     }
 
-    /// Fails every in-flight write (after an I/O failure the engine stops accepting writes).
+    /// Revisions allocated and not yet visible.
     pub fn in_flight(&self) -> usize {
         self.state.lock().slots.len()
     }

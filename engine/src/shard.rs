@@ -92,7 +92,9 @@ struct Meta {
     value_len: u32,
     op: Op,
     prev: Option<(Arc<Segment>, Version)>,
-    completion: WriteCompletion,
+    completion: Option<WriteCompletion>,
+    /// For the no-op record of a refused write: the error its writer gets.
+    error: Option<Error>,
 }
 
 /// Records appended to one segment since the flusher last took the pending batches.
@@ -247,6 +249,9 @@ pub fn recover(
                     return;
                 }
                 max_rev = r.revision;
+                if r.op == Op::Nop {
+                    return;
+                }
                 let loc = Loc {
                     seg: seg.id,
                     off: r.offset as u32,
@@ -335,7 +340,13 @@ pub fn recover(
     let (active, next_seq) = match reusable {
         Some(s) => (s.clone(), last_seq + 1),
         None => {
-            let seg = Arc::new(new_segment(id, dir, next_id, last_seq + 1, limits)?);
+            let seg = Arc::new(new_segment(
+                id,
+                dir,
+                next_id,
+                last_seq + 1,
+                limits.segment_bytes,
+            )?);
             next_id += 1;
             index.add_segment(seg.clone());
             (seg, last_seq + 2)
@@ -355,13 +366,7 @@ fn file_is_zero(path: &Path) -> std::io::Result<bool> {
     Ok(b.iter().all(|&x| x == 0))
 }
 
-fn new_segment(
-    shard: usize,
-    dir: &Path,
-    id: u32,
-    seq: u64,
-    limits: &Limits,
-) -> Result<Segment, Error> {
+fn new_segment(shard: usize, dir: &Path, id: u32, seq: u64, size: u64) -> Result<Segment, Error> {
     if id >= crate::index::SEGMENT_IDS_MAX {
         return Err(Error::Failed(format!(
             "shard {shard} ran out of segment ids"
@@ -373,13 +378,7 @@ fn new_segment(
         flags: 0,
         compacted: Revision::ZERO,
     };
-    Ok(Segment::create(
-        id,
-        dir,
-        header,
-        limits.segment_bytes,
-        None,
-    )?)
+    Ok(Segment::create(id, dir, header, size, None)?)
 }
 
 /// Resolves the bytes of the value at `v` for a writer: from the mapping if written, else
@@ -418,6 +417,9 @@ fn current_value<'a>(w: &WriterState, seg: &'a Arc<Segment>, v: &Version) -> Cow
     let r = range(0, key_len(b, off as usize));
     Cow::Owned(b[r].to_vec())
 }
+
+/// The smallest and largest key of a range.
+pub type KeyBounds = (Box<[u8]>, Box<[u8]>);
 
 /// One shard's part of a list.
 pub struct ShardList {
@@ -585,31 +587,31 @@ impl Shard {
             Ok(_) => None,
         };
         drop(cur_bytes);
-        let rec_start = w.tail - w.pending.last().map(|c| c.offset).unwrap_or(0);
-        let rec_start = rec_start as usize;
-        if let Some(e) = failure {
-            let chunk = w.pending.last_mut().expect("chunk");
+        let rec_start = (w.tail - w.pending.last().map(|c| c.offset).unwrap_or(0)) as usize;
+        let chunk = w.pending.last_mut().expect("chunk");
+        if failure.is_some() {
+            // The revision is consumed: record it with a no-op so that it is never handed out
+            // again after a restart (a client may already have seen it as a list revision).
             chunk.buf.truncate(rec_start);
-            self.drop_empty_chunk(w);
-            self.seq.abort(rev);
-            return Err(e);
+            format::encode_record::<()>(&mut chunk.buf, rev, Revision::ZERO, Op::Nop, &[], |_| {
+                Ok(())
+            })
+            .expect("no-op records cannot fail");
         }
         let mut chunk = w.pending.last_mut().expect("chunk");
         let span = chunk.buf.len() - rec_start;
         if chunk.offset + chunk.buf.len() as u64 > w.active.capacity() {
-            // Does not fit: move the record (position-independent bytes) to a new segment.
+            // Does not fit: move the record (position-independent bytes) to a new segment,
+            // sized up if this one record needs more than a normal segment.
             let rec = chunk.buf.split_off(rec_start);
             self.drop_empty_chunk(w);
-            if let Err(e) = self.roll_segment(w) {
+            let needed = (SEGMENT_HEADER_LEN + BATCH_HEADER_LEN + rec.len()) as u64;
+            if let Err(e) = self.roll_segment(w, needed) {
+                // Without a segment the revision cannot be recorded: stop writing to this
+                // shard rather than risk handing it out twice.
+                w.failed = Some(format!("shard {}: cannot create a segment: {e}", self.id));
                 self.seq.abort(rev);
                 return Err(e);
-            }
-            if (SEGMENT_HEADER_LEN + BATCH_HEADER_LEN + rec.len()) as u64 > w.active.capacity() {
-                self.seq.abort(rev);
-                return Err(Error::ValueTooLarge {
-                    len: rec.len(),
-                    max: self.limits.value_bytes_max,
-                });
             }
             let offset = w.tail;
             w.pending.push(Chunk {
@@ -635,6 +637,23 @@ impl Shard {
         let seg = chunk.seg.clone();
         w.tail = chunk.offset + chunk.buf.len() as u64;
         w.pending_bytes += span;
+        if let Some(e) = failure {
+            // The writer learns of its failure once the no-op is durable and visible, so that
+            // a read after the error already sees the consumed revision.
+            let (pending, completion) = Pending::new();
+            chunk.metas.push(Meta {
+                rev,
+                off,
+                key_len: 0,
+                value_len: 0,
+                op: Op::Nop,
+                prev: None,
+                completion: Some(completion),
+                error: Some(e),
+            });
+            self.wake_flusher(w);
+            return Ok(pending);
+        }
         let ver = Version::new(
             rev,
             Loc {
@@ -671,13 +690,18 @@ impl Shard {
             value_len,
             op: fop,
             prev: cur.map(|(v, s)| (s, v)),
-            completion,
+            completion: Some(completion),
+            error: None,
         });
+        self.wake_flusher(w);
+        Ok(pending)
+    }
+
+    fn wake_flusher(&self, w: &mut WriterState) {
         if w.flusher_idle {
             w.flusher_idle = false;
             self.work.notify_one();
         }
-        Ok(pending)
     }
 
     fn drop_empty_chunk(&self, w: &mut WriterState) {
@@ -691,15 +715,13 @@ impl Shard {
         }
     }
 
-    fn roll_segment(&self, w: &mut WriterState) -> Result<(), Error> {
+    fn roll_segment(&self, w: &mut WriterState, min_bytes: u64) -> Result<(), Error> {
         let id = w.next_id;
-        let seg = Arc::new(new_segment(
-            self.id,
-            &self.dir,
-            id,
-            w.next_seq,
-            &self.limits,
-        )?);
+        let size = self
+            .limits
+            .segment_bytes
+            .max(min_bytes.next_multiple_of(4096));
+        let seg = Arc::new(new_segment(self.id, &self.dir, id, w.next_seq, size)?);
         w.next_id += 1;
         w.next_seq += 1;
         self.index.write().add_segment(seg.clone());
@@ -750,7 +772,8 @@ impl Shard {
             let mut finished = Vec::new();
             for (s, metas) in batch {
                 for m in metas {
-                    finished.push((m.rev, Some(self.finish(&s.seg, m))));
+                    let rev = m.rev;
+                    finished.push((rev, self.finish(&s.seg, m)));
                 }
             }
             self.seq.finish_slots(finished);
@@ -788,12 +811,23 @@ impl Shard {
         drop(w);
         let revs: Vec<Revision> = metas.iter().map(|m| m.rev).collect();
         for m in metas {
-            m.completion.complete(Err(Error::Failed(why.clone())));
+            if let Some(c) = m.completion {
+                c.complete(Err(Error::Failed(why.clone())));
+            }
         }
         self.seq.finish_slots(revs.into_iter().map(|r| (r, None)));
     }
 
-    fn finish(&self, seg: &Arc<Segment>, m: Meta) -> Finished {
+    /// What the sequencer needs for a flushed record; `None` for a no-op.
+    fn finish(&self, seg: &Arc<Segment>, m: Meta) -> Option<Finished> {
+        let completion = m.completion?;
+        if let Some(e) = m.error {
+            return Some(Finished {
+                event: None,
+                result: Err(e),
+                completion,
+            });
+        }
         let ver = Version::new(
             m.rev,
             Loc {
@@ -814,11 +848,11 @@ impl Shard {
             revision: m.rev,
             prev_revision: prev.as_ref().map(|p| p.mod_revision),
         };
-        Finished {
-            event: Arc::new(Event { kind, kv, prev }),
-            written,
-            completion: m.completion,
-        }
+        Some(Finished {
+            event: Some(Arc::new(Event { kind, kv, prev })),
+            result: Ok(written),
+            completion,
+        })
     }
 
     /// Asks the flusher to drain and stop.
@@ -926,11 +960,7 @@ impl Shard {
 
     /// The smallest and largest keys in the index under `prefix` after `start_after` (deleted
     /// and future versions included: they bound every key a list can return).
-    pub fn key_bounds(
-        &self,
-        prefix: &[u8],
-        start_after: Option<&[u8]>,
-    ) -> Option<(Box<[u8]>, Box<[u8]>)> {
+    pub fn key_bounds(&self, prefix: &[u8], start_after: Option<&[u8]>) -> Option<KeyBounds> {
         let lower = match start_after.filter(|s| *s >= prefix) {
             Some(k) => Bound::Excluded(k),
             None => Bound::Included(prefix),
@@ -1047,7 +1077,7 @@ impl Shard {
                     let (r, span) = format::decode_record(&b[..batch_end], at)
                         .map_err(|e| io(&seg, at as u64, e))?;
                     at += span;
-                    if r.revision <= after || !r.key.starts_with(prefix) {
+                    if r.revision <= after || r.op == Op::Nop || !r.key.starts_with(prefix) {
                         continue;
                     }
                     if r.revision > upto {
@@ -1149,6 +1179,9 @@ impl Shard {
                             .any(|v| v.rev == r.revision && v.loc().seg == old.id)
                     }),
                     Op::Delete => !is_first,
+                    // A no-op only keeps its revision from being reused; the COMPACTED file
+                    // (at or above it) does that once it is compacted.
+                    Op::Nop => false,
                 };
                 if live {
                     keep.push((at, span, r.revision, r.op == Op::Put));

@@ -360,7 +360,10 @@ impl Watcher {
                     let mut seq = next_seq;
                     let mut appended = 0;
                     let start = (seq - ring.first_seq) as usize;
-                    for e in ring.events.range(start..) {
+                    // Bounded scan per lock hold: a watcher whose prefix matches little must
+                    // not hold the ring (and so every writer) while it skips a long backlog.
+                    let end = (start + crate::limits::WATCH_SCAN_EVENTS_MAX).min(ring.events.len());
+                    for e in ring.events.range(start..end) {
                         seq += 1;
                         if e.kv.key().starts_with(&self.prefix) {
                             out.push(e.clone());
@@ -372,6 +375,9 @@ impl Watcher {
                     }
                     drop(ring);
                     self.state = WatchState::Live { next_seq: seq };
+                    if appended == 0 && seq < head {
+                        continue; // more to skip: take the lock again
+                    }
                     return Ok(());
                 }
             }

@@ -67,7 +67,7 @@ fn segment_header_matches_doc() {
     check(&t, "crc", SEG_OFF_CRC, 4);
     assert_eq!(&SEGMENT_MAGIC, b"KEELSEG\0");
     assert!(d.contains(&format!("format version, currently `{FORMAT_VERSION}`")));
-    assert!(d.contains(&format!("bit 0 `REWRITTEN`")) && SEG_FLAG_REWRITTEN == 1);
+    assert!(d.contains("bit 0 `REWRITTEN`") && SEG_FLAG_REWRITTEN == 1);
 }
 
 #[test]

@@ -33,7 +33,9 @@ fn churn(e: &Engine) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     for gen in 1..8 {
         for i in 0..400 {
-            e.update(&key(i), Precondition::None, &value(i, gen)).wait().unwrap();
+            e.update(&key(i), Precondition::None, &value(i, gen))
+                .wait()
+                .unwrap();
             want.insert(key(i), value(i, gen));
         }
     }
@@ -46,12 +48,18 @@ fn churn(e: &Engine) -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 fn assert_state(e: &Engine, want: &BTreeMap<Vec<u8>, Vec<u8>>) {
     let got = e.list(&ListRequest::prefix(b"/r/")).unwrap();
-    let got: BTreeMap<Vec<u8>, Vec<u8>> =
-        got.items.iter().map(|kv| (kv.key().to_vec(), kv.value().to_vec())).collect();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = got
+        .items
+        .iter()
+        .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+        .collect();
     assert_eq!(got.len(), want.len());
     assert!(got == *want, "store content differs from what was written");
     for i in (0..400).step_by(4) {
-        assert!(e.get(&key(i), ReadAt::Latest).unwrap().is_none(), "deleted key {i} came back");
+        assert!(
+            e.get(&key(i), ReadAt::Latest).unwrap().is_none(),
+            "deleted key {i} came back"
+        );
     }
 }
 
@@ -61,10 +69,18 @@ fn compaction_and_rewrite_reclaim_space_and_keep_data() {
     let e = Engine::open(opts(dir.path())).unwrap();
     let want = churn(&e);
     let before = e.stats();
-    assert!(before.segments > 8, "expected many segments, got {}", before.segments);
+    assert!(
+        before.segments > 8,
+        "expected many segments, got {}",
+        before.segments
+    );
     let rev = e.current_revision();
     e.compact(rev).unwrap();
-    assert_eq!(e.stats().versions, want.len() as u64, "one version per live key after compaction");
+    assert_eq!(
+        e.stats().versions,
+        want.len() as u64,
+        "one version per live key after compaction"
+    );
     let rewritten = e.rewrite_segments().unwrap();
     let after = e.stats();
     assert!(rewritten > 0, "nothing rewritten");
@@ -76,7 +92,9 @@ fn compaction_and_rewrite_reclaim_space_and_keep_data() {
     );
     assert_state(&e, &want);
     // Writes continue after the rewrite, and the new data is not confused with moved records.
-    e.update(&key(1), Precondition::None, b"after").wait().unwrap();
+    e.update(&key(1), Precondition::None, b"after")
+        .wait()
+        .unwrap();
     let mut want = want;
     want.insert(key(1), b"after".to_vec());
     assert_state(&e, &want);
@@ -100,24 +118,41 @@ fn history_above_the_compacted_revision_survives_rewrites() {
     let mid = e.current_revision();
     // More history after `mid`, then compact at `mid` only.
     for i in (1..50).filter(|i| i % 4 != 0) {
-        e.update(&key(i), Precondition::None, &value(i, 99)).wait().unwrap();
+        e.update(&key(i), Precondition::None, &value(i, 99))
+            .wait()
+            .unwrap();
     }
     let before_watch: Vec<_> = {
         let mut w = e.watch(b"/r/", mid).unwrap();
         let mut out = Vec::new();
-        while w.next_batch_timeout(&mut out, Duration::from_millis(200)).unwrap() {}
+        while w
+            .next_batch_timeout(&mut out, Duration::from_millis(200))
+            .unwrap()
+        {}
         out
     };
-    assert!(before_watch.len() >= 36, "only {} events", before_watch.len());
+    assert!(
+        before_watch.len() >= 36,
+        "only {} events",
+        before_watch.len()
+    );
     e.compact(mid).unwrap();
     e.rewrite_segments().unwrap();
     // Reads at the compacted revision still see the state as of then.
-    let at_mid = e.list(&ListRequest { at: ReadAt::Exact(mid), ..ListRequest::prefix(b"/r/") }).unwrap();
+    let at_mid = e
+        .list(&ListRequest {
+            at: ReadAt::Exact(mid),
+            ..ListRequest::prefix(b"/r/")
+        })
+        .unwrap();
     assert_eq!(at_mid.items.len(), want.len());
     // Watching from the compacted revision replays the same events, prev values included.
     let mut w = e.watch(b"/r/", mid).unwrap();
     let mut out = Vec::new();
-    while w.next_batch_timeout(&mut out, Duration::from_millis(200)).unwrap() {}
+    while w
+        .next_batch_timeout(&mut out, Duration::from_millis(200))
+        .unwrap()
+    {}
     assert_eq!(out.len(), before_watch.len());
     for (a, b) in out.iter().zip(&before_watch) {
         assert_eq!(**a, **b);
@@ -127,11 +162,17 @@ fn history_above_the_compacted_revision_survives_rewrites() {
             want.insert(key(i), value(i, 99));
         }
     }
-    assert!(matches!(e.get(b"/r/00001", ReadAt::Exact(Revision(mid.0 - 1))), Err(Error::Compacted { .. })));
+    assert!(matches!(
+        e.get(b"/r/00001", ReadAt::Exact(Revision(mid.0 - 1))),
+        Err(Error::Compacted { .. })
+    ));
     e.close().unwrap();
     let e = Engine::open(opts(dir.path())).unwrap();
     assert_eq!(e.compacted_revision(), mid);
-    assert!(matches!(e.watch(b"/r/", Revision(mid.0 - 1)), Err(Error::Compacted { .. })));
+    assert!(matches!(
+        e.watch(b"/r/", Revision(mid.0 - 1)),
+        Err(Error::Compacted { .. })
+    ));
     e.close().unwrap();
 }
 
@@ -143,15 +184,28 @@ fn background_maintenance_compacts_history_older_than_the_window() {
     o.maintenance_interval = Some(Duration::from_millis(20));
     let e = Engine::open(o).unwrap();
     e.create(b"/r/a", b"1").wait().unwrap();
-    let first = e.update(b"/r/a", Precondition::None, b"2").wait().unwrap().revision;
+    let first = e
+        .update(b"/r/a", Precondition::None, b"2")
+        .wait()
+        .unwrap()
+        .revision;
     e.update(b"/r/a", Precondition::None, b"3").wait().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while e.compacted_revision() < first {
-        assert!(std::time::Instant::now() < deadline, "history was never compacted");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "history was never compacted"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(matches!(e.get(b"/r/a", ReadAt::Exact(Revision(1))), Err(Error::Compacted { .. })));
-    assert_eq!(e.get(b"/r/a", ReadAt::Latest).unwrap().unwrap().value(), b"3");
+    assert!(matches!(
+        e.get(b"/r/a", ReadAt::Exact(Revision(1))),
+        Err(Error::Compacted { .. })
+    ));
+    assert_eq!(
+        e.get(b"/r/a", ReadAt::Latest).unwrap().unwrap().value(),
+        b"3"
+    );
     e.close().unwrap();
 }
 
@@ -180,7 +234,9 @@ fn deleted_keys_stay_deleted_after_rewrites_and_reopen() {
     }
     for round in 1..4 {
         for i in 1000..1300 {
-            e.update(&key(i), Precondition::None, &value(i, round)).wait().unwrap();
+            e.update(&key(i), Precondition::None, &value(i, round))
+                .wait()
+                .unwrap();
             want.insert(key(i), value(i, round));
         }
         e.compact(e.current_revision()).unwrap();
@@ -188,9 +244,17 @@ fn deleted_keys_stay_deleted_after_rewrites_and_reopen() {
     }
     let check = |e: &Engine| {
         let got = e.list(&ListRequest::prefix(b"/r/")).unwrap();
-        let got: BTreeMap<Vec<u8>, Vec<u8>> =
-            got.items.iter().map(|kv| (kv.key().to_vec(), kv.value().to_vec())).collect();
-        assert!(got == want, "content differs: {} keys vs {} expected", got.len(), want.len());
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = got
+            .items
+            .iter()
+            .map(|kv| (kv.key().to_vec(), kv.value().to_vec()))
+            .collect();
+        assert!(
+            got == want,
+            "content differs: {} keys vs {} expected",
+            got.len(),
+            want.len()
+        );
     };
     check(&e);
     assert!(e.stats().segments_rewritten > 0);
