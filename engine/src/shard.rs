@@ -270,7 +270,12 @@ pub fn recover(
         }
         match end {
             format::ScanEnd::Clean { end } => seg.data_end.store(end, Ordering::Release),
-            format::ScanEnd::TornTail { valid_end } if i + 1 == n_segs => {
+            // The newest segment holding data may end torn. Segments after it can exist
+            // only empty: a writer rolled over (creating the next segment) while the flusher
+            // was still writing this one's last batch when the process died.
+            format::ScanEnd::TornTail { valid_end }
+                if segs[i + 1..].iter().all(|s| segment_is_empty(s)) =>
+            {
                 seg.zero_tail(valid_end)?;
                 seg.data_end.store(valid_end, Ordering::Release);
             }
@@ -359,6 +364,12 @@ pub fn recover(
         next_seq,
         next_id,
     })
+}
+
+/// Whether a segment holds no batch at all (header, then zeros).
+fn segment_is_empty(seg: &Segment) -> bool {
+    let b = seg.bytes();
+    b[SEGMENT_HEADER_LEN..].iter().all(|&x| x == 0)
 }
 
 fn file_is_zero(path: &Path) -> std::io::Result<bool> {
