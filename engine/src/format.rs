@@ -266,6 +266,11 @@ pub fn decode_record(b: &[u8], at: usize) -> Result<(Record<'_>, usize), String>
         return Err("record checksum mismatch".into());
     }
     let op = Op::from_u8(h[REC_OFF_OP]).ok_or_else(|| format!("unknown op {}", h[REC_OFF_OP]))?;
+    // Padding is not covered by the checksum; it must be zero so no byte goes unchecked.
+    let padded = align_up(len).min(b.len() - at);
+    if b[at + len..at + padded].iter().any(|&x| x != 0) {
+        return Err("non-zero record padding".into());
+    }
     let key_start = at + RECORD_HEADER_LEN;
     let rec = Record {
         offset: at as u64,
@@ -491,6 +496,19 @@ mod tests {
                 valid_end: (SEGMENT_HEADER_LEN + b1.len()) as u64
             }
         );
+    }
+
+    /// Regression: padding bytes after a record were not covered by any check, so damage to
+    /// them went unnoticed (found while writing the corruption tests).
+    #[test]
+    fn nonzero_padding_is_detected() {
+        let b1 = batch(&[(1, Op::Put, b"/a", b"odd")]);
+        let b2 = batch(&[(2, Op::Put, b"/b", b"two")]);
+        let mut s = segment(&[b1, b2], 4096);
+        let len = RECORD_HEADER_LEN + 2 + 3;
+        assert_ne!(len % ALIGN, 0, "the record must have padding for this test");
+        s[SEGMENT_HEADER_LEN + BATCH_HEADER_LEN + len] = 1;
+        assert!(matches!(scan(&s).1, ScanEnd::Corrupt { .. }));
     }
 
     #[test]

@@ -351,7 +351,13 @@ fn run_child(
     rng: &mut Rng,
     totals: &mut Totals,
 ) -> Result<ChildLog, String> {
-    let exe = std::env::current_exe().unwrap();
+    // `/proc/self/exe` still execs this binary if a concurrent `cargo test` replaced the file.
+    let proc_exe = Path::new("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe.to_path_buf()
+    } else {
+        std::env::current_exe().unwrap()
+    };
     let mut child = Command::new(exe)
         .args([
             "crash_child_entry",
