@@ -219,7 +219,6 @@ pub fn recover(
     }
     let mut entries: Vec<(&[u8], Version)> = Vec::new();
     let mut max_rev = Revision::ZERO;
-    let n_segs = segs.len();
     for (i, seg) in segs.iter().enumerate() {
         let bytes = seg.bytes();
         let mut bad: Option<Error> = None;
