@@ -1,0 +1,1 @@
+//! Protobuf envelope and JSON<->protobuf transcoding for built-in Kubernetes types

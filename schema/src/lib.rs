@@ -1,0 +1,1 @@
+//! Published Kubernetes OpenAPI schemas: OpenAPI documents, field validation, pruning, merge strategies

@@ -1,0 +1,1 @@
+//! keel's API server binary
