@@ -1,1 +1,24 @@
-//! keel's API server binary
+//! keel's API server: the HTTP handlers, generic registry and controllers on top of the
+//! storage engine. Layers: `app` (routing, auth, non-resource endpoints) -> `registry`,
+//! `watch`, `subresources` (verbs) -> `store` (engine glue). Pure API semantics live in
+//! keel-api, keel-schema, keel-catalog and keel-strategy; protobuf in keel-proto; HTTP in
+//! keel-http.
+
+pub mod alloc;
+pub mod app;
+pub mod auth;
+pub mod bootstrap;
+pub mod call;
+pub mod health;
+pub mod metrics;
+pub mod nsctl;
+pub mod objects;
+pub mod options;
+pub mod registry;
+pub mod request_info;
+pub mod respond;
+pub mod run;
+pub mod schema_meta;
+pub mod store;
+pub mod subresources;
+pub mod watch;

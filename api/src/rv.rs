@@ -1,0 +1,331 @@
+//! resourceVersion semantics of get, list and watch as pure decisions, plus continue tokens.
+//!
+//! The tables of the spec ("Resource version semantics") map to [`plan_get`], [`plan_list`] and
+//! [`plan_watch`]. Errors follow upstream: `ListOptions` validation failures are one 422
+//! `ListOptions.meta.k8s.io "" is invalid: ...`; continue-token problems are 400; a
+//! non-numeric resourceVersion is what upstream's storage layer answers (see
+//! [`parse_resource_version`]).
+
+use crate::status::{field, ApiError, StatusCause};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+/// Where a read is served from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The latest state, read consistently (quorum read).
+    MostRecent,
+    /// Any available state; the newest is preferred, no consistency guarantee.
+    Any,
+    /// A state at least as new as the given version.
+    NotOlderThan(u64),
+    /// Exactly the given version; 410 Expired if it was compacted away.
+    Exact(u64),
+}
+
+/// The list query parameters that decide how a list is served.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListRequest<'a> {
+    /// `resourceVersion`.
+    pub resource_version: Option<&'a str>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<&'a str>,
+    /// `limit`; zero or negative means no limit.
+    pub limit: Option<i64>,
+    /// `continue`.
+    pub continue_token: Option<&'a str>,
+}
+
+/// How to serve a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListPlan {
+    /// Which state to read.
+    pub read: ReadAt,
+    /// Resume strictly after this key (from the continue token).
+    pub start_after: Option<String>,
+    /// Most items to return in this chunk; `None` for all.
+    pub limit: Option<usize>,
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// Synthetic ADDED events for the most recent state (read consistently), then changes.
+    StateAtMostRecent,
+    /// Synthetic ADDED events for any recent state, then changes.
+    StateAtAny,
+    /// Only changes after the given version (no synthetic events).
+    After(u64),
+}
+
+/// Value of `resourceVersionMatch` that asks for exactly the given version.
+pub const MATCH_EXACT: &str = "Exact";
+/// Value of `resourceVersionMatch` that asks for at least the given version.
+pub const MATCH_NOT_OLDER_THAN: &str = "NotOlderThan";
+/// API version string carried inside continue tokens.
+const CONTINUE_TOKEN_VERSION: &str = "meta.k8s.io/v1";
+/// Longest continue token accepted (a token carries one key and a number).
+pub const CONTINUE_TOKEN_LEN_MAX: usize = 4096;
+
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| !s.is_empty())
+}
+
+/// Go's `strconv.ParseUint(s, 10, 64)` error text.
+fn parse_uint_error(s: &str) -> Option<String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(format!(
+            "strconv.ParseUint: parsing {}: invalid syntax",
+            crate::gofmt::quote(s)
+        ));
+    }
+    s.parse::<u64>().err().map(|_| {
+        format!(
+            "strconv.ParseUint: parsing {}: value out of range",
+            crate::gofmt::quote(s)
+        )
+    })
+}
+
+/// The field error upstream's versioner produces for a non-numeric resourceVersion:
+/// `resourceVersion: Invalid value: "x": strconv.ParseUint: parsing "x": invalid syntax`.
+fn invalid_rv_text(s: &str, why: &str) -> String {
+    field::error_text(&field::invalid_str("resourceVersion", s, why))
+}
+
+/// Parses a resourceVersion (`""` and `"0"` are 0). A malformed one is answered as upstream's
+/// watch cache does: code 500 with no reason and the field error as message (upstream does not
+/// map this storage error to 400; see kubernetes issues 101350 and 139485).
+pub fn parse_resource_version(s: &str) -> Result<u64, ApiError> {
+    if s.is_empty() || s == "0" {
+        return Ok(0);
+    }
+    match parse_uint_error(s) {
+        None => Ok(s.parse().unwrap_or_default()),
+        Some(why) => Err(ApiError::unknown(500, invalid_rv_text(s, &why))),
+    }
+}
+
+/// Like [`parse_resource_version`] for the requests upstream's cache hands to etcd (paged or
+/// `Exact` lists), where the same problem is a 400 `invalid resource version: ...`.
+fn parse_resource_version_delegated(s: &str) -> Result<u64, ApiError> {
+    parse_resource_version(s)
+        .map_err(|e| ApiError::bad_request(format!("invalid resource version: {}", e.message)))
+}
+
+/// Semantics of `resourceVersion` on get: unset → most recent, `0` → any, else not older than.
+pub fn plan_get(resource_version: Option<&str>) -> Result<ReadAt, ApiError> {
+    match nonempty(resource_version) {
+        None => Ok(ReadAt::MostRecent),
+        Some("0") => Ok(ReadAt::Any),
+        Some(rv) => parse_resource_version(rv).map(ReadAt::NotOlderThan),
+    }
+}
+
+/// Upstream's `ValidateListOptions` for a list (not a watch).
+fn validate_list(req: &ListRequest) -> Vec<StatusCause> {
+    let mut errs = Vec::new();
+    let Some(matching) = nonempty(req.resource_version_match) else {
+        return errs;
+    };
+    let rv = nonempty(req.resource_version);
+    let path = "resourceVersionMatch";
+    if rv.is_none() {
+        errs.push(field::forbidden(
+            path,
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    if nonempty(req.continue_token).is_some() {
+        errs.push(field::forbidden(
+            path,
+            "resourceVersionMatch is forbidden when continue is provided",
+        ));
+    }
+    if matching != MATCH_EXACT && matching != MATCH_NOT_OLDER_THAN {
+        let value = serde_json::Value::String(matching.to_string());
+        errs.push(field::not_supported(
+            path,
+            &value,
+            &[MATCH_EXACT, MATCH_NOT_OLDER_THAN, ""],
+        ));
+    }
+    if matching == MATCH_EXACT && rv == Some("0") {
+        errs.push(field::forbidden(
+            path,
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ));
+    }
+    errs
+}
+
+/// Semantics of `resourceVersion`, `resourceVersionMatch`, `limit` and `continue` on list.
+pub fn plan_list(req: &ListRequest) -> Result<ListPlan, ApiError> {
+    let errs = validate_list(req);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", errs));
+    }
+    let limit = req
+        .limit
+        .filter(|n| *n > 0)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let rv = nonempty(req.resource_version);
+    if let Some(token) = nonempty(req.continue_token) {
+        let (token_rv, start_after) = decode_continue(token)?;
+        if rv.is_some_and(|rv| rv != "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        return Ok(ListPlan {
+            read: ReadAt::Exact(token_rv),
+            start_after: Some(start_after),
+            limit,
+        });
+    }
+    let read = list_read(rv, nonempty(req.resource_version_match), limit.is_some())?;
+    Ok(ListPlan {
+        read,
+        start_after: None,
+        limit,
+    })
+}
+
+/// The read of a list without a continue token (options already validated).
+fn list_read(rv: Option<&str>, matching: Option<&str>, paged: bool) -> Result<ReadAt, ApiError> {
+    let rv = match rv {
+        None => return Ok(ReadAt::MostRecent),
+        Some("0") => return Ok(ReadAt::Any),
+        Some(rv) => rv,
+    };
+    let exact = matching == Some(MATCH_EXACT);
+    let delegated = paged || exact;
+    let n = if delegated {
+        parse_resource_version_delegated(rv)?
+    } else {
+        parse_resource_version(rv)?
+    };
+    Ok(match matching {
+        Some(MATCH_EXACT) => ReadAt::Exact(n),
+        Some(_) => ReadAt::NotOlderThan(n),
+        None if paged => ReadAt::Exact(n),
+        None => ReadAt::NotOlderThan(n),
+    })
+}
+
+/// Semantics of `resourceVersion` on watch: unset → state at most recent, `0` → state at any,
+/// else changes after that version.
+pub fn plan_watch(resource_version: Option<&str>) -> Result<WatchStart, ApiError> {
+    match nonempty(resource_version) {
+        None => Ok(WatchStart::StateAtMostRecent),
+        Some("0") => Ok(WatchStart::StateAtAny),
+        Some(rv) => parse_resource_version(rv).map(WatchStart::After),
+    }
+}
+
+/// Upstream's watch-side check: `resourceVersionMatch` is forbidden on a watch (keel does not
+/// implement `sendInitialEvents`).
+pub fn validate_watch_match(resource_version_match: Option<&str>) -> Result<(), ApiError> {
+    match nonempty(resource_version_match) {
+        None => Ok(()),
+        Some(_) => Err(ApiError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            vec![field::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            )],
+        )),
+    }
+}
+
+/// The JSON inside a continue token, member names as upstream's.
+#[derive(Serialize, Deserialize)]
+struct ContinueToken {
+    #[serde(default)]
+    v: String,
+    #[serde(default)]
+    rv: i64,
+    #[serde(default)]
+    start: String,
+}
+
+/// Encodes a continue token in upstream's shape: unpadded URL-safe base64 of
+/// `{"v":"meta.k8s.io/v1","rv":<rv>,"start":"<key>\u0000"}`, where the start key is the
+/// first key strictly after `start_after_key`.
+pub fn encode_continue(rv: u64, start_after_key: &str) -> String {
+    let token = ContinueToken {
+        v: CONTINUE_TOKEN_VERSION.to_string(),
+        rv: i64::try_from(rv).unwrap_or(i64::MAX),
+        start: format!("{start_after_key}\0"),
+    };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn invalid_token(detail: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!(
+        "invalid continue token: continue key is not valid: {detail}"
+    ))
+}
+
+fn base64_error_text(e: &base64::DecodeError, len: usize) -> String {
+    let at = match e {
+        base64::DecodeError::InvalidByte(offset, _)
+        | base64::DecodeError::InvalidLastSymbol(offset, _) => *offset,
+        _ => len,
+    };
+    format!("illegal base64 data at input byte {at}")
+}
+
+/// `path.Clean("/" + key) == "/" + key`: no empty, `.` or `..` segments, no trailing `/`.
+fn is_clean_key(key: &str) -> bool {
+    !key.ends_with('/')
+        && key
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+}
+
+/// Decodes a token made by [`encode_continue`] into `(rv, start_after_key)`, rejecting
+/// malformed tokens with upstream's 400 messages (`invalid continue token: continue key is
+/// not valid: ...`).
+pub fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
+    if token.len() > CONTINUE_TOKEN_LEN_MAX {
+        return Err(invalid_token(format!(
+            "token is longer than {CONTINUE_TOKEN_LEN_MAX} bytes"
+        )));
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|e| invalid_token(base64_error_text(&e, token.len())))?;
+    let parsed: ContinueToken = serde_json::from_slice(&bytes).map_err(invalid_token)?;
+    if parsed.v != CONTINUE_TOKEN_VERSION {
+        return Err(invalid_token(format!(
+            "server does not recognize this encoded version {}",
+            crate::gofmt::quote(&parsed.v)
+        )));
+    }
+    let rv = u64::try_from(parsed.rv)
+        .ok()
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| {
+            invalid_token("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        })?;
+    if parsed.start.is_empty() {
+        return Err(invalid_token(
+            "encoded start key empty (version meta.k8s.io/v1)",
+        ));
+    }
+    let key = parsed.start.strip_prefix('/').unwrap_or(&parsed.start);
+    let start_after = key
+        .strip_suffix('\0')
+        .filter(|k| is_clean_key(key) && !k.is_empty());
+    match start_after {
+        Some(k) => Ok((rv, k.to_string())),
+        None => Err(invalid_token(&parsed.start)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

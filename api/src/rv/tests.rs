@@ -1,0 +1,338 @@
+use super::*;
+
+#[test]
+fn get_table() {
+    let rows = [
+        (None, Ok(ReadAt::MostRecent)),
+        (Some(""), Ok(ReadAt::MostRecent)),
+        (Some("0"), Ok(ReadAt::Any)),
+        (Some("42"), Ok(ReadAt::NotOlderThan(42))),
+    ];
+    for (rv, want) in rows {
+        assert_eq!(plan_get(rv).map_err(|e| e.code), want, "rv {rv:?}");
+    }
+}
+
+#[test]
+fn watch_table() {
+    let rows = [
+        (None, WatchStart::StateAtMostRecent),
+        (Some(""), WatchStart::StateAtMostRecent),
+        (Some("0"), WatchStart::StateAtAny),
+        (Some("42"), WatchStart::After(42)),
+    ];
+    for (rv, want) in rows {
+        assert_eq!(plan_watch(rv).expect("valid"), want, "rv {rv:?}");
+    }
+    assert_eq!(validate_watch_match(None), Ok(()));
+    let err = validate_watch_match(Some("Exact")).expect_err("forbidden");
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+    );
+}
+
+const TOKEN_RV: u64 = 7;
+const FORBIDDEN_UNSET: &str = "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided";
+const FORBIDDEN_EXACT_ZERO: &str = "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
+const CONTINUE_WITH_RV: &str = "specifying resource version is not allowed when using continue";
+
+/// Expected outcome of one list row.
+#[derive(Debug, PartialEq)]
+enum Want {
+    Read(ReadAt),
+    Continue(ReadAt),
+    Error(u16, &'static str, &'static str),
+}
+
+fn run(matching: Option<&str>, limit: Option<i64>, token: Option<&str>, rv: Option<&str>) -> Want {
+    let req = ListRequest {
+        resource_version: rv,
+        resource_version_match: matching,
+        limit,
+        continue_token: token,
+    };
+    match plan_list(&req) {
+        Ok(plan) if plan.start_after.is_some() => {
+            assert_eq!(plan.start_after.as_deref(), Some("default/web"));
+            Want::Continue(plan.read)
+        }
+        Ok(plan) => Want::Read(plan.read),
+        Err(e) => Want::Error(e.code, e.reason, Box::leak(e.message.into_boxed_str())),
+    }
+}
+
+/// Every row of the spec's list table: (resourceVersionMatch, paging, [rv unset, rv 0, rv other]).
+#[test]
+fn list_table() {
+    let token = encode_continue(TOKEN_RV, "default/web");
+    let paging: [(&str, Option<i64>, Option<&str>); 3] = [
+        ("limit unset", None, None),
+        ("limit=n, continue unset", Some(2), None),
+        ("limit=n, continue=token", Some(2), Some(&token)),
+    ];
+    use ReadAt::*;
+    let invalid_unset = Want::Error(422, "Invalid", FORBIDDEN_UNSET);
+    let invalid_zero = Want::Error(422, "Invalid", FORBIDDEN_EXACT_ZERO);
+    let table: Vec<(Option<&str>, usize, [Want; 3])> = vec![
+        (
+            None,
+            0,
+            [
+                Want::Read(MostRecent),
+                Want::Read(Any),
+                Want::Read(NotOlderThan(5)),
+            ],
+        ),
+        (
+            None,
+            1,
+            [
+                Want::Read(MostRecent),
+                Want::Read(Any),
+                Want::Read(Exact(5)),
+            ],
+        ),
+        (
+            None,
+            2,
+            [
+                Want::Continue(Exact(TOKEN_RV)),
+                Want::Continue(Exact(TOKEN_RV)),
+                Want::Error(400, "BadRequest", CONTINUE_WITH_RV),
+            ],
+        ),
+        (
+            Some("Exact"),
+            0,
+            [
+                Want::Error(422, "Invalid", FORBIDDEN_UNSET),
+                Want::Error(422, "Invalid", FORBIDDEN_EXACT_ZERO),
+                Want::Read(Exact(5)),
+            ],
+        ),
+        (
+            Some("Exact"),
+            1,
+            [invalid_unset, invalid_zero, Want::Read(Exact(5))],
+        ),
+        (
+            Some("NotOlderThan"),
+            0,
+            [
+                Want::Error(422, "Invalid", FORBIDDEN_UNSET),
+                Want::Read(Any),
+                Want::Read(NotOlderThan(5)),
+            ],
+        ),
+        (
+            Some("NotOlderThan"),
+            1,
+            [
+                Want::Error(422, "Invalid", FORBIDDEN_UNSET),
+                Want::Read(Any),
+                Want::Read(NotOlderThan(5)),
+            ],
+        ),
+    ];
+    for (matching, paging_row, wants) in table {
+        let (label, limit, tok) = paging[paging_row];
+        for (rv, want) in [None, Some("0"), Some("5")].into_iter().zip(wants) {
+            assert_eq!(
+                run(matching, limit, tok, rv),
+                want,
+                "match {matching:?}, {label}, rv {rv:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_validation_aggregates_and_match_with_continue() {
+    let token = encode_continue(TOKEN_RV, "default/web");
+    let req = ListRequest {
+        resource_version: None,
+        resource_version_match: Some("Foo"),
+        limit: None,
+        continue_token: Some(&token),
+    };
+    let err = plan_list(&req).expect_err("invalid");
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided, resourceVersionMatch: Unsupported value: \"Foo\": supported values: \"Exact\", \"NotOlderThan\", \"\"]"
+    );
+    assert_eq!(err.group.as_deref(), Some("meta.k8s.io"));
+    assert_eq!(err.kind.as_deref(), Some("ListOptions"));
+    assert_eq!(err.causes.len(), 3);
+    let req = ListRequest {
+        resource_version: Some("5"),
+        resource_version_match: Some("Exact"),
+        limit: Some(2),
+        continue_token: Some(&token),
+    };
+    let err = plan_list(&req).expect_err("continue with match");
+    assert_eq!(err.message, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided");
+}
+
+#[test]
+fn list_limit_zero_or_negative_is_unlimited() {
+    for (limit, want) in [
+        (None, None),
+        (Some(0), None),
+        (Some(-3), None),
+        (Some(10), Some(10)),
+    ] {
+        let req = ListRequest {
+            limit,
+            ..Default::default()
+        };
+        assert_eq!(
+            plan_list(&req).expect("valid").limit,
+            want,
+            "limit {limit:?}"
+        );
+    }
+    let req = ListRequest {
+        resource_version: Some("5"),
+        limit: Some(0),
+        ..Default::default()
+    };
+    assert_eq!(
+        plan_list(&req).expect("valid").read,
+        ReadAt::NotOlderThan(5),
+        "limit=0 is not paging"
+    );
+}
+
+#[test]
+fn malformed_resource_version() {
+    let rows = [
+        ("abc", "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"),
+        ("-1", "resourceVersion: Invalid value: \"-1\": strconv.ParseUint: parsing \"-1\": invalid syntax"),
+        ("99999999999999999999", "resourceVersion: Invalid value: \"99999999999999999999\": strconv.ParseUint: parsing \"99999999999999999999\": value out of range"),
+    ];
+    for (rv, msg) in rows {
+        for err in [
+            plan_get(Some(rv)).expect_err(rv),
+            plan_watch(Some(rv)).expect_err(rv),
+        ] {
+            assert_eq!((err.code, err.reason, err.message.as_str()), (500, "", msg));
+        }
+        let unpaged = plan_list(&ListRequest {
+            resource_version: Some(rv),
+            ..Default::default()
+        })
+        .expect_err(rv);
+        assert_eq!(
+            (unpaged.code, unpaged.message.as_str()),
+            (500, msg),
+            "served by the cache upstream"
+        );
+        let paged = plan_list(&ListRequest {
+            resource_version: Some(rv),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .expect_err(rv);
+        assert_eq!(
+            (paged.code, paged.reason),
+            (400, "BadRequest"),
+            "delegated to storage upstream"
+        );
+        assert_eq!(paged.message, format!("invalid resource version: {msg}"));
+        let exact = ListRequest {
+            resource_version: Some(rv),
+            resource_version_match: Some("Exact"),
+            ..Default::default()
+        };
+        assert_eq!(plan_list(&exact).expect_err(rv).code, 400);
+    }
+    assert_eq!(parse_resource_version(""), Ok(0));
+    assert_eq!(parse_resource_version("0"), Ok(0));
+    assert_eq!(parse_resource_version("18446744073709551615"), Ok(u64::MAX));
+}
+
+#[test]
+fn continue_token_shape_round_trip() {
+    let token = encode_continue(12, "default/web");
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&token)
+        .expect("base64");
+    assert_eq!(
+        String::from_utf8(json).expect("utf8"),
+        r#"{"v":"meta.k8s.io/v1","rv":12,"start":"default/web\u0000"}"#
+    );
+    assert_eq!(decode_continue(&token), Ok((12, "default/web".to_string())));
+    assert!(!token.contains('='), "unpadded");
+    let plan = plan_list(&ListRequest {
+        continue_token: Some(&token),
+        limit: Some(3),
+        ..Default::default()
+    })
+    .expect("valid");
+    assert_eq!(
+        plan,
+        ListPlan {
+            read: ReadAt::Exact(12),
+            start_after: Some("default/web".into()),
+            limit: Some(3)
+        }
+    );
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+}
+
+#[test]
+fn malformed_continue_tokens() {
+    let prefix = "invalid continue token: continue key is not valid: ";
+    let rows: Vec<(String, String)> = vec![
+        ("!!!".into(), "illegal base64 data at input byte 0".into()),
+        (
+            b64(r#"{"v":"meta.k8s.io/v2","rv":1,"start":"a\u0000"}"#),
+            "server does not recognize this encoded version \"meta.k8s.io/v2\"".into(),
+        ),
+        (
+            b64(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a\u0000"}"#),
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
+        ),
+        (
+            b64(r#"{"v":"meta.k8s.io/v1","rv":-4,"start":"a\u0000"}"#),
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
+        ),
+        (
+            b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":""}"#),
+            "encoded start key empty (version meta.k8s.io/v1)".into(),
+        ),
+        (
+            b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"../secrets/x\u0000"}"#),
+            "../secrets/x\u{0}".into(),
+        ),
+        (
+            b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"a//b\u0000"}"#),
+            "a//b\u{0}".into(),
+        ),
+    ];
+    for (token, detail) in rows {
+        let err = decode_continue(&token).expect_err(&token);
+        assert_eq!((err.code, err.reason), (400, "BadRequest"));
+        assert_eq!(err.message, format!("{prefix}{detail}"), "token {token}");
+    }
+    let not_json = decode_continue(&b64("nope")).expect_err("not json");
+    assert!(not_json.message.starts_with(prefix));
+    assert!(decode_continue(&"a".repeat(CONTINUE_TOKEN_LEN_MAX + 1)).is_err());
+    let leading_slash = b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"/ns/a\u0000"}"#);
+    assert_eq!(decode_continue(&leading_slash), Ok((3, "ns/a".to_string())));
+    let bad_token = plan_list(&ListRequest {
+        continue_token: Some("!!!"),
+        resource_version: Some("5"),
+        ..Default::default()
+    });
+    assert!(
+        bad_token.expect_err("bad").message.starts_with(prefix),
+        "token is decoded before the rv check"
+    );
+}

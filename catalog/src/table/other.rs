@@ -1,0 +1,186 @@
+//! Printers for leases, storage classes, ingresses and priority classes.
+
+use serde_json::{json, Value};
+
+use super::time::since;
+use super::util::{arr, created, i, load_balancer_addresses, name, s};
+use super::{col, Printer, Row, AGE, NAME};
+
+pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
+    match (group, kind) {
+        ("coordination.k8s.io", "Lease") => Some(&LEASE),
+        ("storage.k8s.io", "StorageClass") => Some(&STORAGE_CLASS),
+        ("networking.k8s.io", "Ingress") => Some(&INGRESS),
+        ("scheduling.k8s.io", "PriorityClass") => Some(&PRIORITY_CLASS),
+        _ => None,
+    }
+}
+
+const LEASE: Printer = Printer {
+    columns: &[
+        NAME,
+        col("Holder", "string", "The holder of the lease"),
+        AGE,
+    ],
+    print: |l, now| {
+        Row::new(vec![
+            json!(name(l)),
+            json!(s(l, "/spec/holderIdentity")),
+            json!(since(created(l), now)),
+        ])
+    },
+};
+
+fn is_default_class(sc: &Value) -> bool {
+    let ann = sc.pointer("/metadata/annotations");
+    let get = |k: &str| ann.and_then(|a| a.get(k)).and_then(Value::as_str);
+    get("storageclass.kubernetes.io/is-default-class") == Some("true")
+        || get("storageclass.beta.kubernetes.io/is-default-class") == Some("true")
+}
+
+const STORAGE_CLASS: Printer = Printer {
+    columns: &[
+        NAME,
+        col(
+            "Provisioner",
+            "string",
+            "Indicates the type of the provisioner.",
+        ),
+        col(
+            "ReclaimPolicy",
+            "string",
+            "Indicates the type of the reclaim policy.",
+        ),
+        col(
+            "VolumeBindingMode",
+            "string",
+            "Indicates when volume binding and dynamic provisioning should occur.",
+        ),
+        col(
+            "AllowVolumeExpansion",
+            "string",
+            "Indicates whether the storage class allows volume expand.",
+        ),
+        AGE,
+    ],
+    print: |sc, now| {
+        let mut display = name(sc).to_owned();
+        if is_default_class(sc) {
+            display.push_str(" (default)");
+        }
+        let or = |p: &str, d: &'static str| {
+            sc.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or(d)
+                .to_owned()
+        };
+        Row::new(vec![
+            json!(display),
+            json!(s(sc, "/provisioner")),
+            json!(or("/reclaimPolicy", "Delete")),
+            json!(or("/volumeBindingMode", "Immediate")),
+            json!(sc
+                .get("allowVolumeExpansion")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)),
+            json!(since(created(sc), now)),
+        ])
+    },
+};
+
+/// Most ingress hosts a cell lists before summarizing the rest.
+const INGRESS_HOSTS_SHOWN_MAX: usize = 3;
+
+fn ingress_hosts(ing: &Value) -> String {
+    let rules = arr(ing, "/spec/rules");
+    let hosts: Vec<&str> = rules
+        .iter()
+        .take(INGRESS_HOSTS_SHOWN_MAX)
+        .map(|r| s(r, "/host"))
+        .filter(|h| !h.is_empty())
+        .collect();
+    if hosts.is_empty() {
+        return "*".to_owned();
+    }
+    let joined = hosts.join(",");
+    if rules.len() > INGRESS_HOSTS_SHOWN_MAX {
+        format!(
+            "{joined} + {} more...",
+            rules.len() - INGRESS_HOSTS_SHOWN_MAX
+        )
+    } else {
+        joined
+    }
+}
+
+const INGRESS: Printer = Printer {
+    columns: &[
+        NAME,
+        col("Class", "string", "The name of the IngressClass resource."),
+        col(
+            "Hosts",
+            "string",
+            "Hosts that incoming requests are matched against before the ingress rule",
+        ),
+        col(
+            "Address",
+            "string",
+            "Address is a list containing ingress points for the load-balancer",
+        ),
+        col("Ports", "string", "Ports of TLS configurations that open"),
+        AGE,
+    ],
+    print: |ing, now| {
+        let class = ing
+            .pointer("/spec/ingressClassName")
+            .and_then(Value::as_str)
+            .unwrap_or("<none>");
+        let ports = if arr(ing, "/spec/tls").is_empty() {
+            "80"
+        } else {
+            "80, 443"
+        };
+        Row::new(vec![
+            json!(name(ing)),
+            json!(class),
+            json!(ingress_hosts(ing)),
+            json!(load_balancer_addresses(ing.pointer("/status/loadBalancer"))),
+            json!(ports),
+            json!(since(created(ing), now)),
+        ])
+    },
+};
+
+const PRIORITY_CLASS: Printer = Printer {
+    columns: &[
+        NAME,
+        col("Value", "integer", "The value of this priority class."),
+        col(
+            "Global-Default",
+            "boolean",
+            "Whether this priority class is the default for pods without one.",
+        ),
+        AGE,
+        col(
+            "PreemptionPolicy",
+            "string",
+            "Policy for preempting pods with lower priority.",
+        ),
+    ],
+    print: |pc, now| {
+        let policy = pc
+            .get("preemptionPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("<unset>");
+        Row::new(vec![
+            json!(name(pc)),
+            json!(i(pc, "/value")),
+            json!(pc
+                .get("globalDefault")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)),
+            json!(since(created(pc), now)),
+            json!(policy),
+        ])
+    },
+};

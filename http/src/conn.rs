@@ -1,0 +1,516 @@
+//! One HTTP/1.1 connection, served request by request.
+//!
+//! States (each a method below; any I/O error or timeout closes the connection):
+//! 1. **Head**: parse a head from buffered bytes, reading more if needed. Before the first
+//!    byte the idle deadline applies (silent close, also on server stop); after it the header
+//!    deadline (408). Pending responses are flushed before blocking on a read.
+//! 2. **Body**: read it by `Content-Length` or chunked coding under the body deadline
+//!    (408), after `100 Continue` if the client expects one. Oversize: 413 without reading
+//!    the rest.
+//! 3. **Handle**: run the handler, or answer 429 if the core's in-flight limit is reached.
+//! 4. **Respond**: a full body is buffered (pipelined responses are coalesced, in request
+//!    order, up to `pipelined_requests_max`); a stream is written and flushed chunk by chunk
+//!    while the connection watches for the peer hanging up and for server stop.
+//! 5. Back to 1 if the connection is keep-alive, else close.
+//!
+//! Requests are handled one at a time, so responses are always in request order.
+
+use crate::chunked::{ChunkedDecoder, ChunkedError};
+use crate::limits::{
+    Limits, LINGER_BYTES_MAX, LINGER_TIMEOUT, READ_CHUNK_BYTES, WRITE_BUFFER_BYTES_MAX,
+};
+use crate::parse::{parse_head, Framing, Head, HeadError};
+use crate::request::{ClientIdentity, Method, Request};
+use crate::response::{status_body, too_many_requests, Body, Response};
+use crate::rt::{self, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Either, Instant};
+use crate::write::{write_chunk, write_head, BodyFraming, LAST_CHUNK};
+use crate::Handler;
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// State shared by all connections of one core.
+pub(crate) struct CoreState {
+    pub limits: Limits,
+    pub handler: Arc<dyn Handler>,
+    /// Requests whose handler is running on this core.
+    pub in_flight: Cell<usize>,
+    /// Open connections on this core.
+    pub connections: Cell<usize>,
+    /// Signalled when `connections` drops to zero.
+    pub drained: rt::Notify,
+    pub stop: rt::StopSignal,
+}
+
+/// Facts about a connection fixed when it was accepted.
+pub(crate) struct ConnInfo {
+    pub peer: SocketAddr,
+    pub tls: bool,
+    pub client_cert: Option<ClientIdentity>,
+}
+
+/// An error answered with a `Status` body and a closed connection.
+struct Refusal {
+    code: u16,
+    reason: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            reason,
+            message: message.into(),
+        }
+    }
+
+    fn timeout() -> Refusal {
+        Refusal::new(408, "Timeout", "timed out reading the request")
+    }
+}
+
+impl From<HeadError> for Refusal {
+    fn from(e: HeadError) -> Refusal {
+        let reason = if e.status() == 400 { "BadRequest" } else { "" };
+        Refusal::new(e.status(), reason, e.message())
+    }
+}
+
+/// Why reading stopped without a request to answer.
+enum ReadStop {
+    /// Answer with this error, then close.
+    Refuse(Refusal),
+    /// Close silently (peer closed, idle timeout, server stop, I/O error).
+    Close,
+}
+
+impl From<Refusal> for ReadStop {
+    fn from(r: Refusal) -> ReadStop {
+        ReadStop::Refuse(r)
+    }
+}
+
+/// What the peer did while a stream response was waiting for its next chunk.
+enum PeerEvent {
+    Gone,
+    Stop,
+}
+
+/// Decrements the core's in-flight count when the handler is done (or dropped).
+struct InFlightGuard(Rc<CoreState>);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.0.in_flight.set(self.0.in_flight.get() - 1);
+    }
+}
+
+/// A connection: the transport, its read buffer and pending output.
+pub(crate) struct Conn<S> {
+    io: S,
+    info: ConnInfo,
+    core: Rc<CoreState>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    /// Responses in `out` not yet flushed.
+    unflushed: usize,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn new(io: S, info: ConnInfo, core: Rc<CoreState>) -> Conn<S> {
+        Conn {
+            io,
+            info,
+            core,
+            buf: Vec::new(),
+            out: Vec::new(),
+            unflushed: 0,
+        }
+    }
+
+    /// Serves requests until the connection closes. `first_deadline` bounds the wait for
+    /// the first request's head.
+    pub async fn run(mut self, first_deadline: Instant) {
+        let mut idle_deadline = first_deadline;
+        loop {
+            let keep_alive = match self.serve_one(idle_deadline).await {
+                Ok(keep_alive) => keep_alive,
+                Err(ReadStop::Close) => false,
+                Err(ReadStop::Refuse(r)) => {
+                    self.refuse(r).await;
+                    false
+                }
+            };
+            if !keep_alive {
+                // Flush, then shut the write side down (TLS: send close_notify).
+                if self.flush().await.is_ok() {
+                    let deadline = Instant::now() + self.core.limits.write_timeout;
+                    let _ = rt::timeout_at(deadline, self.io.shutdown()).await;
+                }
+                return;
+            }
+            idle_deadline = Instant::now() + self.core.limits.idle_timeout;
+        }
+    }
+
+    /// Reads, handles and answers one request; returns whether to keep the connection.
+    async fn serve_one(&mut self, idle_deadline: Instant) -> Result<bool, ReadStop> {
+        let head = self.read_head(idle_deadline).await?;
+        let body = self.read_body(&head).await?;
+        let mut request_info = RequestInfo::of(&head);
+        let response = self.handle(head, body).await;
+        // A server stop during the handler still answers, but closes the connection.
+        request_info.keep_alive &= !self.core.stop.is_stopped();
+        self.respond(request_info, response)
+            .await
+            .map_err(|_| ReadStop::Close)
+    }
+
+    async fn read_head(&mut self, idle_deadline: Instant) -> Result<Head, ReadStop> {
+        let core = self.core.clone();
+        let limits = &core.limits;
+        let mut head_deadline = None;
+        loop {
+            if let Some((head, len)) = parse_head(&self.buf, limits).map_err(Refusal::from)? {
+                self.buf.drain(..len);
+                return Ok(head);
+            }
+            self.flush().await.map_err(|_| ReadStop::Close)?;
+            let idle = self.buf.is_empty();
+            let deadline = if idle {
+                idle_deadline
+            } else {
+                *head_deadline.get_or_insert_with(|| Instant::now() + limits.header_read_timeout)
+            };
+            let read = if idle {
+                let stop = core.stop.stopped();
+                match rt::race(read_more(&mut self.io, &mut self.buf, deadline), stop).await {
+                    Either::Left(r) => r,
+                    Either::Right(()) => return Err(ReadStop::Close),
+                }
+            } else {
+                read_more(&mut self.io, &mut self.buf, deadline).await
+            };
+            match read {
+                Ok(0) | Err(ReadError::Io) => return Err(ReadStop::Close),
+                Ok(_) => {}
+                Err(ReadError::TimedOut) if idle => return Err(ReadStop::Close),
+                Err(ReadError::TimedOut) => return Err(Refusal::timeout().into()),
+            }
+        }
+    }
+
+    async fn read_body(&mut self, head: &Head) -> Result<Vec<u8>, ReadStop> {
+        let core = self.core.clone();
+        let limits = &core.limits;
+        if let Framing::Length(n) = head.framing {
+            if n > limits.body_bytes_max as u64 {
+                return Err(too_large(limits).into());
+            }
+        }
+        if head.framing != Framing::Empty && head.expect_continue && self.buf.is_empty() {
+            self.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            self.flush().await.map_err(|_| ReadStop::Close)?;
+        }
+        let deadline = Instant::now() + limits.body_read_timeout;
+        match head.framing {
+            Framing::Empty => Ok(Vec::new()),
+            Framing::Length(n) => self.read_length(n as usize, deadline).await,
+            Framing::Chunked => self.read_chunked(deadline).await,
+        }
+    }
+
+    async fn read_length(&mut self, n: usize, deadline: Instant) -> Result<Vec<u8>, ReadStop> {
+        while self.buf.len() < n {
+            self.buf.reserve(n - self.buf.len());
+            self.read_body_bytes(deadline).await?;
+        }
+        let body = self.buf[..n].to_vec();
+        self.buf.drain(..n);
+        Ok(body)
+    }
+
+    async fn read_chunked(&mut self, deadline: Instant) -> Result<Vec<u8>, ReadStop> {
+        let core = self.core.clone();
+        let limits = &core.limits;
+        let mut decoder = ChunkedDecoder::new(limits.body_bytes_max, limits.header_bytes_max);
+        let mut body = Vec::new();
+        loop {
+            let consumed = decoder.decode(&self.buf, &mut body).map_err(|e| match e {
+                ChunkedError::TooLarge => too_large(limits),
+                ChunkedError::Malformed(m) => Refusal::new(400, "BadRequest", m),
+            })?;
+            self.buf.drain(..consumed);
+            if decoder.is_done() {
+                return Ok(body);
+            }
+            self.read_body_bytes(deadline).await?;
+        }
+    }
+
+    /// Reads more body bytes; the peer closing mid-body just closes the connection.
+    async fn read_body_bytes(&mut self, deadline: Instant) -> Result<(), ReadStop> {
+        match read_more(&mut self.io, &mut self.buf, deadline).await {
+            Ok(0) | Err(ReadError::Io) => Err(ReadStop::Close),
+            Ok(_) => Ok(()),
+            Err(ReadError::TimedOut) => Err(Refusal::timeout().into()),
+        }
+    }
+
+    async fn handle(&mut self, head: Head, body: Vec<u8>) -> Response {
+        let core = &self.core;
+        if core.in_flight.get() >= core.limits.in_flight_per_core_max {
+            return too_many_requests();
+        }
+        core.in_flight.set(core.in_flight.get() + 1);
+        let _guard = InFlightGuard(core.clone());
+        let request = Request {
+            method: head.method,
+            target: head.target,
+            path: head.path,
+            query: head.query,
+            headers: head.headers,
+            body,
+            peer: self.info.peer,
+            tls: self.info.tls,
+            client_cert: self.info.client_cert.clone(),
+        };
+        core.handler.handle(request).await
+    }
+
+    /// Writes a response; returns whether the connection stays open.
+    async fn respond(&mut self, req: RequestInfo, resp: Response) -> io::Result<bool> {
+        let bodyless = resp.status < 200 || resp.status == 204 || resp.status == 304;
+        match resp.body {
+            Body::Full(body) => {
+                let framing = if resp.status < 200 || resp.status == 204 {
+                    BodyFraming::None
+                } else {
+                    BodyFraming::Length(body.len())
+                };
+                let close = !req.keep_alive;
+                let ka10 = req.http10 && !close;
+                write_head(
+                    &mut self.out,
+                    resp.status,
+                    &resp.headers,
+                    framing,
+                    close,
+                    ka10,
+                );
+                if !req.head_method && !bodyless {
+                    self.buffer_body(&body).await?;
+                }
+                self.unflushed += 1;
+                if self.unflushed >= self.core.limits.pipelined_requests_max
+                    || self.out.len() >= WRITE_BUFFER_BYTES_MAX
+                {
+                    self.flush().await?;
+                }
+                Ok(req.keep_alive)
+            }
+            Body::Stream(stream) if req.head_method || bodyless => {
+                drop(stream);
+                let close = !req.keep_alive;
+                let framing = if bodyless {
+                    BodyFraming::None
+                } else {
+                    BodyFraming::Chunked
+                };
+                write_head(
+                    &mut self.out,
+                    resp.status,
+                    &resp.headers,
+                    framing,
+                    close,
+                    false,
+                );
+                self.flush().await?;
+                Ok(req.keep_alive)
+            }
+            Body::Stream(stream) => {
+                self.respond_stream(req, resp.status, &resp.headers, stream)
+                    .await
+            }
+        }
+    }
+
+    /// Appends a full body to the output, writing large bodies straight through.
+    async fn buffer_body(&mut self, body: &[u8]) -> io::Result<()> {
+        if self.out.len() + body.len() <= WRITE_BUFFER_BYTES_MAX {
+            self.out.extend_from_slice(body);
+            return Ok(());
+        }
+        self.flush().await?;
+        self.write_timed(body).await
+    }
+
+    async fn respond_stream(
+        &mut self,
+        req: RequestInfo,
+        status: u16,
+        headers: &[(String, String)],
+        mut stream: Pin<Box<dyn futures_core::Stream<Item = Vec<u8>>>>,
+    ) -> io::Result<bool> {
+        // HTTP/1.0 has no chunked coding: the body ends when the connection does.
+        let chunked = !req.http10;
+        let framing = if chunked {
+            BodyFraming::Chunked
+        } else {
+            BodyFraming::UntilClose
+        };
+        let close = !req.keep_alive || !chunked;
+        write_head(&mut self.out, status, headers, framing, close, false);
+        self.flush().await?;
+        let read_cap = self.core.limits.header_bytes_max;
+        loop {
+            let next = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx));
+            let peer = watch_peer(&mut self.io, &mut self.buf, read_cap, &self.core.stop);
+            match rt::race(next, peer).await {
+                Either::Left(Some(chunk)) if chunk.is_empty() => continue,
+                Either::Left(Some(chunk)) if chunked => write_chunk(&mut self.out, &chunk),
+                Either::Left(Some(chunk)) => self.out.extend_from_slice(&chunk),
+                Either::Left(None) => break,
+                Either::Right(PeerEvent::Gone) => return Ok(false),
+                Either::Right(PeerEvent::Stop) => {
+                    self.end_stream(chunked).await?;
+                    return Ok(false);
+                }
+            }
+            self.flush().await?;
+        }
+        self.end_stream(chunked).await?;
+        Ok(!close)
+    }
+
+    async fn end_stream(&mut self, chunked: bool) -> io::Result<()> {
+        if chunked {
+            self.out.extend_from_slice(LAST_CHUNK);
+        }
+        self.flush().await
+    }
+
+    /// Writes an error response and closes gracefully: the write side is shut down and
+    /// unread request bytes are drained for a moment, so the client reads the response
+    /// instead of a connection reset.
+    async fn refuse(&mut self, r: Refusal) {
+        let body = status_body(r.code, r.reason, &r.message, None);
+        let headers = [("Content-Type".to_string(), "application/json".to_string())];
+        write_head(
+            &mut self.out,
+            r.code,
+            &headers,
+            BodyFraming::Length(body.len()),
+            true,
+            false,
+        );
+        self.out.extend_from_slice(&body);
+        if self.flush().await.is_err() {
+            return;
+        }
+        let _ = rt::timeout_at(Instant::now() + LINGER_TIMEOUT, self.io.shutdown()).await;
+        let deadline = Instant::now() + LINGER_TIMEOUT;
+        let mut drained = 0;
+        while drained < LINGER_BYTES_MAX {
+            self.buf.clear();
+            match read_more(&mut self.io, &mut self.buf, deadline).await {
+                Ok(n) if n > 0 => drained += n,
+                _ => return,
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.unflushed = 0;
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        let out = std::mem::take(&mut self.out);
+        let res = self.write_timed(&out).await;
+        self.out = out;
+        self.out.clear();
+        res
+    }
+
+    async fn write_timed(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let deadline = Instant::now() + self.core.limits.write_timeout;
+        let io = &mut self.io;
+        rt::timeout_at(deadline, async move {
+            io.write_all(bytes).await?;
+            io.flush().await
+        })
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
+    }
+}
+
+/// What the response writer needs to know about the request.
+#[derive(Clone, Copy)]
+struct RequestInfo {
+    head_method: bool,
+    http10: bool,
+    keep_alive: bool,
+}
+
+impl RequestInfo {
+    fn of(head: &Head) -> RequestInfo {
+        RequestInfo {
+            head_method: head.method == Method::Head,
+            http10: head.version_minor == 0,
+            keep_alive: head.keep_alive,
+        }
+    }
+}
+
+fn too_large(limits: &Limits) -> Refusal {
+    let message = format!(
+        "Request entity too large: limit is {}",
+        limits.body_bytes_max
+    );
+    Refusal::new(413, "RequestEntityTooLarge", message)
+}
+
+enum ReadError {
+    TimedOut,
+    Io,
+}
+
+/// Reads what is available (up to `READ_CHUNK_BYTES` more) into `buf` by `deadline`.
+async fn read_more<S: AsyncRead + Unpin>(
+    io: &mut S,
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+) -> Result<usize, ReadError> {
+    buf.reserve(READ_CHUNK_BYTES);
+    match rt::timeout_at(deadline, io.read_buf(buf)).await {
+        Ok(Ok(n)) => Ok(n),
+        Ok(Err(_)) => Err(ReadError::Io),
+        Err(rt::TimedOut) => Err(ReadError::TimedOut),
+    }
+}
+
+/// While a stream waits for its next chunk: reads (and keeps, for the next request) what
+/// the peer sends, up to `cap` buffered bytes, to notice it hanging up; or reports stop.
+async fn watch_peer<S: AsyncRead + Unpin>(
+    io: &mut S,
+    buf: &mut Vec<u8>,
+    cap: usize,
+    stop: &rt::StopSignal,
+) -> PeerEvent {
+    loop {
+        if buf.len() >= cap {
+            stop.stopped().await;
+            return PeerEvent::Stop;
+        }
+        buf.reserve(READ_CHUNK_BYTES.min(cap - buf.len()));
+        match rt::race(io.read_buf(buf), stop.stopped()).await {
+            Either::Left(Ok(0)) | Either::Left(Err(_)) => return PeerEvent::Gone,
+            Either::Left(Ok(_)) => {}
+            Either::Right(()) => return PeerEvent::Stop,
+        }
+    }
+}

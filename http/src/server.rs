@@ -1,0 +1,261 @@
+//! Binding, per-core accept loops, connection admission and shutdown.
+//!
+//! Every core binds its own socket on every listener address with `SO_REUSEPORT`, so the
+//! kernel spreads new connections over the cores and no connection ever moves between them.
+//! All sockets are bound before [`serve`] returns, so a caller that gets `Ok` can announce
+//! readiness.
+
+use crate::conn::{Conn, ConnInfo, CoreState};
+use crate::limits::{Limits, ACCEPT_ERROR_BACKOFF, LISTEN_BACKLOG};
+use crate::rt::{self, Either, Instant};
+use crate::{tls, Handler};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::cell::Cell;
+use std::io;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// One address to serve, plain or TLS.
+#[derive(Clone)]
+pub struct Listener {
+    /// Address to bind; port 0 picks a free port (the same one on every core).
+    pub addr: SocketAddr,
+    /// TLS configuration, or `None` for plain HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// What to serve and how.
+#[derive(Clone)]
+pub struct ServeConfig {
+    /// Addresses to serve; every core accepts on all of them.
+    pub listeners: Vec<Listener>,
+    /// Number of cores (threads, each with its own runtime). Default: available parallelism.
+    pub cores: usize,
+    /// Pin core `i`'s thread to CPU `i`.
+    pub pin: bool,
+    /// Limits.
+    pub limits: Limits,
+}
+
+impl ServeConfig {
+    /// Serves `listeners` on every available core, pinned, with default limits.
+    pub fn new(listeners: Vec<Listener>) -> ServeConfig {
+        ServeConfig {
+            listeners,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pin: true,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A running server.
+pub struct ServerHandle {
+    addrs: Vec<SocketAddr>,
+    stop: rt::StopTrigger,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The bound address of each listener, in [`ServeConfig::listeners`] order (with the
+    /// real port where port 0 was asked for).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.addrs.clone()
+    }
+
+    /// Stops accepting, lets in-flight requests finish (streams are ended, idle keep-alive
+    /// connections closed) for up to [`Limits::shutdown_timeout`], then joins the cores.
+    pub fn shutdown(self) {
+        self.stop.stop();
+        self.join();
+    }
+
+    /// Waits for the cores to finish (they run until [`ServerHandle::shutdown`]; with
+    /// `join` alone, forever).
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A bound, not yet served, listener socket.
+struct Bound {
+    socket: std::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Binds every listener on every core, then starts the cores on background threads.
+pub fn serve(cfg: ServeConfig, handler: Arc<dyn Handler>) -> io::Result<ServerHandle> {
+    let cores = cfg.cores.max(1);
+    let (per_core, addrs) = bind_all(&cfg.listeners, cores)?;
+    let (trigger, signal) = rt::stop_signal();
+    let mut threads = Vec::with_capacity(cores);
+    for (index, bound) in per_core.into_iter().enumerate() {
+        let limits = cfg.limits.clone();
+        let handler = handler.clone();
+        let signal = signal.clone();
+        let started = rt::start_core(index, cfg.pin, move || {
+            core_main(bound, limits, handler, signal)
+        });
+        match started {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                ServerHandle {
+                    addrs,
+                    stop: trigger,
+                    threads,
+                }
+                .shutdown();
+                return Err(e);
+            }
+        }
+    }
+    Ok(ServerHandle {
+        addrs,
+        stop: trigger,
+        threads,
+    })
+}
+
+/// Binds each listener once per core; returns the sockets per core and the bound addresses.
+fn bind_all(
+    listeners: &[Listener],
+    cores: usize,
+) -> io::Result<(Vec<Vec<Bound>>, Vec<SocketAddr>)> {
+    let mut per_core: Vec<Vec<Bound>> = (0..cores).map(|_| Vec::new()).collect();
+    let mut addrs = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let mut addr = l.addr;
+        for core in per_core.iter_mut() {
+            let socket = bind_reuseport(addr)?;
+            addr = socket.local_addr()?; // later cores bind the port the first one got
+            let tls = l.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+            core.push(Bound { socket, tls });
+        }
+        addrs.push(addr);
+    }
+    Ok((per_core, addrs))
+}
+
+fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// One core: accept on all its sockets until stop, then wait for its connections to end.
+async fn core_main(
+    bound: Vec<Bound>,
+    limits: Limits,
+    handler: Arc<dyn Handler>,
+    stop: rt::StopSignal,
+) {
+    let shutdown_timeout = limits.shutdown_timeout;
+    let core = Rc::new(CoreState {
+        limits,
+        handler,
+        in_flight: Cell::new(0),
+        connections: Cell::new(0),
+        drained: rt::Notify::new(),
+        stop,
+    });
+    for b in bound {
+        match rt::TcpListener::from_std(b.socket) {
+            Ok(listener) => rt::spawn_local(accept_loop(listener, b.tls, core.clone())),
+            Err(e) => eprintln!("keel-http: core {}: listener: {e}", rt::core_index()),
+        }
+    }
+    core.stop.stopped().await;
+    let deadline = Instant::now() + shutdown_timeout;
+    while core.connections.get() > 0 {
+        if let Either::Right(()) =
+            rt::race(core.drained.notified(), rt::sleep_until(deadline)).await
+        {
+            break;
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: rt::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    core: Rc<CoreState>,
+) {
+    loop {
+        let accepted = match rt::race(listener.accept(), core.stop.stopped()).await {
+            Either::Right(()) => return,
+            Either::Left(a) => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(_) => {
+                // Out of descriptors or similar: back off instead of spinning.
+                rt::sleep(ACCEPT_ERROR_BACKOFF).await;
+                continue;
+            }
+        };
+        if core.connections.get() >= core.limits.connections_per_core_max {
+            drop(stream); // over the limit: accept and close
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        core.connections.set(core.connections.get() + 1);
+        let guard = ConnGuard(core.clone());
+        rt::spawn_local(serve_stream(stream, peer, tls.clone(), guard));
+    }
+}
+
+/// Counts a connection as open while alive; wakes the drain wait when the last one ends.
+struct ConnGuard(Rc<CoreState>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        let n = self.0.connections.get() - 1;
+        self.0.connections.set(n);
+        if n == 0 {
+            self.0.drained.notify_one();
+        }
+    }
+}
+
+async fn serve_stream(
+    stream: rt::TcpStream,
+    peer: SocketAddr,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    guard: ConnGuard,
+) {
+    let core = guard.0.clone();
+    let deadline = Instant::now() + core.limits.header_read_timeout;
+    match tls {
+        None => {
+            let info = ConnInfo {
+                peer,
+                tls: false,
+                client_cert: None,
+            };
+            Conn::new(stream, info, core).run(deadline).await;
+        }
+        Some(acceptor) => {
+            let Ok(Ok(tls_stream)) = rt::timeout_at(deadline, acceptor.accept(stream)).await else {
+                return; // handshake failed or too slow
+            };
+            let client_cert = tls::peer_identity(tls_stream.get_ref().1);
+            let info = ConnInfo {
+                peer,
+                tls: true,
+                client_cert,
+            };
+            Conn::new(tls_stream, info, core).run(deadline).await;
+        }
+    }
+    drop(guard);
+}

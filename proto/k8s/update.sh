@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Refreshes the vendored upstream schemas in this folder from Debian's packages of the
+# Kubernetes Go API modules (which ship upstream's generated.proto files and Go types):
+#   golang-k8s-api-dev 0.32.3-1, golang-k8s-apimachinery-dev 0.32.3-2 (Debian trixie),
+#   golang-k8s-apiextensions-apiserver-dev 0.36.4-1 (Debian sid; trixie has none).
+# Nothing here is edited by hand: k8s.io/**/generated.proto are upstream's files, and
+# gofields.tsv is produced by extract_go_fields.py from upstream's Go types.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/deb"
+cat > "$work/sources.list" <<SRC
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main
+SRC
+apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
+  -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
+apt-get "${apt_opts[@]}" update >/dev/null
+(cd "$work/deb" && apt-get "${apt_opts[@]}" download golang-k8s-api-dev=0.32.3-1 \
+  golang-k8s-apimachinery-dev=0.32.3-2 golang-k8s-apiextensions-apiserver-dev=0.36.4-1)
+for deb in "$work"/deb/*.deb; do dpkg-deb -x "$deb" "$work/x"; done
+src="$work/x/usr/share/gocode/src"
+rm -rf "$here/k8s.io"
+(cd "$src" && find k8s.io -name generated.proto -not -path '*testapigroup*') | while read -r f; do
+  mkdir -p "$here/$(dirname "$f")"
+  cp "$src/$f" "$here/$f"
+done
+python3 "$here/extract_go_fields.py" "$src" > "$here/gofields.tsv"
+rm -rf "$work"

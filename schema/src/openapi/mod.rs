@@ -1,0 +1,215 @@
+//! OpenAPI documents for `/openapi/v2` and `/openapi/v3`, rendered from the embedded
+//! definitions and the served resource list, cached per resource list.
+
+mod model;
+mod params;
+mod v2;
+mod v3;
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha512};
+
+use crate::names::gv_path;
+use crate::{ResourceDesc, Schemas, RENDER_CACHE_ENTRIES_MAX};
+
+/// A rendered document and its ETag: upper-case hex SHA-512 of the body, as upstream computes
+/// it (the HTTP `ETag` header carries it in double quotes; for v3 group/versions it is also the
+/// `hash` query value).
+#[derive(Clone, Debug)]
+pub struct OpenApiDoc {
+    pub body: Arc<[u8]>,
+    pub etag: String,
+}
+
+impl OpenApiDoc {
+    fn new(value: &Value) -> OpenApiDoc {
+        let body = serde_json::to_vec(value).expect("a JSON value always serializes");
+        let etag = Sha512::digest(&body)
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect();
+        OpenApiDoc {
+            body: body.into(),
+            etag,
+        }
+    }
+}
+
+/// Documents rendered for one resource list.
+struct Rendered {
+    hash: u64,
+    resources: Vec<ResourceDesc>,
+    v2: OnceLock<OpenApiDoc>,
+    v3: OnceLock<V3Docs>,
+}
+
+struct V3Docs {
+    root: OpenApiDoc,
+    /// `api/v1`, `apis/apps/v1` → document.
+    group_versions: HashMap<String, OpenApiDoc>,
+}
+
+/// The most recently used resource lists with their rendered documents.
+#[derive(Default)]
+pub(crate) struct Cache {
+    entries: Mutex<Vec<Arc<Rendered>>>,
+}
+
+impl Cache {
+    pub(crate) fn v2(&self, schemas: &Schemas, resources: &[ResourceDesc]) -> OpenApiDoc {
+        let entry = self.entry(resources);
+        entry
+            .v2
+            .get_or_init(|| {
+                OpenApiDoc::new(&v2::render(schemas, &model::build(schemas, resources)))
+            })
+            .clone()
+    }
+
+    pub(crate) fn v3_root(&self, schemas: &Schemas, resources: &[ResourceDesc]) -> OpenApiDoc {
+        self.v3(schemas, resources).root.clone()
+    }
+
+    pub(crate) fn v3_group_version(
+        &self,
+        schemas: &Schemas,
+        group: &str,
+        version: &str,
+        resources: &[ResourceDesc],
+    ) -> Option<OpenApiDoc> {
+        let key = gv_path(group, version);
+        self.v3(schemas, resources)
+            .group_versions
+            .get(&key)
+            .cloned()
+    }
+
+    fn v3(&self, schemas: &Schemas, resources: &[ResourceDesc]) -> V3DocsRef {
+        let entry = self.entry(resources);
+        entry.v3.get_or_init(|| render_v3(schemas, resources));
+        V3DocsRef(entry)
+    }
+
+    /// The cache entry of this resource list, created (evicting the oldest) when missing.
+    fn entry(&self, resources: &[ResourceDesc]) -> Arc<Rendered> {
+        let mut hasher = DefaultHasher::new();
+        resources.hash(&mut hasher);
+        let hash = hasher.finish();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pos) = entries
+            .iter()
+            .position(|e| e.hash == hash && e.resources == resources)
+        {
+            let entry = entries.remove(pos);
+            entries.push(entry.clone());
+            return entry;
+        }
+        if entries.len() >= RENDER_CACHE_ENTRIES_MAX {
+            entries.remove(0);
+        }
+        let entry = Arc::new(Rendered {
+            hash,
+            resources: resources.to_vec(),
+            v2: OnceLock::new(),
+            v3: OnceLock::new(),
+        });
+        entries.push(entry.clone());
+        entry
+    }
+}
+
+/// Keeps the entry alive while its v3 documents are read.
+struct V3DocsRef(Arc<Rendered>);
+
+impl std::ops::Deref for V3DocsRef {
+    type Target = V3Docs;
+    fn deref(&self) -> &V3Docs {
+        self.0.v3.get().expect("initialized by Cache::v3")
+    }
+}
+
+fn render_v3(schemas: &Schemas, resources: &[ResourceDesc]) -> V3Docs {
+    let mut group_versions = HashMap::new();
+    let mut paths = serde_json::Map::new();
+    for gv in model::build(schemas, resources) {
+        let doc = OpenApiDoc::new(&v3::render(schemas, &gv));
+        let key = gv_path(&gv.group, &gv.version);
+        let url = format!("/openapi/v3/{key}?hash={}", doc.etag);
+        paths.insert(key.clone(), json!({"serverRelativeURL": url}));
+        group_versions.insert(key, doc);
+    }
+    V3Docs {
+        root: OpenApiDoc::new(&json!({"paths": paths})),
+        group_versions,
+    }
+}
+
+/// `securityDefinitions.BearerToken` / `components.securitySchemes.BearerToken`.
+fn security_scheme() -> Value {
+    json!({
+        "description": "Bearer Token authentication",
+        "in": "header",
+        "name": "authorization",
+        "type": "apiKey",
+    })
+}
+
+/// `x-kubernetes-action` and `x-kubernetes-group-version-kind` of an operation.
+fn extensions(op: &model::Op, v: &mut Value) {
+    if !op.action.is_empty() {
+        v["x-kubernetes-action"] = json!(op.action);
+    }
+    if let Some((group, version, kind)) = &op.gvk {
+        v["x-kubernetes-group-version-kind"] =
+            json!({"group": group, "kind": kind, "version": version});
+    }
+}
+
+/// Every definition `paths` refers to, transitively (v2 form), plus the synthesized ones.
+fn closure(
+    schemas: &Schemas,
+    paths: &Value,
+    extra: &[&(String, Value)],
+) -> BTreeMap<String, Value> {
+    let mut out: BTreeMap<String, Value> = BTreeMap::new();
+    let mut pending = Vec::new();
+    refs(paths, &mut pending);
+    for (name, def) in extra {
+        out.insert(name.clone(), def.clone());
+        refs(def, &mut pending);
+    }
+    while let Some(name) = pending.pop() {
+        if out.contains_key(&name) {
+            continue;
+        }
+        if let Some(def) = schemas.definition(&name) {
+            refs(def, &mut pending);
+            out.insert(name, def.clone());
+        }
+    }
+    out
+}
+
+/// Collect the definition names of all `$ref`s in a value.
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(r)) => {
+                        let name = r.rsplit('/').next().unwrap_or(r);
+                        out.push(name.to_owned());
+                    }
+                    _ => refs(value, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| refs(i, out)),
+        _ => {}
+    }
+}

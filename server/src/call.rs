@@ -1,0 +1,137 @@
+//! One resource request after routing: what the handlers work from.
+
+use crate::auth::User;
+use crate::request_info::ResourceRequest;
+use crate::respond::{self, Format};
+use crate::store::Location;
+use keel_api::status::ApiError;
+use keel_catalog::ResourceInfo;
+use keel_http::Request;
+use std::collections::HashMap;
+
+/// Query parameters, last value wins (as Go's `url.Values.Get` returns the first; clients
+/// never repeat these).
+#[derive(Debug, Default)]
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn from_request(req: &Request) -> Query {
+        let mut m = HashMap::new();
+        for (k, v) in req.query_pairs() {
+            m.entry(k).or_insert(v);
+        }
+        Query(m)
+    }
+
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    /// A non-empty value.
+    pub fn nonempty(&self, k: &str) -> Option<&str> {
+        self.get(k).filter(|v| !v.is_empty())
+    }
+
+    /// A boolean flag: present without value, `true` or `1`.
+    pub fn flag(&self, k: &str) -> bool {
+        matches!(
+            self.get(k),
+            Some("") | Some("true") | Some("1") | Some("True")
+        )
+    }
+
+    pub fn int(&self, k: &str) -> Result<Option<i64>, ApiError> {
+        match self.nonempty(k) {
+            None => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("invalid value {v:?} for query parameter {k}"))
+            }),
+        }
+    }
+
+    /// `dryRun`: unset, or `All` (as upstream, any other value is rejected).
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        match self.get("dryRun") {
+            None => Ok(false),
+            Some("All") => Ok(true),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "Invalid dryRun value: {v:?}: supported values: \"All\""
+            ))),
+        }
+    }
+}
+
+/// How unknown and duplicate fields are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn from_query(q: &Query) -> Result<FieldValidation, ApiError> {
+        match q.nonempty("fieldValidation") {
+            None | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(v) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {v}"
+            ))),
+        }
+    }
+}
+
+/// A routed resource request.
+pub struct Call<'a> {
+    pub req: &'a Request,
+    pub rr: &'a ResourceRequest,
+    pub info: &'static ResourceInfo,
+    pub loc: Location,
+    pub user: &'a User,
+    pub query: Query,
+    /// `Warning` header values to add to the response.
+    pub warnings: Vec<String>,
+}
+
+impl<'a> Call<'a> {
+    pub fn accept(&self) -> Option<&str> {
+        self.req.headers.get("accept")
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.req.headers.get("content-type")
+    }
+
+    /// Negotiated response format for object/list responses of this resource.
+    pub fn format(&self) -> Result<Format, ApiError> {
+        let proto = keel_proto::supports(&self.api_version(), self.info.kind);
+        respond::negotiate(self.accept(), true, proto)
+    }
+
+    pub fn api_version(&self) -> String {
+        if self.info.group.is_empty() {
+            self.info.version.to_string()
+        } else {
+            format!("{}/{}", self.info.group, self.info.version)
+        }
+    }
+
+    pub fn key(&self, name: &str) -> Vec<u8> {
+        self.loc.key(&self.rr.namespace, name)
+    }
+
+    /// The group-qualified resource, as error messages name it (`deployments.apps`).
+    pub fn not_found(&self, name: &str) -> ApiError {
+        ApiError::not_found(self.info.group, self.info.plural, name)
+    }
+
+    pub fn field_manager(&self) -> String {
+        if let Some(m) = self.query.nonempty("fieldManager") {
+            return m.to_string();
+        }
+        // Upstream derives the default manager from the user agent's program name.
+        let ua = self.req.headers.get("user-agent").unwrap_or("unknown");
+        ua.split('/').next().unwrap_or("unknown").to_string()
+    }
+}

@@ -1,0 +1,9 @@
+use clap::Parser;
+
+fn main() {
+    let opts = keel_server::options::Options::parse();
+    if let Err(e) = keel_server::run::run(opts) {
+        eprintln!("apiserver: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,206 @@
+//! Small helpers over JSON objects: metadata access, timestamps, and the resourceVersion splice
+//! that lets the engine's value builder write the revision into stored bytes without
+//! re-serializing the object.
+
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+/// RFC 3339 UTC timestamp with second precision, as `metav1.Time` serializes.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata")?.as_object()
+}
+
+/// The object's metadata map, created when absent or not an object.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    let root = obj.as_object_mut().expect("object checked by caller");
+    let m = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut().unwrap()
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    meta(obj)?.get(field)?.as_str()
+}
+
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    meta(obj)
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
+}
+
+/// Sets a metadata field, keeping upstream's field order for the fields the server owns.
+pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
+    meta_mut(obj).insert(field.to_string(), value);
+}
+
+/// Reorders metadata keys as upstream serializes `ObjectMeta`, so `kubectl get -o yaml`
+/// output reads the same.
+pub fn canonical_meta_order(obj: &mut Value) {
+    const ORDER: &[&str] = &[
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    ];
+    let m = meta_mut(obj);
+    let mut old = std::mem::take(m);
+    for k in ORDER {
+        if let Some(v) = old.shift_remove(*k) {
+            m.insert((*k).to_string(), v);
+        }
+    }
+    for (k, v) in old {
+        m.insert(k, v);
+    }
+}
+
+/// Reorders the top level as upstream: kind, apiVersion, metadata, then the rest.
+pub fn canonical_top_order(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let mut old = std::mem::take(root);
+    for k in ["kind", "apiVersion", "metadata"] {
+        if let Some(v) = old.shift_remove(k) {
+            root.insert(k.to_string(), v);
+        }
+    }
+    for (k, v) in old {
+        root.insert(k, v);
+    }
+}
+
+/// A per-process marker no client can predict; stands in for the resourceVersion while the
+/// object is serialized.
+fn rv_marker() -> &'static str {
+    static M: OnceLock<String> = OnceLock::new();
+    M.get_or_init(|| {
+        format!(
+            "keel-rv-{:016x}{:016x}",
+            rand::random::<u64>(),
+            rand::random::<u64>()
+        )
+    })
+}
+
+/// An object serialized around its resourceVersion: `bytes[..split]` + revision digits +
+/// `bytes[tail..]`.
+pub struct Spliced {
+    bytes: Vec<u8>,
+    split: usize,
+    tail: usize,
+}
+
+impl Spliced {
+    /// Serializes `obj` (in upstream's key order) with a marker in `metadata.resourceVersion`.
+    pub fn new(obj: &mut Value) -> Spliced {
+        set_meta(
+            obj,
+            "resourceVersion",
+            Value::String(rv_marker().to_string()),
+        );
+        canonical_meta_order(obj);
+        canonical_top_order(obj);
+        let bytes = serde_json::to_vec(obj).expect("JSON values serialize");
+        let needle = format!("\"{}\"", rv_marker());
+        let at = find(&bytes, needle.as_bytes()).expect("marker present");
+        let split = at + 1;
+        Spliced {
+            bytes,
+            split,
+            tail: split + rv_marker().len(),
+        }
+    }
+
+    /// Size of the result, give or take the revision's digits.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Appends the object with `revision` as its resourceVersion.
+    pub fn write(&self, revision: u64, out: &mut Vec<u8>) {
+        out.reserve(self.bytes.len());
+        out.extend_from_slice(&self.bytes[..self.split]);
+        out.extend_from_slice(revision.to_string().as_bytes());
+        out.extend_from_slice(&self.bytes[self.tail..]);
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Replaces `metadata.resourceVersion` in a parsed object.
+pub fn set_rv(obj: &mut Value, rv: u64) {
+    set_meta(obj, "resourceVersion", Value::String(rv.to_string()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn splice_writes_revision() {
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}});
+        let s = Spliced::new(&mut o);
+        let mut out = Vec::new();
+        s.write(1234, &mut out);
+        let back: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back["metadata"]["resourceVersion"], "1234");
+        assert_eq!(back["data"]["k"], "v");
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1234\""), "{text}");
+    }
+
+    #[test]
+    fn finalizers_and_deleting() {
+        let o = json!({"metadata": {"finalizers": ["a", "b"], "deletionTimestamp": "2020-01-01T00:00:00Z"}});
+        assert_eq!(finalizers(&o), vec!["a", "b"]);
+        assert!(is_deleting(&o));
+        assert!(!is_deleting(&json!({"metadata": {}})));
+    }
+}

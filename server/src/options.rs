@@ -1,0 +1,271 @@
+//! Command-line options. Names follow kube-apiserver's where one exists.
+
+use clap::Parser;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// keel's Kubernetes-compatible API server.
+///
+/// Starts on the embedded storage engine by default. On first start it creates a CA, a serving
+/// certificate, an admin bearer token and `<data-dir>/admin.kubeconfig`, so
+/// `KUBECONFIG=<data-dir>/admin.kubeconfig kubectl get ns` works at once.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "apiserver", version, about, long_about = None)]
+pub struct Options {
+    /// Directory for the store, certificates, tokens and the admin kubeconfig.
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Address to serve HTTPS on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    /// HTTPS port (0 picks a free port; the chosen port is written to `<data-dir>/port`).
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+
+    /// Serve plain HTTP on this loopback port as well (0 = off). Requests on it still need a
+    /// bearer token. For load tests.
+    #[arg(long, default_value_t = 0)]
+    pub insecure_port: u16,
+
+    /// Serving certificate (PEM). Default: `<data-dir>/pki/apiserver.crt`, created on first start.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Serving key (PEM), with --tls-cert-file.
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// CA bundle to verify client certificates (x509 authentication: CN = user, O = groups).
+    /// Default: the CA keel creates in `<data-dir>/pki`.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Static bearer tokens, kube-apiserver format: `token,user,uid,"group1,group2"` per line.
+    /// Default: `<data-dir>/tokens.csv`, created on first start with an admin token.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// Authorization mode: `AlwaysAllow` (any authenticated user) or `RBAC` (not implemented
+    /// yet: refused at start).
+    #[arg(long, default_value = "AlwaysAllow")]
+    pub authorization_mode: String,
+
+    /// Paths served without authentication or authorization.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    pub authorization_always_allow_paths: Vec<String>,
+
+    /// CIDR range from which Service cluster IPs are allocated.
+    #[arg(long, default_value = "10.0.0.0/24")]
+    pub service_cluster_ip_range: String,
+
+    /// Port range for NodePort services, `low-high` inclusive.
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
+
+    /// Storage backend: `keel` (the embedded engine). `etcd3` is not implemented yet.
+    #[arg(long, default_value = "keel")]
+    pub storage_backend: String,
+
+    /// etcd endpoints for `--storage-backend=etcd3` (not implemented yet).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// When a write is durable: `always` (fdatasync, group commit) or `none` (page cache only).
+    #[arg(long, default_value = "always")]
+    pub sync: String,
+
+    /// Storage shards (default: one per core). Fixed when the store is created.
+    #[arg(long)]
+    pub shards: Option<usize>,
+
+    /// Serving threads, one pinned runtime per core (default: number of cores).
+    #[arg(long)]
+    pub cores: Option<usize>,
+
+    /// How long change history is kept for watches and exact-revision reads.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub watch_history: Duration,
+
+    /// Enable or disable API group versions: `batch/v1=false,api/beta=true`.
+    #[arg(long, default_value = "")]
+    pub runtime_config: String,
+
+    /// Feature gates, `Name=true|false,...`. Accepted and validated for form; keel has no
+    /// gated features yet.
+    #[arg(long, default_value = "")]
+    pub feature_gates: String,
+
+    /// Maximum non-mutating requests in flight per core (then 429).
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// Maximum request body size in bytes (then 413).
+    #[arg(long, default_value_t = 3 * 1024 * 1024)]
+    pub max_request_bytes: usize,
+
+    /// Minimum watch timeout: a watch without timeoutSeconds lasts between this and twice it.
+    #[arg(long, default_value_t = 1800)]
+    pub min_request_timeout: u64,
+
+    /// Exit when standard input reaches end of file (for test harnesses that own the
+    /// process through a pipe).
+    #[arg(long, hide = true)]
+    pub exit_on_stdin_close: bool,
+
+    /// Log verbosity (0-4).
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+/// Parses durations of the Go form kube-apiserver flags use: `300ms`, `5s`, `5m`, `1h30m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err("empty duration".into());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(|| format!("missing unit in duration {s:?}"))?;
+        let (num, tail) = rest.split_at(digits);
+        let value: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let secs = match unit {
+            "ns" => value / 1e9,
+            "us" | "µs" => value / 1e6,
+            "ms" => value / 1e3,
+            "s" => value,
+            "m" => value * 60.0,
+            "h" => value * 3600.0,
+            _ => return Err(format!("unknown unit {unit:?} in duration {s:?}")),
+        };
+        total += Duration::from_secs_f64(secs);
+        rest = next;
+    }
+    Ok(total)
+}
+
+/// A parsed IPv4 CIDR range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    pub base: Ipv4Addr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn parse(s: &str) -> Result<Cidr, String> {
+        let (ip, len) = s
+            .split_once('/')
+            .ok_or_else(|| format!("invalid CIDR {s:?}: expected a.b.c.d/n"))?;
+        let ip: Ipv4Addr = ip
+            .parse()
+            .map_err(|_| format!("invalid CIDR {s:?}: bad IPv4 address"))?;
+        let prefix: u8 = len
+            .parse()
+            .map_err(|_| format!("invalid CIDR {s:?}: bad prefix length"))?;
+        if !(8..=30).contains(&prefix) {
+            return Err(format!(
+                "invalid CIDR {s:?}: prefix length must be between 8 and 30"
+            ));
+        }
+        let mask = u32::MAX << (32 - prefix);
+        Ok(Cidr {
+            base: Ipv4Addr::from(u32::from(ip) & mask),
+            prefix,
+        })
+    }
+
+    /// Number of addresses in the range.
+    pub fn size(&self) -> u32 {
+        1u32 << (32 - self.prefix)
+    }
+
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        let mask = u32::MAX << (32 - self.prefix);
+        u32::from(ip) & mask == u32::from(self.base)
+    }
+
+    pub fn nth(&self, n: u32) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.base) + n)
+    }
+}
+
+/// Parses `low-high`.
+pub fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
+    let (lo, hi) = s
+        .split_once('-')
+        .ok_or_else(|| format!("invalid port range {s:?}: expected low-high"))?;
+    let lo: u16 = lo
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid port range {s:?}"))?;
+    let hi: u16 = hi
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid port range {s:?}"))?;
+    if lo == 0 || lo > hi {
+        return Err(format!("invalid port range {s:?}: need 0 < low <= high"));
+    }
+    Ok((lo, hi))
+}
+
+/// Validates `--feature-gates` form: `Name=bool` pairs.
+pub fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("invalid feature gate {part:?}: expected Name=true|false"))?;
+        let value = match value.trim() {
+            "true" => true,
+            "false" => false,
+            v => return Err(format!("invalid value {v:?} for feature gate {name}")),
+        };
+        out.push((name.trim().to_string(), value));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn cidrs() {
+        let c = Cidr::parse("10.0.0.7/24").unwrap();
+        assert_eq!(c.base, Ipv4Addr::new(10, 0, 0, 0));
+        assert_eq!(c.size(), 256);
+        assert!(c.contains(Ipv4Addr::new(10, 0, 0, 200)));
+        assert!(!c.contains(Ipv4Addr::new(10, 0, 1, 1)));
+        assert!(Cidr::parse("10.0.0.0").is_err());
+        assert!(Cidr::parse("10.0.0.0/33").is_err());
+    }
+
+    #[test]
+    fn port_ranges_and_gates() {
+        assert_eq!(parse_port_range("30000-32767").unwrap(), (30000, 32767));
+        assert!(parse_port_range("5-1").is_err());
+        assert_eq!(
+            parse_feature_gates("A=true, B=false").unwrap(),
+            vec![("A".into(), true), ("B".into(), false)]
+        );
+        assert!(parse_feature_gates("A=yes").is_err());
+    }
+}

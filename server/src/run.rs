@@ -1,0 +1,172 @@
+//! Process start-up: validate options, open the store, bootstrap, serve.
+
+use crate::alloc::Allocators;
+use crate::app::{App, AppParts, Handler};
+use crate::auth::{AlwaysAllow, TokenFile};
+use crate::options::{self, Cidr, Options};
+use crate::store::Storage;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+/// Checks everything that can be checked before touching the data directory.
+pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catalog), String> {
+    match opts.storage_backend.as_str() {
+        "keel" => {}
+        "etcd3" => {
+            return Err(
+                "--storage-backend=etcd3 is not implemented yet; use the embedded store (keel)"
+                    .into(),
+            )
+        }
+        other => {
+            return Err(format!(
+                "--storage-backend: unknown backend {other:?} (expected \"keel\")"
+            ))
+        }
+    }
+    match opts.authorization_mode.as_str() {
+        "AlwaysAllow" => {}
+        "RBAC" => {
+            return Err("--authorization-mode=RBAC is not implemented yet; use AlwaysAllow".into())
+        }
+        other => return Err(format!("--authorization-mode: unknown mode {other:?}")),
+    }
+    if opts.sync.parse::<keel_engine::SyncMode>().is_err() {
+        return Err(format!(
+            "--sync: expected \"always\" or \"none\", got {:?}",
+            opts.sync
+        ));
+    }
+    options::parse_feature_gates(&opts.feature_gates)
+        .map_err(|e| format!("--feature-gates: {e}"))?;
+    let cidr = Cidr::parse(&opts.service_cluster_ip_range)
+        .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
+    let ports = options::parse_port_range(&opts.service_node_port_range)
+        .map_err(|e| format!("--service-node-port-range: {e}"))?;
+    let catalog = keel_catalog::Catalog::new(&opts.runtime_config)
+        .map_err(|e| format!("--runtime-config: {e}"))?;
+    if opts.tls_cert_file.is_some() != opts.tls_private_key_file.is_some() {
+        return Err("--tls-cert-file and --tls-private-key-file must be given together".into());
+    }
+    Ok((cidr, ports, catalog))
+}
+
+pub fn run(opts: Options) -> Result<(), String> {
+    if opts.exit_on_stdin_close {
+        std::thread::spawn(|| {
+            let mut sink = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+            std::process::exit(0);
+        });
+    }
+    let (cidr, ports, catalog) = validate(&opts)?;
+    let catalog: &'static keel_catalog::Catalog = Box::leak(Box::new(catalog));
+    let data = opts.data_dir.clone();
+    std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
+
+    // Credentials.
+    let pki = data.join("pki");
+    let tls = keel_http::tls::load_or_create(&pki, &[opts.bind_address.to_string()])
+        .map_err(|e| format!("certificates in {}: {e}", pki.display()))?;
+    let (cert, key) = match (&opts.tls_cert_file, &opts.tls_private_key_file) {
+        (Some(c), Some(k)) => (c.clone(), k.clone()),
+        _ => (tls.cert.clone(), tls.key.clone()),
+    };
+    let client_ca = opts
+        .client_ca_file
+        .clone()
+        .unwrap_or_else(|| tls.ca_cert.clone());
+    let server_tls = keel_http::tls::server_config(&cert, &key, Some(&client_ca))?;
+    let token_path = match &opts.token_auth_file {
+        Some(p) => p.clone(),
+        None => {
+            crate::bootstrap::ensure_token_file(&data).map_err(|e| format!("token file: {e}"))?
+        }
+    };
+    let tokens = TokenFile::load(&token_path)?;
+
+    // Store.
+    let mut eo = keel_engine::Options::new(data.join("store"));
+    if let Some(n) = opts.shards {
+        eo.shards = n.max(1);
+    }
+    eo.sync = opts.sync.parse().expect("validated");
+    eo.history = opts.watch_history;
+    eo.limits.value_bytes_max = opts.max_request_bytes.max(eo.limits.value_bytes_max);
+    let engine = keel_engine::Engine::open(eo).map_err(|e| format!("opening the store: {e}"))?;
+
+    let app = Arc::new(App::new(AppParts {
+        storage: Storage {
+            engine: Arc::new(engine),
+        },
+        catalog,
+        tokens,
+        authorizer: Box::new(AlwaysAllow),
+        always_allow: opts.authorization_always_allow_paths.clone(),
+        alloc: Allocators::new(cidr, ports),
+        min_request_timeout: opts.min_request_timeout,
+    }));
+
+    // Serve.
+    let mut listeners = vec![keel_http::Listener {
+        addr: SocketAddr::new(opts.bind_address, opts.secure_port),
+        tls: Some(server_tls),
+    }];
+    if opts.insecure_port != 0 {
+        listeners.push(keel_http::Listener {
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), opts.insecure_port),
+            tls: None,
+        });
+    }
+    let mut limits = keel_http::Limits::default();
+    limits.body_bytes_max = opts.max_request_bytes;
+    limits.in_flight_per_core_max = opts.max_requests_inflight;
+    let cores = opts.cores.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let server = keel_http::serve(
+        keel_http::ServeConfig {
+            listeners,
+            cores,
+            pin: true,
+            limits,
+        },
+        Arc::new(Handler(app.clone())),
+    )
+    .map_err(|e| format!("listening: {e}"))?;
+    let addrs = server.local_addrs();
+    let secure = addrs[0];
+
+    // Bootstrap on a helper runtime, then report readiness.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(crate::bootstrap::bootstrap(&app, secure.port()))?;
+    crate::nsctl::spawn(app.clone());
+    let host = match secure.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
+        IpAddr::V6(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let server_url = format!("https://{host}:{}", secure.port());
+    let ca_pem =
+        std::fs::read(&tls.ca_cert).map_err(|e| format!("{}: {e}", tls.ca_cert.display()))?;
+    if let Some(token) = crate::bootstrap::admin_token(&token_path) {
+        let kc = crate::bootstrap::write_kubeconfig(&data, &server_url, &ca_pem, &token)
+            .map_err(|e| format!("kubeconfig: {e}"))?;
+        eprintln!("apiserver: wrote {}", kc.display());
+    }
+    std::fs::write(data.join("port"), secure.port().to_string()).map_err(|e| e.to_string())?;
+    if let Some(p) = addrs.get(1) {
+        std::fs::write(data.join("insecure-port"), p.port().to_string())
+            .map_err(|e| e.to_string())?;
+    }
+    app.mark_ready();
+    eprintln!("apiserver: serving on {server_url} ({cores} cores)");
+    server.join();
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! Watch streams: synthetic ADDED events for the initial state, then every change from the
+//! engine's watcher, filtered by namespace, name and selectors, with bookmarks and a timeout.
+//!
+//! State machine of one stream: `Initial` (draining the listed state) -> `Live` (engine events)
+//! -> `Ended` (timeout, client gone, or an ERROR event was sent: lagging or compacted history).
+
+use crate::app::App;
+use crate::call::Call;
+use crate::objects;
+use crate::registry::Filter;
+use crate::respond::{self, Format};
+use crate::store::ReadPoint;
+use futures_core::Stream;
+use keel_api::rv::{self, WatchStart};
+use keel_api::status::ApiError;
+use keel_engine::{Event, EventKind, KeyValue, Revision, Store, Watcher};
+use keel_http::{Body, Response};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Sleep;
+
+/// Bytes gathered into one chunk before it is handed to the connection.
+pub const WATCH_CHUNK_BYTES: usize = 256 * 1024;
+/// How often an idle stream with `allowWatchBookmarks` gets a BOOKMARK.
+pub const WATCH_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How events are written.
+struct Encoder {
+    format: Format,
+    api_version: String,
+    kind: &'static str,
+    info: &'static keel_catalog::ResourceInfo,
+}
+
+impl Encoder {
+    fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
+        match self.format {
+            Format::Json => {
+                out.extend_from_slice(b"{\"type\":\"");
+                out.extend_from_slice(kind.as_bytes());
+                out.extend_from_slice(b"\",\"object\":");
+                out.extend_from_slice(bytes);
+                out.extend_from_slice(b"}\n");
+            }
+            Format::Protobuf => {
+                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                    if let Ok(frame) = keel_proto::encode_watch_event(kind, &v) {
+                        out.extend_from_slice(&frame);
+                    }
+                }
+            }
+            Format::Table => {
+                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                    let t = keel_catalog::table(
+                        self.info,
+                        &[&v],
+                        keel_catalog::IncludeObject::Metadata,
+                        json!({"resourceVersion": objects::meta_str(&v, "resourceVersion").unwrap_or("")}),
+                        std::time::SystemTime::now(),
+                    );
+                    out.extend_from_slice(b"{\"type\":\"");
+                    out.extend_from_slice(kind.as_bytes());
+                    out.extend_from_slice(b"\",\"object\":");
+                    serde_json::to_writer(&mut *out, &t).expect("JSON");
+                    out.extend_from_slice(b"}\n");
+                }
+            }
+        }
+    }
+
+    fn value_event(&self, out: &mut Vec<u8>, kind: &str, v: &Value) {
+        match self.format {
+            Format::Protobuf => {
+                if let Ok(frame) = keel_proto::encode_watch_event(kind, v) {
+                    out.extend_from_slice(&frame);
+                }
+            }
+            _ => {
+                out.extend_from_slice(b"{\"type\":\"");
+                out.extend_from_slice(kind.as_bytes());
+                out.extend_from_slice(b"\",\"object\":");
+                serde_json::to_writer(&mut *out, v).expect("JSON");
+                out.extend_from_slice(b"}\n");
+            }
+        }
+    }
+
+    fn bookmark(&self, out: &mut Vec<u8>, rev: u64) {
+        let v = json!({
+            "kind": self.kind,
+            "apiVersion": self.api_version,
+            "metadata": {"resourceVersion": rev.to_string(), "creationTimestamp": null}
+        });
+        self.value_event(out, "BOOKMARK", &v);
+    }
+
+    fn error(&self, out: &mut Vec<u8>, e: &ApiError) {
+        self.value_event(out, "ERROR", &e.to_value());
+    }
+}
+
+/// Rewrites the first `"resourceVersion":"..."` of stored bytes (the object's own, since
+/// metadata is stored before any other field that could hold that key).
+pub fn with_resource_version(bytes: &[u8], rev: u64) -> Vec<u8> {
+    const NEEDLE: &[u8] = b"\"resourceVersion\":\"";
+    let Some(at) = bytes.windows(NEEDLE.len()).position(|w| w == NEEDLE) else {
+        return bytes.to_vec();
+    };
+    let start = at + NEEDLE.len();
+    let Some(len) = bytes[start..].iter().position(|&b| b == b'"') else {
+        return bytes.to_vec();
+    };
+    let mut out = Vec::with_capacity(bytes.len() + 4);
+    out.extend_from_slice(&bytes[..start]);
+    out.extend_from_slice(rev.to_string().as_bytes());
+    out.extend_from_slice(&bytes[start + len..]);
+    out
+}
+
+enum State {
+    Initial(std::vec::IntoIter<KeyValue>),
+    Live,
+    Ended,
+}
+
+struct WatchStream {
+    app: Arc<App>,
+    watcher: Watcher,
+    state: State,
+    filter: Filter,
+    name: Option<String>,
+    enc: Encoder,
+    deadline: Pin<Box<Sleep>>,
+    bookmarks: Option<Pin<Box<Sleep>>>,
+    last_sent: u64,
+    buf: Vec<Arc<Event>>,
+    _guard: crate::metrics::WatchGuard,
+}
+
+impl WatchStream {
+    fn name_ok(&self, bytes: &[u8]) -> bool {
+        match &self.name {
+            None => true,
+            Some(n) => serde_json::from_slice::<Value>(bytes)
+                .map(|v| objects::name(&v) == n)
+                .unwrap_or(false),
+        }
+    }
+
+    /// Appends the event's encoding, applying selector transitions.
+    fn encode(&mut self, ev: &Event, out: &mut Vec<u8>) {
+        let rev = ev.revision().get();
+        self.last_sent = rev;
+        let new = ev.kv.value();
+        let old = ev.prev.as_ref().map(|p| p.value());
+        let new_ok =
+            ev.kind == EventKind::Put && self.name_ok(new) && self.filter.matches_bytes(new);
+        let old_ok = old.is_some_and(|o| self.name_ok(o) && self.filter.matches_bytes(o));
+        match (ev.kind, old_ok, new_ok) {
+            (EventKind::Put, false, true) => self.enc.event(out, "ADDED", new),
+            (EventKind::Put, true, true) => self.enc.event(out, "MODIFIED", new),
+            (EventKind::Put, true, false) | (EventKind::Delete, true, _) => {
+                let deleted = with_resource_version(old.unwrap_or(new), rev);
+                self.enc.event(out, "DELETED", &deleted);
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_initial(&mut self) -> Option<Vec<u8>> {
+        let State::Initial(items) = &mut self.state else {
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut batch = Vec::new();
+        for kv in items.by_ref() {
+            batch.push(kv);
+            if batch.iter().map(|k| k.value().len()).sum::<usize>() >= WATCH_CHUNK_BYTES {
+                break;
+            }
+        }
+        if batch.is_empty() {
+            self.state = State::Live;
+            return None;
+        }
+        for kv in &batch {
+            if self.name_ok(kv.value()) && self.filter.matches_bytes(kv.value()) {
+                self.enc.event(&mut out, "ADDED", kv.value());
+            }
+        }
+        Some(out)
+    }
+}
+
+impl Stream for WatchStream {
+    type Item = Vec<u8>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+        let this = &mut *self;
+        loop {
+            if matches!(this.state, State::Ended) {
+                return Poll::Ready(None);
+            }
+            if matches!(this.state, State::Initial(_)) {
+                match this.poll_initial() {
+                    Some(chunk) if !chunk.is_empty() => return Poll::Ready(Some(chunk)),
+                    _ => continue,
+                }
+            }
+            if this.deadline.as_mut().poll(cx).is_ready() {
+                this.state = State::Ended;
+                if this.bookmarks.is_some() {
+                    let mut out = Vec::new();
+                    this.enc.bookmark(&mut out, this.last_sent);
+                    return Poll::Ready(Some(out));
+                }
+                return Poll::Ready(None);
+            }
+            let visible = this.app.storage.current();
+            this.buf.clear();
+            let mut buf = std::mem::take(&mut this.buf);
+            let polled = this.watcher.poll_batch(cx, &mut buf);
+            match polled {
+                Poll::Ready(Ok(())) => {
+                    let mut out = Vec::new();
+                    for ev in &buf {
+                        this.encode(ev, &mut out);
+                    }
+                    this.buf = buf;
+                    if !out.is_empty() {
+                        return Poll::Ready(Some(out));
+                    }
+                }
+                Poll::Ready(Err(e)) => {
+                    this.buf = buf;
+                    this.state = State::Ended;
+                    let err = ApiError::expired(format!("watch ended: {e}"));
+                    let mut out = Vec::new();
+                    this.enc.error(&mut out, &err);
+                    return Poll::Ready(Some(out));
+                }
+                Poll::Pending => {
+                    this.buf = buf;
+                    // Everything up to `visible` for this prefix has been delivered.
+                    if let Some(b) = this.bookmarks.as_mut() {
+                        if b.as_mut().poll(cx).is_ready() {
+                            let deadline = tokio::time::Instant::now() + WATCH_BOOKMARK_INTERVAL;
+                            b.as_mut().reset(deadline);
+                            let _ = b.as_mut().poll(cx);
+                            this.last_sent = this.last_sent.max(visible);
+                            let mut out = Vec::new();
+                            this.enc.bookmark(&mut out, this.last_sent);
+                            return Poll::Ready(Some(out));
+                        }
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+/// Starts a watch; the response streams until the timeout or the client leaves.
+pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let filter = Filter::from_call(c)?;
+    let start = rv::plan_watch(c.query.nonempty("resourceVersion"))?;
+    let timeout = match c.query.int("timeoutSeconds")? {
+        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        _ => {
+            let min = app.min_request_timeout.max(1);
+            Duration::from_secs(min + rand::random::<u64>() % min)
+        }
+    };
+    let prefix = c.loc.list_prefix(&c.rr.namespace);
+    let name = (!c.rr.name.is_empty()).then(|| c.rr.name.clone());
+    let enc = Encoder {
+        format,
+        api_version: c.api_version(),
+        kind: c.info.kind,
+        info: c.info,
+    };
+    let (initial, from) = match start {
+        WatchStart::After(n) => {
+            app.storage.wait_visible(n).await?;
+            (Vec::new(), n)
+        }
+        WatchStart::StateAtAny | WatchStart::StateAtMostRecent => {
+            let r = app
+                .storage
+                .list(&prefix, None, 0, ReadPoint::Latest)
+                .await?;
+            (r.items, r.revision.get())
+        }
+    };
+    let content_type = match format {
+        Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
+        _ => respond::JSON,
+    };
+    let watcher = match app.storage.engine.watch(&prefix, Revision(from)) {
+        Ok(w) => w,
+        Err(keel_engine::Error::Compacted {
+            requested,
+            compacted,
+        }) => {
+            // Upstream answers 200 with one ERROR event carrying 410.
+            let err = ApiError::expired(format!(
+                "too old resource version: {requested} ({compacted})"
+            ));
+            let mut out = Vec::new();
+            enc.error(&mut out, &err);
+            return Ok(stream_response(
+                content_type,
+                futures_util::stream::iter([out]),
+            ));
+        }
+        Err(keel_engine::Error::TooManyWatchers { max }) => {
+            let mut e = ApiError::too_many_requests(1);
+            e.message = format!("too many watches open (limit {max})");
+            return Err(e);
+        }
+        Err(e) => return Err(crate::store::read_error(e)),
+    };
+    let bookmarks = c
+        .query
+        .flag("allowWatchBookmarks")
+        .then(|| Box::pin(tokio::time::sleep(WATCH_BOOKMARK_INTERVAL)));
+    let s = WatchStream {
+        _guard: app.metrics.watch_opened(c.info.group, c.info.plural),
+        app: app.clone(),
+        watcher,
+        state: State::Initial(initial.into_iter()),
+        filter,
+        name,
+        enc,
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        bookmarks,
+        last_sent: from,
+        buf: Vec::new(),
+    };
+    Ok(stream_response(content_type, s))
+}
+
+fn stream_response(content_type: &str, s: impl Stream<Item = Vec<u8>> + 'static) -> Response {
+    Response {
+        status: 200,
+        headers: vec![
+            ("Content-Type".into(), content_type.into()),
+            ("Cache-Control".into(), "no-cache, private".into()),
+        ],
+        body: Body::Stream(Box::pin(s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deleted_objects_carry_the_deletion_revision() {
+        let b = br#"{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"12","labels":{"resourceVersion":"x"}}}"#;
+        let out = with_resource_version(b, 40);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["metadata"]["resourceVersion"], "40");
+        assert_eq!(v["metadata"]["labels"]["resourceVersion"], "x");
+    }
+}

@@ -1,0 +1,307 @@
+//! Name and key syntax checks (upstream `k8s.io/apimachinery/pkg/util/validation`).
+//!
+//! Each `is_*` returns the list of problems in upstream's wording; empty means valid.
+
+/// Longest DNS-1123 / DNS-1035 label.
+pub const DNS1123_LABEL_LEN_MAX: usize = 63;
+/// Longest DNS-1123 subdomain.
+pub const DNS1123_SUBDOMAIN_LEN_MAX: usize = 253;
+/// Longest label value and qualified-name name part.
+pub const LABEL_VALUE_LEN_MAX: usize = 63;
+/// Longest ConfigMap / Secret key.
+pub const CONFIG_KEY_LEN_MAX: usize = 253;
+/// Longest named port.
+pub const PORT_NAME_LEN_MAX: usize = 15;
+
+const LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const QNAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+
+/// Upstream's `RegexError`: message, examples, and the regex.
+fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    let ex: Vec<String> = examples.iter().map(|e| format!("'{e}'")).collect();
+    format!(
+        "{msg} (e.g. {}, regex used for validation is '{fmt}')",
+        ex.join(",  or ")
+    )
+}
+
+/// Upstream's `MaxLenError`.
+pub fn max_len_error(n: usize) -> String {
+    format!("must be no more than {n} characters")
+}
+
+fn lower_alnum(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+fn alnum(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+fn label_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && lower_alnum(b[0])
+        && lower_alnum(b[b.len() - 1])
+        && b.iter().all(|&c| lower_alnum(c) || c == b'-')
+}
+
+/// RFC 1123 label (namespace names, container names, port names of services).
+pub fn is_dns1123_label(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > DNS1123_LABEL_LEN_MAX {
+        errs.push(max_len_error(DNS1123_LABEL_LEN_MAX));
+    }
+    if !label_shape(s) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
+}
+
+/// RFC 1123 subdomain (most object names).
+pub fn is_dns1123_subdomain(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > DNS1123_SUBDOMAIN_LEN_MAX {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_LEN_MAX));
+    }
+    if !s.split('.').all(label_shape) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// RFC 1035 label (service names).
+pub fn is_dns1035_label(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > DNS1123_LABEL_LEN_MAX {
+        errs.push(max_len_error(DNS1123_LABEL_LEN_MAX));
+    }
+    let starts_alpha = s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !(label_shape(s) && starts_alpha) {
+        errs.push(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            DNS1035_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+fn qname_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && alnum(b[0])
+        && alnum(b[b.len() - 1])
+        && b.iter()
+            .all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
+}
+
+const QNAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// Qualified name: `[prefix/]name` (label keys, annotation keys, finalizers).
+pub fn is_qualified_name(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = s.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                for msg in is_dns1123_subdomain(prefix) {
+                    errs.push(format!("prefix part {msg}"));
+                }
+            }
+            *name
+        }
+        _ => {
+            let msg = regex_error(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+                QNAME_FMT,
+                &["MyName", "my.name", "123-abc"],
+            );
+            errs.push(format!(
+                "{msg} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > LABEL_VALUE_LEN_MAX {
+        errs.push(format!("name part {}", max_len_error(LABEL_VALUE_LEN_MAX)));
+    }
+    if !name.is_empty() && !qname_shape(name) {
+        errs.push(regex_error(
+            QNAME_MSG,
+            QNAME_FMT,
+            &["MyName", "my.name", "123-abc"],
+        ));
+    }
+    errs
+}
+
+/// Label value: empty, or a qualified-name-shaped string of at most 63 characters.
+pub fn is_label_value(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > LABEL_VALUE_LEN_MAX {
+        errs.push(max_len_error(LABEL_VALUE_LEN_MAX));
+    }
+    if !s.is_empty() && !qname_shape(s) {
+        errs.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// ConfigMap / Secret data key.
+pub fn is_config_map_key(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > CONFIG_KEY_LEN_MAX {
+        errs.push(max_len_error(CONFIG_KEY_LEN_MAX));
+    }
+    let shape = !s.is_empty()
+        && s.bytes()
+            .all(|c| alnum(c) || c == b'-' || c == b'_' || c == b'.');
+    if !shape {
+        errs.push(regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            CONFIG_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    if s == "." {
+        errs.push("must not be '.'".to_string());
+    } else if s == ".." {
+        errs.push("must not be '..'".to_string());
+    } else if s.starts_with("..") {
+        errs.push("must not start with '..'".to_string());
+    }
+    errs
+}
+
+/// IANA_SVC_NAME: named container / target ports.
+pub fn is_valid_port_name(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > PORT_NAME_LEN_MAX {
+        errs.push(max_len_error(PORT_NAME_LEN_MAX));
+    }
+    if !s.bytes().all(|c| lower_alnum(c) || c == b'-') {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if s.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".into());
+    }
+    errs
+}
+
+/// Upstream's `InclusiveRangeError` for port numbers.
+pub const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
+
+/// 1..=65535.
+pub fn is_valid_port_num(n: i64) -> bool {
+    (1..=65535).contains(&n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_subdomains() {
+        let cases: &[(&str, bool, bool, bool)] = &[
+            // name, dns label ok, subdomain ok, dns1035 ok
+            ("abc", true, true, true),
+            ("a-b-c", true, true, true),
+            ("1abc", true, true, false),
+            ("a.b", false, true, false),
+            ("Abc", false, false, false),
+            ("-abc", false, false, false),
+            ("abc-", false, false, false),
+            ("", false, false, false),
+        ];
+        for &(s, label, sub, l1035) in cases {
+            assert_eq!(is_dns1123_label(s).is_empty(), label, "label {s}");
+            assert_eq!(is_dns1123_subdomain(s).is_empty(), sub, "subdomain {s}");
+            assert_eq!(is_dns1035_label(s).is_empty(), l1035, "1035 {s}");
+        }
+        assert_eq!(is_dns1123_label(&"a".repeat(64))[0], max_len_error(63));
+    }
+
+    #[test]
+    fn label_error_text_matches_upstream() {
+        assert_eq!(
+            is_dns1123_label("Foo")[0],
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        );
+    }
+
+    #[test]
+    fn qualified_names_and_values() {
+        let cases: &[(&str, bool)] = &[
+            ("app", true),
+            ("example.com/app", true),
+            ("App_1.x", true),
+            ("/app", false),
+            ("a/b/c", false),
+            ("_app", false),
+            ("Example.com/app", false),
+            ("", false),
+        ];
+        for &(s, ok) in cases {
+            assert_eq!(is_qualified_name(s).is_empty(), ok, "{s}");
+        }
+        assert!(is_label_value("").is_empty());
+        assert!(is_label_value("a.b_c-D").is_empty());
+        assert!(!is_label_value("a b").is_empty());
+        assert!(!is_label_value(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn config_keys() {
+        let cases: &[(&str, usize)] = &[
+            ("key.name", 0),
+            ("KEY_NAME", 0),
+            (".hidden", 0),
+            (".", 1),
+            ("..", 1),
+            ("..x", 1),
+            ("a b", 1),
+            ("", 1),
+        ];
+        for &(s, n) in cases {
+            assert_eq!(is_config_map_key(s).len(), n, "{s}");
+        }
+    }
+
+    #[test]
+    fn port_names() {
+        assert!(is_valid_port_name("http").is_empty());
+        assert!(is_valid_port_name("h-2").is_empty());
+        assert!(!is_valid_port_name("123").is_empty());
+        assert!(!is_valid_port_name("a--b").is_empty());
+        assert!(!is_valid_port_name("verylongportname").is_empty());
+        assert!(!is_valid_port_name("HTTP").is_empty());
+    }
+}

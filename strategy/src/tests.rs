@@ -1,0 +1,762 @@
+//! Table-driven tests of the public API: whole-object defaulting, validation causes, update
+//! rules and field values, per type.
+
+use super::*;
+use serde_json::json;
+
+fn ctx() -> Ctx {
+    Ctx {
+        now_rfc3339: "2024-01-01T00:00:00Z".into(),
+    }
+}
+
+fn created(group: &str, resource: &str, mut obj: Value) -> Value {
+    prepare_for_create(group, resource, &mut obj, &ctx());
+    obj
+}
+
+fn messages(errs: Vec<FieldErr>) -> Vec<String> {
+    errs.into_iter().map(|e| e.message).collect()
+}
+
+const TEMPLATE_SPEC_DEFAULTED: &str = r#"{
+    "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
+                    "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File"}],
+    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+    "securityContext": {}, "terminationGracePeriodSeconds": 30}"#;
+
+fn template_spec() -> Value {
+    serde_json::from_str(TEMPLATE_SPEC_DEFAULTED).unwrap()
+}
+
+#[test]
+fn pod_create_gets_upstream_defaults_admission_and_status() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1.25",
+                                 "ports": [{"containerPort": 80}],
+                                 "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]},
+        "status": {"phase": "Running"}});
+    let want = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "nginx:1.25", "imagePullPolicy": "IfNotPresent",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                                          "requests": {"cpu": "1", "memory": "1Gi"}},
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File"}],
+            "dnsPolicy": "ClusterFirst", "enableServiceLinks": true,
+            "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+            "restartPolicy": "Always", "schedulerName": "default-scheduler",
+            "securityContext": {}, "serviceAccount": "default", "serviceAccountName": "default",
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [
+                {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready",
+                 "operator": "Exists", "tolerationSeconds": 300},
+                {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable",
+                 "operator": "Exists", "tolerationSeconds": 300}]},
+        "status": {"phase": "Pending", "qosClass": "Guaranteed"}});
+    let got = created("", "pods", pod);
+    assert_eq!(got, want);
+    assert!(validate("", "pods", &got).is_empty());
+}
+
+#[test]
+fn pod_scheduling_gates_condition() {
+    let pod = json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"schedulingGates": [{"name": "g"}], "containers": [{"name": "c", "image": "x"}]}});
+    let got = created("", "pods", pod);
+    assert_eq!(
+        got["status"]["conditions"][0]["reason"],
+        json!("SchedulingGated")
+    );
+    assert_eq!(
+        got["status"]["conditions"][0]["lastTransitionTime"],
+        json!("2024-01-01T00:00:00Z")
+    );
+}
+
+#[test]
+fn pod_update_rules() {
+    let base = created(
+        "",
+        "pods",
+        json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"containers": [{"name": "c", "image": "x:1"}], "activeDeadlineSeconds": 100}}),
+    );
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        f(&mut v);
+        v
+    };
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (with(&|v| v["spec"]["containers"][0]["image"] = json!("x:2")), vec![]),
+        (with(&|v| v["spec"]["activeDeadlineSeconds"] = json!(50)), vec![]),
+        (
+            with(&|v| v["spec"]["activeDeadlineSeconds"] = json!(200)),
+            vec!["spec.activeDeadlineSeconds: Invalid value: 200: must be less than or equal to previous value"],
+        ),
+        (
+            with(&|v| v["spec"]["tolerations"].as_array_mut().unwrap().push(json!({"key": "k", "operator": "Exists"}))),
+            vec![],
+        ),
+        (
+            with(&|v| v["spec"]["tolerations"] = json!([])),
+            vec!["spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"],
+        ),
+    ];
+    for (new, want) in cases {
+        let mut new = new;
+        prepare_for_update("", "pods", &mut new, &base, &ctx());
+        assert_eq!(messages(validate_update("", "pods", &new, &base)), want);
+    }
+    let mut changed = with(&|v| v["spec"]["restartPolicy"] = json!("Never"));
+    prepare_for_update("", "pods", &mut changed, &base, &ctx());
+    let errs = validate_update("", "pods", &changed, &base);
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].reason, "FieldValueForbidden");
+    assert!(errs[0].message.starts_with("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"));
+}
+
+#[test]
+fn pod_status_write_keeps_spec_and_main_write_keeps_status() {
+    let old = created(
+        "",
+        "pods",
+        json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    );
+    let mut status_write = old.clone();
+    status_write["status"]["phase"] = json!("Running");
+    status_write["spec"]["nodeName"] = json!("n1");
+    prepare_for_subresource_update("", "pods", "status", &mut status_write, &old);
+    assert_eq!(status_write["status"]["phase"], json!("Running"));
+    assert_eq!(status_write["spec"], old["spec"]);
+
+    let mut main_write = old.clone();
+    main_write["status"]["phase"] = json!("Failed");
+    prepare_for_update("", "pods", &mut main_write, &old, &ctx());
+    assert_eq!(main_write["status"], old["status"]);
+}
+
+#[test]
+fn pod_field_values() {
+    let pod = json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"nodeName": "n1", "restartPolicy": "Always", "hostNetwork": true},
+        "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.1"}]}});
+    let cases = [
+        ("metadata.name", Some("p")),
+        ("metadata.namespace", Some("d")),
+        ("spec.nodeName", Some("n1")),
+        ("spec.hostNetwork", Some("true")),
+        ("spec.schedulerName", Some("")),
+        ("status.phase", Some("Running")),
+        ("status.podIP", Some("10.0.0.1")),
+        ("spec.containers", None),
+    ];
+    for (field, want) in cases {
+        assert_eq!(
+            field_value("", "pods", &pod, field).as_deref(),
+            want,
+            "{field}"
+        );
+    }
+}
+
+#[test]
+fn namespace_lifecycle() {
+    let got = created(
+        "",
+        "namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-a"}}),
+    );
+    assert_eq!(
+        got,
+        json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "team-a"}},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    );
+    assert!(validate("", "namespaces", &got).is_empty());
+    let mut bad = got.clone();
+    bad["metadata"]["name"] = json!("a.b");
+    assert_eq!(validate("", "namespaces", &bad)[0].field, "metadata.name");
+
+    let mut upd = got.clone();
+    upd["spec"]["finalizers"] = json!([]);
+    upd["status"]["phase"] = json!("Terminating");
+    prepare_for_update("", "namespaces", &mut upd, &got, &ctx());
+    assert_eq!(upd, got);
+
+    let mut dying = got.clone();
+    mark_terminating(&mut dying);
+    assert_eq!(dying["status"]["phase"], json!("Terminating"));
+    assert_eq!(
+        field_value("", "namespaces", &dying, "status.phase").as_deref(),
+        Some("Terminating")
+    );
+    assert_eq!(
+        field_value("", "namespaces", &dying, "metadata.namespace"),
+        None
+    );
+
+    let mut fin = got.clone();
+    fin["spec"]["finalizers"] = json!([]);
+    fin["metadata"]["labels"]["x"] = json!("y");
+    prepare_for_subresource_update("", "namespaces", "finalize", &mut fin, &got);
+    assert_eq!(fin["spec"]["finalizers"], json!([]));
+    assert_eq!(fin["metadata"], got["metadata"]);
+}
+
+#[test]
+fn service_defaults_table() {
+    let cases = [
+        (
+            json!({"spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}}),
+            json!({"spec": {"selector": {"app": "a"},
+                "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
+                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster",
+                "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]},
+                "status": {"loadBalancer": {}}}),
+        ),
+        (
+            json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": "http"}]}}),
+            json!({"spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": "http"}],
+                "sessionAffinity": "None", "type": "LoadBalancer", "internalTrafficPolicy": "Cluster",
+                "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true,
+                "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]},
+                "status": {"loadBalancer": {}}}),
+        ),
+        (
+            json!({"spec": {"clusterIP": "None"}}),
+            json!({"spec": {"clusterIP": "None", "clusterIPs": ["None"],
+                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster",
+                "ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv4"]},
+                "status": {"loadBalancer": {}}}),
+        ),
+        (
+            json!({"spec": {"type": "ExternalName", "externalName": "example.com"}}),
+            json!({"spec": {"type": "ExternalName", "externalName": "example.com",
+                "sessionAffinity": "None"}, "status": {"loadBalancer": {}}}),
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(created("", "services", input.clone()), want, "{input}");
+    }
+}
+
+#[test]
+fn service_validation_causes() {
+    let svc = |spec: Value| {
+        created(
+            "",
+            "services",
+            json!({"metadata": {"name": "s", "namespace": "d"}, "spec": spec}),
+        )
+    };
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (svc(json!({"ports": [{"port": 80}]})), vec![]),
+        (svc(json!({})), vec!["spec.ports: Required value"]),
+        (svc(json!({"clusterIP": "None"})), vec![]),
+        (
+            svc(json!({"ports": [{"port": 80}, {"port": 81, "name": "b"}]})),
+            vec!["spec.ports[0].name: Required value"],
+        ),
+        (
+            svc(json!({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]})),
+            vec!["spec.ports[1].name: Duplicate value: \"a\""],
+        ),
+        (
+            svc(json!({"ports": [{"port": 0}]})),
+            vec!["spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                 "spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive"],
+        ),
+        (
+            svc(json!({"type": "ExternalName"})),
+            vec!["spec.externalName: Required value"],
+        ),
+        (
+            svc(json!({"type": "Weird", "ports": [{"port": 1}]})),
+            vec!["spec.type: Unsupported value: \"Weird\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""],
+        ),
+    ];
+    for (obj, want) in cases {
+        assert_eq!(messages(validate("", "services", &obj)), want, "{obj}");
+    }
+    let mut bad_name = svc(json!({"ports": [{"port": 80}]}));
+    bad_name["metadata"]["name"] = json!("1abc");
+    assert_eq!(
+        validate("", "services", &bad_name)[0].field,
+        "metadata.name"
+    );
+}
+
+#[test]
+fn service_allocation_and_update() {
+    let np = created(
+        "",
+        "services",
+        json!({"metadata": {"name": "s", "namespace": "d"},
+        "spec": {"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81, "nodePort": 30001}]}}),
+    );
+    assert!(service_needs_cluster_ip(&np));
+    assert_eq!(service_node_ports_needed(&np), vec![0]);
+    assert_eq!(
+        messages(validate_service_node_ports(&np, (30002, 32767))),
+        vec!["spec.ports[1].nodePort: Invalid value: 30001: provided port is not in the valid range. The range of valid ports is 30002-32767"]
+    );
+    let mut stored = np.clone();
+    stored["spec"]["clusterIP"] = json!("10.0.0.5");
+    stored["spec"]["clusterIPs"] = json!(["10.0.0.5"]);
+    stored["spec"]["ports"][0]["nodePort"] = json!(30000);
+    assert!(!service_needs_cluster_ip(&stored));
+    assert!(service_node_ports_needed(&stored).is_empty());
+
+    // An update that omits allocated values keeps them.
+    let mut upd = json!({"metadata": {"name": "s", "namespace": "d"},
+        "spec": {"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81, "nodePort": 30001}]}});
+    prepare_for_update("", "services", &mut upd, &stored, &ctx());
+    assert_eq!(upd["spec"]["clusterIP"], json!("10.0.0.5"));
+    assert_eq!(upd["spec"]["ports"][0]["nodePort"], json!(30000));
+    assert_eq!(
+        messages(validate_update("", "services", &upd, &stored)),
+        Vec::<String>::new()
+    );
+
+    let mut moved = upd.clone();
+    moved["spec"]["clusterIP"] = json!("10.0.0.6");
+    moved["spec"]["clusterIPs"] = json!(["10.0.0.6"]);
+    assert_eq!(
+        messages(validate_update("", "services", &moved, &stored)),
+        vec!["spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.6\"}: may not change once set"]
+    );
+    assert!(allow_create_on_update("", "services"));
+}
+
+#[test]
+fn node_bare_create() {
+    let got = created(
+        "",
+        "nodes",
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
+    );
+    assert_eq!(
+        got,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {},
+        "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                   "nodeInfo": {"architecture": "", "bootID": "", "containerRuntimeVersion": "",
+                                "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "",
+                                "machineID": "", "operatingSystem": "", "osImage": "",
+                                "systemUUID": ""}}})
+    );
+    assert!(validate("", "nodes", &got).is_empty());
+    let kept = created(
+        "",
+        "nodes",
+        json!({"metadata": {"name": "n"},
+        "status": {"capacity": {"cpu": "4"}}}),
+    );
+    assert_eq!(kept["status"]["allocatable"], json!({"cpu": "4"}));
+    let node = json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
+    assert_eq!(
+        field_value("", "nodes", &node, "spec.unschedulable").as_deref(),
+        Some("true")
+    );
+    assert_eq!(
+        selectable_fields("", "nodes"),
+        &["metadata.name", "spec.unschedulable"]
+    );
+}
+
+#[test]
+fn deployment_create_defaults() {
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+        "status": {"replicas": 5}});
+    let want = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "generation": 1},
+        "spec": {"replicas": 1, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                 "selector": {"matchLabels": {"app": "web"}},
+                 "strategy": {"type": "RollingUpdate",
+                              "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+                 "template": {"metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+                              "spec": template_spec()}},
+        "status": {}});
+    let got = created("apps", "deployments", d);
+    assert_eq!(got, want);
+    assert!(validate("apps", "deployments", &got).is_empty());
+}
+
+#[test]
+fn workload_create_defaults_table() {
+    let template = json!({"metadata": {"labels": {"app": "a"}},
+                          "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let dt = json!({"metadata": {"creationTimestamp": null, "labels": {"app": "a"}}, "spec": template_spec()});
+    let sel = json!({"matchLabels": {"app": "a"}});
+    let meta = json!({"name": "w", "namespace": "d"});
+    let meta1 = json!({"name": "w", "namespace": "d", "generation": 1});
+    let cases = [
+        (
+            "replicasets",
+            json!({"metadata": meta, "spec": {"selector": sel, "template": template}}),
+            json!({"metadata": meta1, "spec": {"replicas": 1, "selector": sel, "template": dt},
+                   "status": {"replicas": 0}}),
+        ),
+        (
+            "statefulsets",
+            json!({"metadata": meta, "spec": {"selector": sel, "template": template, "serviceName": "s",
+                   "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+            json!({"metadata": meta1, "spec": {"replicas": 1, "selector": sel, "template": dt,
+                   "serviceName": "s", "podManagementPolicy": "OrderedReady", "revisionHistoryLimit": 10,
+                   "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                   "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+                   "volumeClaimTemplates": [{"metadata": {"name": "data", "creationTimestamp": null},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                                 "volumeMode": "Filesystem"},
+                        "status": {"phase": "Pending"}}]},
+                   "status": {"replicas": 0, "availableReplicas": 0}}),
+        ),
+        (
+            "daemonsets",
+            json!({"metadata": meta, "spec": {"selector": sel, "template": template}}),
+            json!({"metadata": meta1, "spec": {"selector": sel, "template": dt, "revisionHistoryLimit": 10,
+                   "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}},
+                   "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                              "desiredNumberScheduled": 0, "numberReady": 0}}),
+        ),
+    ];
+    for (resource, input, want) in cases {
+        let got = created("apps", resource, input);
+        assert_eq!(got, want, "{resource}");
+        assert!(validate("apps", resource, &got).is_empty(), "{resource}");
+    }
+}
+
+#[test]
+fn job_and_cronjob_defaults() {
+    let mut tmpl = template_spec();
+    tmpl["restartPolicy"] = json!("Never");
+    let job = json!({"metadata": {"name": "j", "namespace": "d", "uid": "u1"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}}}});
+    let labels = json!({"batch.kubernetes.io/controller-uid": "u1", "batch.kubernetes.io/job-name": "j",
+                        "controller-uid": "u1", "job-name": "j"});
+    let want = json!({"metadata": {"name": "j", "namespace": "d", "uid": "u1", "generation": 1, "labels": labels},
+        "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
+                 "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
+                 "template": {"metadata": {"creationTimestamp": null, "labels": labels}, "spec": tmpl}},
+        "status": {}});
+    let got = created("batch", "jobs", job);
+    assert_eq!(got, want);
+    assert!(validate("batch", "jobs", &got).is_empty());
+
+    let mut always = got.clone();
+    always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    assert_eq!(
+        messages(validate("batch", "jobs", &always)),
+        vec!["spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""]
+    );
+
+    let cj = json!({"metadata": {"name": "c", "namespace": "d"},
+        "spec": {"schedule": "*/1 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"}}}}}});
+    let want = json!({"metadata": {"name": "c", "namespace": "d", "generation": 1},
+        "spec": {"schedule": "*/1 * * * *", "concurrencyPolicy": "Allow", "suspend": false,
+                 "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                 "jobTemplate": {"metadata": {"creationTimestamp": null},
+                                 "spec": {"template": {"metadata": {"creationTimestamp": null}, "spec": tmpl}}}},
+        "status": {}});
+    let got = created("batch", "cronjobs", cj);
+    assert_eq!(got, want);
+    assert!(validate("batch", "cronjobs", &got).is_empty());
+    let mut bad = got.clone();
+    bad["spec"]["schedule"] = json!("61 * * * *");
+    assert_eq!(
+        messages(validate("batch", "cronjobs", &bad)),
+        vec!["spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"]
+    );
+}
+
+#[test]
+fn workload_validation_causes() {
+    let base = created(
+        "apps",
+        "deployments",
+        json!({"metadata": {"name": "w", "namespace": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}},
+                 "template": {"metadata": {"labels": {"app": "a"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
+    );
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        f(&mut v);
+        v
+    };
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            with(&|v| v["spec"]["replicas"] = json!(-1)),
+            vec!["spec.replicas: Invalid value: -1: must be greater than or equal to 0"],
+        ),
+        (
+            with(&|v| { v["spec"].as_object_mut().unwrap().remove("selector"); }),
+            vec!["spec.selector: Required value"],
+        ),
+        (
+            with(&|v| v["spec"]["template"]["metadata"]["labels"] = json!({"app": "b"})),
+            vec!["spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"b\"}: `selector` does not match template `labels`"],
+        ),
+        (
+            with(&|v| v["spec"]["selector"] = json!({})),
+            vec!["spec.selector: Invalid value: {}: empty selector is invalid for deployment"],
+        ),
+        (
+            with(&|v| v["spec"]["template"]["spec"]["restartPolicy"] = json!("Never")),
+            vec!["spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""],
+        ),
+        (
+            with(&|v| v["spec"]["strategy"]["rollingUpdate"] = json!({"maxSurge": 0, "maxUnavailable": 0})),
+            vec!["spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0"],
+        ),
+    ];
+    for (obj, want) in cases {
+        assert_eq!(
+            messages(validate("apps", "deployments", &obj)),
+            want,
+            "{obj}"
+        );
+    }
+}
+
+#[test]
+fn workload_update_generation_and_immutability() {
+    let old = created(
+        "apps",
+        "deployments",
+        json!({"metadata": {"name": "w", "namespace": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}},
+                 "template": {"metadata": {"labels": {"app": "a"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
+    );
+    let cases = [
+        // (mutation, expected generation)
+        (json!({"labels": {"x": "y"}}), None, 1),
+        (json!({}), Some(json!(3)), 2),
+        (json!({"annotations": {"a": "b"}}), None, 2),
+    ];
+    for (meta_patch, replicas, want_gen) in cases {
+        let mut new = old.clone();
+        for (k, v) in meta_patch.as_object().unwrap() {
+            new["metadata"][k] = v.clone();
+        }
+        if let Some(r) = replicas {
+            new["spec"]["replicas"] = r;
+        }
+        new["status"] = json!({"replicas": 9});
+        prepare_for_update("apps", "deployments", &mut new, &old, &ctx());
+        assert_eq!(
+            new["metadata"]["generation"],
+            json!(want_gen),
+            "{meta_patch}"
+        );
+        assert_eq!(new["status"], json!({}));
+    }
+    let mut moved = old.clone();
+    moved["spec"]["selector"] = json!({"matchLabels": {"app": "b"}});
+    moved["spec"]["template"]["metadata"]["labels"] = json!({"app": "b"});
+    assert_eq!(
+        messages(validate_update("apps", "deployments", &moved, &old)),
+        vec!["spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"b\"}}: field is immutable"]
+    );
+
+    let sts = created(
+        "apps",
+        "statefulsets",
+        json!({"metadata": {"name": "s", "namespace": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}, "serviceName": "x",
+                 "template": {"metadata": {"labels": {"app": "a"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
+    );
+    let mut renamed = sts.clone();
+    renamed["spec"]["serviceName"] = json!("y");
+    let errs = validate_update("apps", "statefulsets", &renamed, &sts);
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0]
+        .message
+        .starts_with("spec: Forbidden: updates to statefulset spec for fields other than"));
+    let mut scaled = sts.clone();
+    scaled["spec"]["replicas"] = json!(3);
+    assert!(validate_update("apps", "statefulsets", &scaled, &sts).is_empty());
+}
+
+#[test]
+fn scale_subresource() {
+    let mut d = created(
+        "apps",
+        "deployments",
+        json!({"metadata": {"name": "w", "namespace": "d", "uid": "u"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "a"}},
+                 "template": {"metadata": {"labels": {"app": "a"}},
+                              "spec": {"containers": [{"name": "c", "image": "x"}]}}}}),
+    );
+    d["status"] = json!({"replicas": 1});
+    assert_eq!(
+        scale_from("apps", "deployments", &d),
+        Some(json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": "w", "namespace": "d", "uid": "u"},
+        "spec": {"replicas": 2}, "status": {"replicas": 1, "selector": "app=a"}}))
+    );
+    assert_eq!(scale_from("", "pods", &d), None);
+    apply_scale(&mut d, 5);
+    assert_eq!(d["spec"]["replicas"], json!(5));
+    assert_eq!(
+        validate_scale(&json!({"spec": {"replicas": -1}}))[0].field,
+        "spec.replicas"
+    );
+}
+
+#[test]
+fn configmap_and_secret_rules() {
+    let cm = json!({"metadata": {"name": "c", "namespace": "d"}, "data": {"ok.key": "v", "bad key": "v"}});
+    assert_eq!(
+        messages(validate("", "configmaps", &cm)),
+        vec!["data[bad key]: Invalid value: \"bad key\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"]
+    );
+    let big = json!({"metadata": {"name": "c", "namespace": "d"}, "data": {"k": "x".repeat(1024 * 1024 + 1)}});
+    assert_eq!(
+        validate("", "configmaps", &big)[0].reason,
+        "FieldValueTooLong"
+    );
+
+    let frozen =
+        json!({"metadata": {"name": "c", "namespace": "d"}, "immutable": true, "data": {"a": "1"}});
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (frozen.clone(), vec![]),
+        (
+            json!({"metadata": {"name": "c", "namespace": "d"}, "immutable": true, "data": {"a": "2"}}),
+            vec!["data: Forbidden: field is immutable when `immutable` is set"],
+        ),
+        (
+            json!({"metadata": {"name": "c", "namespace": "d"}, "data": {"a": "1"}}),
+            vec!["immutable: Forbidden: field is immutable when `immutable` is set"],
+        ),
+    ];
+    for (new, want) in cases {
+        assert_eq!(
+            messages(validate_update("", "configmaps", &new, &frozen)),
+            want
+        );
+    }
+
+    let secret = created(
+        "",
+        "secrets",
+        json!({"metadata": {"name": "s", "namespace": "d"}, "data": {"a": "MQ=="}}),
+    );
+    assert_eq!(secret["type"], json!("Opaque"));
+    assert_eq!(
+        field_value("", "secrets", &secret, "type").as_deref(),
+        Some("Opaque")
+    );
+    let mut retyped = secret.clone();
+    retyped["type"] = json!("kubernetes.io/tls");
+    let errs = messages(validate_update("", "secrets", &retyped, &secret));
+    assert!(errs
+        .contains(&"type: Invalid value: \"kubernetes.io/tls\": field is immutable".to_string()));
+    assert!(errs.contains(&"data[tls.crt]: Required value".to_string()));
+}
+
+#[test]
+fn event_fields() {
+    let ev = json!({"metadata": {"name": "e", "namespace": "d"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "d", "uid": "u"},
+        "reason": "Started", "source": {"component": "kubelet"}, "type": "Normal"});
+    let cases = [
+        ("involvedObject.kind", "Pod"),
+        ("involvedObject.name", "p"),
+        ("involvedObject.fieldPath", ""),
+        ("reason", "Started"),
+        ("source", "kubelet"),
+        ("type", "Normal"),
+        ("reportingComponent", ""),
+    ];
+    for (field, want) in cases {
+        assert_eq!(
+            field_value("", "events", &ev, field).as_deref(),
+            Some(want),
+            "{field}"
+        );
+    }
+    assert!(allow_create_on_update("", "events"));
+    assert_eq!(field_value("", "configmaps", &ev, "reason"), None);
+}
+
+#[test]
+fn generic_flags_table() {
+    let cases = [
+        // group, resource, status, create-on-update, unconditional, generation
+        ("", "pods", true, false, true, false),
+        ("", "configmaps", false, false, true, false),
+        ("", "services", true, true, true, false),
+        ("", "endpoints", false, true, true, false),
+        ("apps", "deployments", true, false, true, true),
+        ("batch", "cronjobs", true, false, true, true),
+        ("coordination.k8s.io", "leases", false, true, true, false),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            true,
+            false,
+            false,
+            true,
+        ),
+        ("example.com", "widgets", false, false, true, false),
+    ];
+    for (g, r, status, cou, uncond, generation) in cases {
+        assert_eq!(has_status_subresource(g, r), status, "{g}/{r}");
+        assert_eq!(allow_create_on_update(g, r), cou, "{g}/{r}");
+        assert_eq!(allow_unconditional_update(g, r), uncond, "{g}/{r}");
+        assert_eq!(tracks_generation(g, r), generation, "{g}/{r}");
+    }
+}
+
+#[test]
+fn malformed_input_never_panics() {
+    let inputs = [
+        json!(null),
+        json!(5),
+        json!({"spec": 3}),
+        json!({"spec": {"containers": "x"}}),
+        json!({"metadata": [], "spec": {"template": 1, "ports": [1, "a"]}}),
+    ];
+    let resources = [
+        ("", "pods"),
+        ("", "services"),
+        ("", "namespaces"),
+        ("", "nodes"),
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("", "secrets"),
+        ("", "configmaps"),
+    ];
+    for (g, r) in resources {
+        for input in &inputs {
+            let mut obj = input.clone();
+            prepare_for_create(g, r, &mut obj, &ctx());
+            let _ = validate(g, r, &obj);
+            let mut upd = input.clone();
+            prepare_for_update(g, r, &mut upd, &obj, &ctx());
+            prepare_for_subresource_update(g, r, "status", &mut upd, &obj);
+            let _ = validate_update(g, r, &upd, &obj);
+        }
+    }
+}
