@@ -108,10 +108,7 @@ impl App {
     /// Serves one request.
     pub async fn serve(self: Arc<Self>, req: Request) -> Response {
         let start = Instant::now();
-        let watch = matches!(
-            Query::from_request(&req).get("watch"),
-            Some("1") | Some("true") | Some("")
-        );
+        let watch = Query::from_request(&req).flag("watch");
         let target = request_info::classify(req.method.as_str(), &req.path, watch);
         let (resp, labels) = match self.clone().route(&req, &target).await {
             Ok(r) => r,

@@ -61,6 +61,11 @@ impl Query {
     }
 }
 
+/// The true values of Go's `strconv.ParseBool`, which upstream uses for boolean parameters.
+pub fn parse_bool(v: &str) -> bool {
+    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+}
+
 /// How unknown and duplicate fields are handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldValidation {

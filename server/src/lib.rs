@@ -4,6 +4,9 @@
 //! keel-api, keel-schema, keel-catalog and keel-strategy; protobuf in keel-proto; HTTP in
 //! keel-http.
 
+// `ApiError` mirrors metav1.Status (160 bytes); errors are the cold path of every handler.
+#![allow(clippy::result_large_err)]
+
 pub mod alloc;
 pub mod app;
 pub mod auth;

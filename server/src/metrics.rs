@@ -34,10 +34,16 @@ struct Hist {
     buckets: Vec<u64>,
 }
 
+/// Open watches per (group, resource).
+type WatchGauges = BTreeMap<(String, String), Arc<AtomicI64>>;
+/// Request histograms merged over response codes.
+type Merged =
+    BTreeMap<(String, String, String, String, String, &'static str), (u64, f64, Vec<u64>)>;
+
 #[derive(Default)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<Series, Hist>>,
-    watches: Arc<Mutex<BTreeMap<(String, String), Arc<AtomicI64>>>>,
+    watches: Arc<Mutex<WatchGauges>>,
 }
 
 /// Decrements the open-watch gauge when the stream ends.
@@ -113,10 +119,7 @@ impl Metrics {
             );
         }
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
-        let mut merged: BTreeMap<
-            (String, String, String, String, String, &'static str),
-            (u64, f64, Vec<u64>),
-        > = BTreeMap::new();
+        let mut merged: Merged = BTreeMap::new();
         for (s, h) in map.iter() {
             let e = merged
                 .entry((

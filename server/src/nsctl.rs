@@ -47,15 +47,12 @@ async fn run(app: Arc<App>) {
             Some(w) => {
                 let mut buf = Vec::new();
                 let wait = std::future::poll_fn(|cx| w.poll_batch(cx, &mut buf));
-                match tokio::time::timeout(RESYNC, wait).await {
-                    Ok(Err(_)) => {
-                        watcher = app
-                            .storage
-                            .engine
-                            .watch(&prefix, Revision(app.storage.current()))
-                            .ok();
-                    }
-                    _ => {}
+                if let Ok(Err(_)) = tokio::time::timeout(RESYNC, wait).await {
+                    watcher = app
+                        .storage
+                        .engine
+                        .watch(&prefix, Revision(app.storage.current()))
+                        .ok();
                 }
             }
             None => {

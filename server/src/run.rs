@@ -118,9 +118,11 @@ pub fn run(opts: Options) -> Result<(), String> {
             tls: None,
         });
     }
-    let mut limits = keel_http::Limits::default();
-    limits.body_bytes_max = opts.max_request_bytes;
-    limits.in_flight_per_core_max = opts.max_requests_inflight;
+    let limits = keel_http::Limits {
+        body_bytes_max: opts.max_request_bytes,
+        in_flight_per_core_max: opts.max_requests_inflight,
+        ..Default::default()
+    };
     let cores = opts.cores.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
