@@ -11,8 +11,10 @@
 //! ```
 
 use crate::format::get_u32;
+use crate::limits::LIST_PREALLOC_ITEMS_MAX;
+use crate::list::{self, Chunk, Stream};
 use crate::sequencer::Sequencer;
-use crate::shard::{self, Shard, ShardList};
+use crate::shard::{self, Shard};
 use crate::store::{BoxError, WriteContext};
 use crate::watch::{HistorySource, Hub};
 use crate::{
@@ -327,16 +329,103 @@ impl Engine {
     }
 }
 
-/// Lists that may return at least this many items scan their shards in parallel.
+/// Full lists of stores with at least this many live keys scan their shards in parallel.
 const PARALLEL_LIST_ITEMS_MIN: usize = 50_000;
 
 impl Engine {
-    fn stats_keys(&self) -> u64 {
+    /// Whether the store holds enough keys for a full walk to be worth a thread per shard.
+    fn is_big(&self) -> bool {
+        self.live_keys() >= PARALLEL_LIST_ITEMS_MIN as u64
+    }
+
+    fn live_keys(&self) -> u64 {
         self.inner
             .shards
             .iter()
             .map(|s| s.index.read().live_keys)
             .sum()
+    }
+
+    /// Runs `f` on every shard, in shard order; on a thread per shard if `parallel` (the
+    /// calling thread takes the first shard).
+    fn on_shards<T, F>(&self, parallel: bool, f: F) -> Result<Vec<T>, Error>
+    where
+        T: Send,
+        F: Fn(&Arc<Shard>) -> Result<T, Error> + Sync,
+    {
+        let shards = &self.inner.shards;
+        if !parallel {
+            return shards.iter().map(&f).collect();
+        }
+        std::thread::scope(|sc| {
+            let f = &f;
+            let handles: Vec<_> = shards[1..].iter().map(|s| sc.spawn(move || f(s))).collect();
+            let mut out = vec![f(&shards[0])];
+            out.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("list thread panicked")),
+            );
+            out.into_iter().collect()
+        })
+    }
+
+    /// A full list as a pipeline: one scanner thread per shard walks its index and sends
+    /// chunks of `KeyValue`s (bounded: `LIST_STREAM_CHUNKS_IN_FLIGHT`, recycled), while this
+    /// thread merges them into the result. The scans, the merge and the result's first-touch
+    /// page faults overlap; intermediate buffers are reused instead of being allocated per key.
+    fn list_streamed(
+        &self,
+        req: &ListRequest<'_>,
+        snap: Revision,
+        sort_skip: Option<usize>,
+    ) -> Result<Vec<KeyValue>, Error> {
+        use std::sync::mpsc::sync_channel;
+        const DEPTH: usize = crate::limits::LIST_STREAM_CHUNKS_IN_FLIGHT;
+        let compacted = &self.inner.compacted;
+        let mut out = Vec::with_capacity((self.live_keys() as usize).min(LIST_PREALLOC_ITEMS_MAX));
+        std::thread::scope(|sc| {
+            let mut streams = Vec::new();
+            let mut handles = Vec::new();
+            for s in &self.inner.shards {
+                let (tx, rx) = sync_channel::<Chunk>(DEPTH);
+                let (back_tx, back_rx) = sync_channel::<Chunk>(DEPTH);
+                streams.push(Stream::new(rx, back_tx));
+                handles.push(sc.spawn(move || {
+                    s.stream(
+                        (req.prefix, req.start_after),
+                        snap,
+                        compacted,
+                        sort_skip,
+                        || back_rx.try_recv().unwrap_or_default(),
+                        |c| tx.send(c).is_ok(),
+                    )
+                }));
+            }
+            list::stream_merge(&mut streams, sort_skip.unwrap_or(0), &mut out);
+            drop(streams);
+            for h in handles {
+                h.join().expect("list thread panicked")?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// How many leading bytes every key a list can return shares: the merge compares what
+    /// follows. Every such key lies between the smallest and the largest key in the range.
+    fn sort_skip(&self, req: &ListRequest<'_>) -> usize {
+        let bounds: Vec<_> = self
+            .inner
+            .shards
+            .iter()
+            .filter_map(|s| s.key_bounds(req.prefix, req.start_after))
+            .collect();
+        let lo = bounds.iter().map(|b| &b.0).min();
+        let hi = bounds.iter().map(|b| &b.1).max();
+        match (lo, hi) {
+            (Some(lo), Some(hi)) => lo.iter().zip(hi.iter()).take_while(|(a, b)| a == b).count(),
+            _ => req.prefix.len(),
+        }
     }
 }
 
@@ -511,63 +600,54 @@ impl Store for Engine {
         self.inner.shard(key).get(key, snap, &self.inner.compacted)
     }
 
+    /// Full lists of big stores stream each shard's keys from a thread per shard into the
+    /// merge (`Engine::list_streamed`). Other lists: each shard scans its part (`Shard::scan`),
+    /// `list::merge` keeps the page, and if keys remain each shard counts its keys after the
+    /// page's last one (cheap once the snapshot's rank marks exist: the first page at a
+    /// snapshot builds them).
     fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error> {
         let snap = self.inner.snapshot(req.at)?;
-        let shards = &self.inner.shards;
-        let multi = shards.len() > 1;
-        // Every key the list can return lies between the smallest and the largest key in the
-        // range, so all share their common prefix: the merge compares what follows it.
-        let skip = if multi {
-            let bounds: Vec<_> = shards
-                .iter()
-                .filter_map(|s| s.key_bounds(req.prefix, req.start_after))
-                .collect();
-            let lo = bounds.iter().map(|b| &b.0).min();
-            let hi = bounds.iter().map(|b| &b.1).max();
-            match (lo, hi) {
-                (Some(lo), Some(hi)) => {
-                    lo.iter().zip(hi.iter()).take_while(|(a, b)| a == b).count()
-                }
-                _ => req.prefix.len(),
-            }
-        } else {
-            0
-        };
-        let list_one = |s: &Arc<Shard>| {
-            s.list(
+        let compacted = &self.inner.compacted;
+        let multi = self.inner.shards.len() > 1;
+        let skip = if multi { self.sort_skip(req) } else { 0 };
+        if req.limit == 0 && self.is_big() {
+            let items = self.list_streamed(req, snap, multi.then_some(skip))?;
+            return Ok(ListResult {
+                items,
+                revision: snap,
+                more: false,
+                remaining: 0,
+            });
+        }
+        let parts = self.on_shards(false, |s| {
+            s.scan(
                 req.prefix,
                 req.start_after,
                 req.limit,
                 snap,
-                &self.inner.compacted,
+                compacted,
                 multi.then_some(skip),
             )
-        };
-        // Large lists scan the shards in parallel (each scan is memory-latency bound); small
-        // ones are not worth a thread.
-        let big = req.limit == 0 || req.limit >= PARALLEL_LIST_ITEMS_MIN;
-        let parts: Vec<Result<ShardList, Error>> =
-            if multi && big && self.stats_keys() >= PARALLEL_LIST_ITEMS_MIN as u64 {
-                std::thread::scope(|sc| {
-                    let handles: Vec<_> = shards[1..]
+        })?;
+        let (items, more) = list::merge(&parts, req.limit, skip);
+        drop(parts);
+        let remaining = match items.last() {
+            Some(last) if more => {
+                let key = last.key();
+                let building = multi
+                    && self
+                        .inner
+                        .shards
                         .iter()
-                        .map(|s| sc.spawn(move || list_one(s)))
-                        .collect();
-                    let mut parts = vec![list_one(&shards[0])];
-                    parts.extend(
-                        handles
-                            .into_iter()
-                            .map(|h| h.join().expect("list thread panicked")),
-                    );
-                    parts
-                })
-            } else {
-                shards.iter().map(list_one).collect()
-            };
-        let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
-        let mut remaining: u64 = parts.iter().map(|p| p.remaining).sum();
-        let (items, leftover) = merge_by_key(parts, req.limit, skip);
-        remaining += leftover;
+                        .any(|s| !s.has_rank_marks(req.prefix, snap));
+                let counts = self.on_shards(building && self.is_big(), |s| {
+                    s.count_after(req.prefix, key, snap, compacted)
+                })?;
+                counts.iter().sum()
+            }
+            _ => 0,
+        };
+        debug_assert_eq!(more, remaining > 0, "more and remaining disagree");
         Ok(ListResult {
             items,
             revision: snap,
@@ -594,58 +674,4 @@ impl Store for Engine {
     fn compact(&self, revision: Revision) -> Result<(), Error> {
         self.inner.compact(revision)
     }
-}
-
-/// Merges per-shard lists (each sorted by key, with the `sort_prefix` of every key taken after
-/// the list prefix of `skip` bytes) into one, keeping at most `limit` (0 = all). Returns the
-/// merged items and how many were left over.
-///
-/// Keys live in the segment mappings, scattered in write order: comparing them directly costs
-/// a cache miss per comparison (measured: the merge alone ran at 3M keys/s on 2 shards).
-/// Comparing the 16-byte prefixes the shard scans took from the index keys keeps the merge on
-/// registers; only equal prefixes fall back to the keys.
-fn merge_by_key(mut parts: Vec<ShardList>, limit: usize, skip: usize) -> (Vec<KeyValue>, u64) {
-    let total: usize = parts.iter().map(|p| p.items.len()).sum();
-    if parts.len() == 1 {
-        let mut items = parts.pop().expect("one part").items;
-        let mut leftover = 0;
-        if limit > 0 && items.len() > limit {
-            leftover = (items.len() - limit) as u64;
-            items.truncate(limit);
-        }
-        return (items, leftover);
-    }
-    let want = if limit == 0 { total } else { limit.min(total) };
-    let mut out = Vec::with_capacity(want);
-    let mut pos = vec![0usize; parts.len()];
-    let prefixes: Vec<Vec<u128>> = parts
-        .iter_mut()
-        .map(|p| std::mem::take(&mut p.prefixes))
-        .collect();
-    let mut iters: Vec<std::vec::IntoIter<KeyValue>> =
-        parts.into_iter().map(|p| p.items.into_iter()).collect();
-    let mut heads: Vec<Option<KeyValue>> = iters.iter_mut().map(|it| it.next()).collect();
-    while out.len() < want {
-        let mut best: Option<usize> = None;
-        for i in 0..heads.len() {
-            let Some(kv) = &heads[i] else { continue };
-            let better = match best {
-                None => true,
-                Some(b) => {
-                    let (pi, pb) = (prefixes[i][pos[i]], prefixes[b][pos[b]]);
-                    pi < pb
-                        || (pi == pb
-                            && kv.key()[skip..] < heads[b].as_ref().expect("head").key()[skip..])
-                }
-            };
-            if better {
-                best = Some(i);
-            }
-        }
-        let i = best.expect("items remain");
-        let next = iters[i].next();
-        pos[i] += 1;
-        out.push(std::mem::replace(&mut heads[i], next).expect("head"));
-    }
-    (out, (total - want) as u64)
 }

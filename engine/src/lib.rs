@@ -11,6 +11,8 @@
 //! - Every record is checksummed; a torn tail is truncated on open, any other bad record is an
 //!   error naming its segment and offset (`format.rs`, `FORMAT.md`).
 //! - Every queue and buffer is bounded (`limits.rs`).
+//! - A list page costs O(limit + log n) once its snapshot's rank marks exist; a full list of a
+//!   big store streams shards through a merge in parallel (`list.rs`).
 //!
 //! Dependencies: no HTTP server, no async runtime. `Pending` (a std `Future` that can also be
 //! waited on by a thread) and `Watcher::poll_batch` (std `Waker`) are the only async seams.
@@ -20,6 +22,7 @@ pub mod error;
 pub mod format;
 pub mod index;
 pub mod limits;
+pub mod list;
 pub mod model;
 pub mod options;
 pub mod pending;

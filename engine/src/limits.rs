@@ -28,6 +28,17 @@ pub const WATCH_SCAN_EVENTS_MAX: usize = 8192;
 /// Keys visited per index lock acquisition by compaction and long scans, so writers on the
 /// same shard wait at most this many key visits.
 pub const INDEX_STEP_KEYS: usize = 4096;
+/// Items a list preallocates room for before it has seen them (it grows beyond if needed).
+pub const LIST_PREALLOC_ITEMS_MAX: usize = 1 << 20;
+/// Chunks (of at most `INDEX_STEP_KEYS` keys) a shard's scanner may have queued ahead of the
+/// merge in a streamed full list, and spare chunks kept for reuse.
+pub const LIST_STREAM_CHUNKS_IN_FLIGHT: usize = 4;
+/// A paginated list's rank marks (see `list.rs`) keep the rank of every this-many-th live
+/// key: counting what remains after a page visits at most this many keys.
+pub const RANK_MARK_EVERY: u64 = 256;
+/// (prefix, snapshot) pairs whose rank marks each shard keeps (most recently used first).
+/// One pair over n keys holds n / `RANK_MARK_EVERY` marks (the key and a count).
+pub const RANK_CACHE_SNAPSHOTS_MAX: usize = 16;
 /// History kept for exact-revision reads, paginated lists and watch resumption.
 pub const HISTORY_DEFAULT: Duration = Duration::from_secs(5 * 60);
 /// A segment whose live bytes fall below this fraction of its size is rewritten.

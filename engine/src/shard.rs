@@ -13,6 +13,7 @@
 
 use crate::format::{self, Op, Record, BATCH_HEADER_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::index::{compact_chain, version_at, Chain, KeyMap, Loc, Version};
+use crate::list::{self, sort_prefix, Hit, RankCache, RankMarks, ShardScan};
 use crate::pending::Pending;
 use crate::segment::{self, Segment};
 use crate::sequencer::{Finished, Sequencer, WriteCompletion};
@@ -150,6 +151,8 @@ pub struct Shard {
     work: Condvar,
     seq: Arc<Sequencer>,
     pub counters: ShardCounters,
+    /// Rank marks of recent paginated lists (see `list.rs`).
+    ranks: Mutex<RankCache>,
 }
 
 /// The state recovered from a shard directory.
@@ -431,29 +434,6 @@ fn current_value<'a>(w: &WriterState, seg: &'a Arc<Segment>, v: &Version) -> Cow
 /// The smallest and largest key of a range.
 pub type KeyBounds = (Box<[u8]>, Box<[u8]>);
 
-/// One shard's part of a list.
-pub struct ShardList {
-    pub items: Vec<KeyValue>,
-    /// `sort_prefix` of each item's key, when asked for (multi-shard merges).
-    pub prefixes: Vec<u128>,
-    /// Matching keys after the last item.
-    pub remaining: u64,
-}
-
-/// The 16 bytes of `key` after its first `skip` bytes, big-endian, zero-padded: comparing two
-/// of these orders keys correctly unless they are equal (then compare the keys).
-pub fn sort_prefix(key: &[u8], skip: usize) -> u128 {
-    let rest = key.get(skip..).unwrap_or(&[]);
-    if let Some(b) = rest.first_chunk::<16>() {
-        return u128::from_be_bytes(*b);
-    }
-    let mut b = [0u8; 16];
-    for (d, s) in b.iter_mut().zip(rest) {
-        *d = *s;
-    }
-    u128::from_be_bytes(b)
-}
-
 impl Shard {
     pub fn new(
         id: usize,
@@ -485,6 +465,7 @@ impl Shard {
             work: Condvar::new(),
             seq,
             counters: ShardCounters::default(),
+            ranks: Mutex::new(RankCache::default()),
         }
     }
 
@@ -889,81 +870,210 @@ impl Shard {
         Ok(Some(kv_at(idx.seg(v.loc().seg), key.len(), v)))
     }
 
-    /// Lists keys under `prefix` after `start_after` at snapshot `at`: at most `limit` items
-    /// (0 = all), and how many more exist. Releases the lock every `INDEX_STEP_KEYS` keys.
-    pub fn list(
+    /// Scans the live keys under `prefix` after `start_after` at snapshot `at`: at most `cap`
+    /// (0 = all), with their sort prefixes after `sort_skip` bytes if asked. Touches neither the
+    /// segment mappings nor a reference count per key (see `list.rs`).
+    pub fn scan(
         &self,
         prefix: &[u8],
         start_after: Option<&[u8]>,
-        limit: usize,
+        cap: usize,
         at: Revision,
         compacted: &AtomicU64,
         sort_skip: Option<usize>,
-    ) -> Result<ShardList, Error> {
-        let sort_prefixes = sort_skip.is_some();
-        let skip = sort_skip.unwrap_or(0);
-        let hint = if limit == 0 {
+    ) -> Result<ShardScan, Error> {
+        let hint = if cap == 0 {
             self.index.read().live_keys as usize
         } else {
-            limit
+            cap
         };
-        let mut items = Vec::with_capacity(hint.min(1 << 20));
-        let mut prefixes = Vec::with_capacity(if sort_prefixes { items.capacity() } else { 0 });
-        let mut remaining = 0u64;
-        let mut cursor: Option<Box<[u8]>> = start_after.filter(|s| *s >= prefix).map(|s| s.into());
-        let prefix_end = prefix_successor(prefix);
-        if let (Some(c), Some(e)) = (&cursor, &prefix_end) {
-            if **c >= e[..] {
-                return Ok(ShardList {
-                    items,
-                    prefixes,
-                    remaining,
+        let hint = hint.min(crate::limits::LIST_PREALLOC_ITEMS_MAX);
+        let mut scan = ShardScan::with_capacity(hint, sort_skip.is_some());
+        let end = prefix_successor(prefix);
+        let (lower, upper) = prefix_bounds(prefix, start_after, end.as_deref());
+        let more = self.walk_live(lower, upper, at, compacted, cap, |idx, batch| {
+            if let Some(skip) = sort_skip {
+                // A pass of its own: its key loads are independent, so their misses overlap.
+                scan.prefixes
+                    .extend(batch.iter().map(|(k, _)| sort_prefix(k, skip)));
+            }
+            for (k, v) in batch {
+                let seg = v.loc().seg;
+                if !scan.holds_segment(seg) {
+                    scan.hold_segment(idx.seg(seg));
+                }
+                scan.hits.push(Hit {
+                    ver: *v,
+                    key_len: k.len() as u32,
                 });
             }
+            true
+        })?;
+        scan.more = more;
+        Ok(scan)
+    }
+
+    /// Streams every live key under `prefix` after `start_after` at `at` to `send` as chunks
+    /// of `KeyValue`s (with sort prefixes after `sort_skip` bytes if asked), one chunk per
+    /// index lock hold, filling the chunks `spare` hands out. Stops early if `send` returns
+    /// false (the receiver is gone).
+    pub fn stream(
+        &self,
+        range: (&[u8], Option<&[u8]>),
+        at: Revision,
+        compacted: &AtomicU64,
+        sort_skip: Option<usize>,
+        mut spare: impl FnMut() -> list::Chunk,
+        mut send: impl FnMut(list::Chunk) -> bool,
+    ) -> Result<(), Error> {
+        let (prefix, start_after) = range;
+        let end = prefix_successor(prefix);
+        let (lower, upper) = prefix_bounds(prefix, start_after, end.as_deref());
+        self.walk_live(lower, upper, at, compacted, 0, |idx, batch| {
+            if batch.is_empty() {
+                return true;
+            }
+            let mut chunk = spare();
+            if let Some(skip) = sort_skip {
+                // A pass of its own: its key loads are independent, so their misses overlap.
+                chunk
+                    .prefixes
+                    .extend(batch.iter().map(|(k, _)| sort_prefix(k, skip)));
+            }
+            chunk.kvs.extend(
+                batch
+                    .iter()
+                    .map(|(k, v)| kv_at(idx.seg(v.loc().seg), k.len(), v)),
+            );
+            send(chunk)
+        })?;
+        Ok(())
+    }
+
+    /// Live keys at `at` under `prefix` that sort after `key`: O(`RANK_MARK_EVERY` + log n)
+    /// once the rank marks of (`prefix`, `at`) exist, O(n) to build them.
+    pub fn count_after(
+        &self,
+        prefix: &[u8],
+        key: &[u8],
+        at: Revision,
+        compacted: &AtomicU64,
+    ) -> Result<u64, Error> {
+        let marks = self.rank_marks(prefix, at, compacted)?;
+        let end = prefix_successor(prefix);
+        let (lower, base) = match marks.floor(key) {
+            Some((k, rank)) => (Bound::Excluded(k), rank),
+            None => (Bound::Included(prefix), 0),
+        };
+        let upper = match end.as_deref() {
+            Some(e) if key >= e => Bound::Excluded(e),
+            _ => Bound::Included(key),
+        };
+        let mut upto = 0u64;
+        self.walk_live(lower, upper, at, compacted, 0, |_, batch| {
+            upto += batch.len() as u64;
+            true
+        })?;
+        Ok(marks.total.saturating_sub(base + upto))
+    }
+
+    /// Whether the rank marks of (`prefix`, `at`) are cached (counting is then cheap).
+    pub fn has_rank_marks(&self, prefix: &[u8], at: Revision) -> bool {
+        self.ranks.lock().get(prefix, at).is_some()
+    }
+
+    /// The rank marks of (`prefix`, `at`), from the cache or built by one counting walk.
+    fn rank_marks(
+        &self,
+        prefix: &[u8],
+        at: Revision,
+        compacted: &AtomicU64,
+    ) -> Result<Arc<RankMarks>, Error> {
+        if let Some(m) = self.ranks.lock().get(prefix, at) {
+            check_compacted(at, compacted)?;
+            return Ok(m);
         }
+        let end = prefix_successor(prefix);
+        let (lower, upper) = prefix_bounds(prefix, None, end.as_deref());
+        let mut total = 0u64;
+        let mut marks = Vec::new();
+        self.walk_live(lower, upper, at, compacted, 0, |_, batch| {
+            for (k, _) in batch {
+                total += 1;
+                if total.is_multiple_of(crate::limits::RANK_MARK_EVERY) {
+                    marks.push((Box::<[u8]>::from(*k), total));
+                }
+            }
+            true
+        })?;
+        let m = Arc::new(RankMarks {
+            prefix: prefix.into(),
+            at,
+            total,
+            marks,
+        });
+        let c = Revision(compacted.load(Ordering::Acquire));
+        self.ranks.lock().insert(m.clone(), c);
+        Ok(m)
+    }
+
+    /// Walks the keys in `(lower, upper)` live at `at`, in key order, holding the index read
+    /// lock for at most `INDEX_STEP_KEYS` visited keys at a time, and hands each hold's live
+    /// keys to `step` with the index they were read from; `step` returns false to stop the walk.
+    /// Stops after `max` live keys (0 = no bound) and returns whether another live key follows
+    /// them.
+    fn walk_live<F>(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        at: Revision,
+        compacted: &AtomicU64,
+        max: usize,
+        mut step: F,
+    ) -> Result<bool, Error>
+    where
+        F: FnMut(&ShardIndex, &[(&[u8], Version)]) -> bool,
+    {
+        const STEP: usize = crate::limits::INDEX_STEP_KEYS;
+        if range_is_empty(lower, upper) {
+            check_compacted(at, compacted)?;
+            return Ok(false);
+        }
+        let mut cursor: Option<Box<[u8]>> = None;
+        let mut seen = 0usize;
         loop {
             let idx = self.index.read();
             check_compacted(at, compacted)?;
-            let lower = match &cursor {
+            let lo = match &cursor {
                 Some(k) => Bound::Excluded(&**k),
-                None => Bound::Included(prefix),
+                None => lower,
             };
-            let upper = match &prefix_end {
-                Some(e) => Bound::Excluded(&e[..]),
-                None => Bound::Unbounded,
-            };
-            let mut steps = 0;
-            let mut stopped_at: Option<Box<[u8]>> = None;
+            let room = if max == 0 { usize::MAX } else { max - seen };
+            let mut batch: Vec<(&[u8], Version)> = Vec::with_capacity(room.min(STEP));
+            let (mut visited, mut more, mut stopped_at) = (0, false, None);
             // The range bounds do the prefix test: key bytes are never touched here.
-            for (k, chain) in idx.keys.range::<[u8], _>((lower, upper)) {
-                if let Some(v) = version_at(chain, at) {
-                    if !v.is_tombstone() {
-                        if limit == 0 || items.len() < limit {
-                            items.push(kv_at(idx.seg(v.loc().seg), k.len(), v));
-                            if sort_prefixes {
-                                prefixes.push(sort_prefix(k, skip));
-                            }
-                        } else {
-                            remaining += 1;
-                        }
+            for (k, chain) in idx.keys.range::<[u8], _>((lo, upper)) {
+                if let Some(v) = version_at(chain, at).filter(|v| !v.is_tombstone()) {
+                    if batch.len() == room {
+                        more = true;
+                        break;
                     }
+                    batch.push((k, *v));
                 }
-                steps += 1;
-                if steps == crate::limits::INDEX_STEP_KEYS {
+                visited += 1;
+                if visited == STEP {
                     stopped_at = Some(k.clone());
                     break;
                 }
             }
+            seen += batch.len();
+            let go_on = step(&idx, &batch);
+            drop(batch);
             drop(idx);
             match stopped_at {
-                Some(k) => cursor = Some(k),
-                None => {
-                    return Ok(ShardList {
-                        items,
-                        prefixes,
-                        remaining,
-                    })
-                }
+                _ if !go_on => return Ok(false),
+                Some(k) if !more => cursor = Some(k),
+                _ => return Ok(more),
             }
         }
     }
@@ -1330,6 +1440,35 @@ fn check_compacted(at: Revision, compacted: &AtomicU64) -> Result<(), Error> {
 /// The value length recorded in an encoded record.
 fn span_value_len(rec: &[u8]) -> usize {
     format::get_u32(rec, format::REC_OFF_VALUE_LEN) as usize
+}
+
+/// The index bounds of the keys under `prefix` after `start_after` (`end` is the prefix's
+/// successor).
+fn prefix_bounds<'a>(
+    prefix: &'a [u8],
+    start_after: Option<&'a [u8]>,
+    end: Option<&'a [u8]>,
+) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    let lower = match start_after.filter(|s| *s >= prefix) {
+        Some(s) => Bound::Excluded(s),
+        None => Bound::Included(prefix),
+    };
+    let upper = match end {
+        Some(e) => Bound::Excluded(e),
+        None => Bound::Unbounded,
+    };
+    (lower, upper)
+}
+
+/// Whether no key lies between the bounds (`BTreeMap::range` panics on some of these).
+fn range_is_empty(lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> bool {
+    use Bound::{Excluded, Included};
+    match (lower, upper) {
+        (Included(a) | Excluded(a), Included(b) | Excluded(b)) if a > b => true,
+        (Excluded(a), Excluded(b) | Included(b)) if a == b => true,
+        (Included(a), Excluded(b)) if a == b => true,
+        _ => false,
+    }
 }
 
 /// The smallest key greater than every key starting with `prefix` (`None`: no such key).

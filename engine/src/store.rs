@@ -169,7 +169,11 @@ pub struct ListResult {
     pub revision: Revision,
     /// Whether keys remain after the last item.
     pub more: bool,
-    /// How many keys remain after the last item.
+    /// How many keys (live at `revision`, under the prefix) remain after the last item: exact,
+    /// and 0 for an unlimited list. Cost in the engine: the first limited list with keys
+    /// remaining at a given (prefix, snapshot) counts the prefix once (O(n)); later pages at
+    /// that snapshot (continue tokens) count in O(`limits::RANK_MARK_EVERY` + log n), so a
+    /// page costs O(limit + log n).
     pub remaining: u64,
 }
 

@@ -587,6 +587,86 @@ fn list_pagination_at_snapshot_while_writing<S: Store>(s: &S) {
     );
 }
 
+/// Keys under `prefix` in `want` (sorted) that sort after `key`.
+fn count_after(want: &[Kv], key: &[u8]) -> u64 {
+    want.iter().filter(|kv| kv.key.as_slice() > key).count() as u64
+}
+
+/// Enough keys that a shard's rank marks (one per 256 live keys) are used: `remaining` must
+/// stay exact on every page at a snapshot while the store changes, after compacting up to
+/// the snapshot, for pages that resume after a key that is not in the store, and at a newer
+/// snapshot.
+fn list_pagination_counts_remaining_at_scale<S: Store>(s: &S) {
+    let n = 3000u64;
+    let pending: Vec<_> = (0..n)
+        .map(|i| {
+            let j = i * 7919 % n; // scrambled insertion order
+            s.create(format!("r/{j:05}").as_bytes(), format!("{j}").as_bytes())
+        })
+        .collect();
+    pending.into_iter().for_each(|p| {
+        ok(p);
+    });
+    let deleted: Vec<_> = (0..n)
+        .step_by(7)
+        .map(|j| s.delete(format!("r/{j:05}").as_bytes(), NONE))
+        .collect();
+    deleted.into_iter().for_each(|p| {
+        ok(p);
+    });
+    ok(s.create(b"r", b"not under r/"));
+    ok(s.create(b"s/0", b"not under r/"));
+    let snap = s.current_revision();
+    let (want, _) = list_all(s, b"r/", Exact(snap));
+    assert_eq!(want.len() as u64, n - n.div_ceil(7));
+
+    let mut got = Vec::new();
+    let mut after: Option<Vec<u8>> = None;
+    let mut pages = 0u64;
+    loop {
+        // Changes the snapshot must not show, ahead of and behind the cursor.
+        let k = format!("r/{:05}", (pages * 131 + 3) % n);
+        if pages.is_multiple_of(2) {
+            ok(s.create(format!("{k}x").as_bytes(), b"new"));
+        } else if let Some(kv) = s.get(k.as_bytes(), Latest).unwrap() {
+            ok(s.delete(k.as_bytes(), at(kv.mod_revision)));
+        }
+        if pages == 10 {
+            s.compact(snap).unwrap();
+        }
+        let r = page(s, b"r/", after.as_deref(), 97, Exact(snap));
+        got.extend(kvs(&r.items));
+        pages += 1;
+        assert_eq!(
+            r.remaining,
+            want.len() as u64 - got.len() as u64,
+            "page {pages}"
+        );
+        assert_eq!(r.more, r.remaining > 0);
+        if !r.more {
+            break;
+        }
+        after = Some(r.items.last().unwrap().key().to_vec());
+    }
+    assert_eq!(got, want);
+    assert_eq!(pages, (want.len() as u64).div_ceil(97));
+
+    // Resuming after keys that are not in the store (between, before, after the marks).
+    for probe in ["r/00000a", "r/01234z", "r/02999~", "r/", "r/1"] {
+        let r = page(s, b"r/", Some(probe.as_bytes()), 50, Exact(snap));
+        let last = r.items.last().map(|kv| kv.key().to_vec());
+        let expect = last.map_or(0, |l| count_after(&want, &l));
+        assert_eq!(r.remaining, expect, "after {probe}");
+        assert_eq!(r.more, expect > 0, "after {probe}");
+    }
+
+    // A newer snapshot counts its own keys.
+    let (now, cur) = list_all(s, b"r/", Latest);
+    let r = page(s, b"r/", Some(b"r/01500"), 10, Exact(cur));
+    let last = r.items.last().unwrap().key().to_vec();
+    assert_eq!(r.remaining, count_after(&now, &last));
+}
+
 fn list_at_old_revisions<S: Store>(s: &S) {
     let a = ok(s.create(b"o/a", b"1")).revision.0;
     let b = ok(s.create(b"o/b", b"1")).revision.0;
@@ -1534,6 +1614,10 @@ macro_rules! contract_suite {
                 super::list_pagination_at_snapshot_while_writing(&fresh())
             }
             #[test]
+            fn list_pagination_counts_remaining_at_scale() {
+                super::list_pagination_counts_remaining_at_scale(&fresh())
+            }
+            #[test]
             fn list_at_old_revisions() {
                 super::list_at_old_revisions(&fresh())
             }
@@ -1608,6 +1692,62 @@ contract_suite!(engine_4shards_sync, |l| TestEngine::open(
 mod engine_only {
     use super::*;
     use keel_engine::Options;
+
+    /// Full lists of a store past the streaming threshold (a scanner thread per shard, merged
+    /// as chunks arrive) match the model: at the latest and an older revision, after a key,
+    /// under a narrower prefix, with many keys whose 16 bytes after the common prefix agree
+    /// (the merge then compares the keys).
+    #[test]
+    fn full_lists_of_a_big_store_match_the_model() {
+        let e = TestEngine::open(4, SyncMode::None, Limits::default());
+        let m = MemStore::new(Limits::default());
+        let n = 60_000u64;
+        let key = |i: u64| match i % 3 {
+            0 => format!("b/ns-{}/pod-{i}", i % 10),
+            _ => format!("b/kube-system-namespace/pod-{i:06}"),
+        };
+        for batch in (0..n).collect::<Vec<_>>().chunks(2000) {
+            let pe: Vec<_> = batch
+                .iter()
+                .map(|&i| e.create(key(i).as_bytes(), &i.to_le_bytes()))
+                .collect();
+            for &i in batch {
+                ok(m.create(key(i).as_bytes(), &i.to_le_bytes()));
+            }
+            pe.into_iter().for_each(|p| {
+                ok(p);
+            });
+        }
+        for i in (0..n).step_by(11) {
+            ok(e.delete(key(i).as_bytes(), NONE));
+            ok(m.delete(key(i).as_bytes(), NONE));
+        }
+        let old = e.current_revision();
+        for i in (1..n).step_by(13).filter(|i| i % 11 != 0) {
+            ok(e.update(key(i).as_bytes(), NONE, b"later"));
+            ok(m.update(key(i).as_bytes(), NONE, b"later"));
+        }
+        assert_eq!(e.current_revision(), m.current_revision());
+        for (prefix, at) in [
+            (&b"b/"[..], Latest),
+            (b"b/", Exact(old)),
+            (b"b/kube", Latest),
+            (b"", Exact(old)),
+        ] {
+            let (le, _) = list_all(&*e, prefix, at);
+            let (lm, _) = list_all(&m, prefix, at);
+            assert_eq!(le.len(), lm.len(), "{} at {at:?}", show(prefix));
+            assert!(le == lm, "{} at {at:?}", show(prefix));
+        }
+        let after = key(30_001);
+        let (le, lm) = (
+            page(&*e, b"b/", Some(after.as_bytes()), 0, Latest),
+            page(&m, b"b/", Some(after.as_bytes()), 0, Latest),
+        );
+        assert!(!le.more && le.remaining == 0);
+        assert!(kvs(&le.items) == kvs(&lm.items));
+        assert!(le.items.len() > 10_000);
+    }
 
     /// Applies `n` deterministic pseudo-random writes to both stores, checking they agree.
     fn scripted_writes(e: &TestEngine, m: &MemStore, rng: &mut Rng, n: usize, keys: u64) {
