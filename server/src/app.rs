@@ -8,7 +8,7 @@ use crate::metrics::{Metrics, RequestLabels};
 use crate::request_info::{self, ResourceRequest, Target};
 use crate::respond::{self, JSON};
 use crate::store::{Location, Storage};
-use crate::{health, registry, subresources, watch};
+use crate::{health, registry, reviews, subresources, watch};
 use keel_api::status::ApiError;
 use keel_catalog::{Catalog, ResourceInfo};
 use keel_engine::Store;
@@ -29,6 +29,8 @@ pub struct App {
     pub alloc: Allocators,
     pub metrics: Metrics,
     pub min_request_timeout: u64,
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: std::time::Duration,
     pub ready: AtomicBool,
     pub started: Instant,
     descs: std::sync::OnceLock<Vec<keel_schema::ResourceDesc>>,
@@ -43,6 +45,7 @@ pub struct AppParts {
     pub always_allow: Vec<String>,
     pub alloc: Allocators,
     pub min_request_timeout: u64,
+    pub bookmark_interval: std::time::Duration,
 }
 
 impl App {
@@ -56,6 +59,7 @@ impl App {
             alloc: p.alloc,
             metrics: Metrics::default(),
             min_request_timeout: p.min_request_timeout,
+            bookmark_interval: p.bookmark_interval,
             ready: AtomicBool::new(false),
             started: Instant::now(),
             descs: std::sync::OnceLock::new(),
@@ -229,12 +233,8 @@ impl App {
                 .expect("checked");
             sub.verbs.contains(&rr.verb)
         };
-        if !verb_ok {
-            return Err(ApiError::method_not_supported(
-                info.group,
-                info.plural,
-                rr.verb,
-            ));
+        if !verb_ok || !route_exists(rr) {
+            return Err(method_not_allowed());
         }
         let mut c = Call {
             req,
@@ -258,6 +258,9 @@ impl App {
                 c.loc = Location::of(self.catalog, pods);
                 subresources::binding(app, &mut c, &pod).await
             }
+            ("", "create") if reviews::is_review(info.group, info.plural) => {
+                reviews::create(app, &mut c).await
+            }
             ("", "create") => registry::create(app, &mut c).await,
             ("" | "status", "update") => registry::update(app, &mut c).await,
             ("" | "status", "patch") => registry::patch(app, &mut c).await,
@@ -271,11 +274,7 @@ impl App {
             ("eviction", "create") => subresources::eviction(app, &mut c).await,
             ("log", "get") => subresources::log(app, &mut c).await,
             ("finalize", "update") => subresources::finalize(app, &mut c).await,
-            _ => Err(ApiError::method_not_supported(
-                info.group,
-                &format!("{}/{}", info.plural, rr.subresource),
-                rr.verb,
-            )),
+            _ => Err(method_not_allowed()),
         }
     }
 
@@ -340,11 +339,7 @@ impl App {
             path: Some(path),
         })?;
         if req.method.as_str() != "GET" && req.method.as_str() != "HEAD" {
-            return Err(ApiError::method_not_supported(
-                "",
-                path,
-                req.method.as_str(),
-            ));
+            return Err(method_not_allowed());
         }
         match path {
             "/version" => Ok(respond::response(200, JSON, version_json())),
@@ -447,7 +442,7 @@ fn openapi_response(doc: keel_schema::OpenApiDoc, hash: Option<&str>, path: &str
 type Labels = (&'static str, String, String, String, String, &'static str);
 
 fn labels_of(rr: &ResourceRequest) -> Labels {
-    let scope = if !rr.name.is_empty() {
+    let scope = if !rr.name.is_empty() || rr.verb == "create" {
         "resource"
     } else if !rr.namespace.is_empty() {
         "namespace"
@@ -481,6 +476,26 @@ fn aggregated_version(accept: &str) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// Whether upstream registers a route for this verb on this kind of path: collections take
+/// list, watch, create and deletecollection; named objects (and their subresources) take
+/// get, watch, create (subresources only), update, patch and delete.
+fn route_exists(rr: &ResourceRequest) -> bool {
+    match (rr.name.is_empty(), rr.verb) {
+        (true, v) => matches!(v, "list" | "watch" | "create" | "deletecollection"),
+        (false, "create") => !rr.subresource.is_empty(),
+        (false, v) => matches!(v, "get" | "watch" | "update" | "patch" | "delete"),
+    }
+}
+
+/// The 405 upstream's router answers when no route takes the method on a path.
+pub fn method_not_allowed() -> ApiError {
+    let mut e = ApiError::method_not_supported("", "", "");
+    e.message = "the server does not allow this method on the requested resource".into();
+    e.group = Some(String::new());
+    e.kind = Some(String::new());
+    e
 }
 
 fn not_found_path(path: &str) -> ApiError {

@@ -20,6 +20,7 @@ pub mod options;
 pub mod registry;
 pub mod request_info;
 pub mod respond;
+pub mod reviews;
 pub mod run;
 pub mod schema_meta;
 pub mod store;

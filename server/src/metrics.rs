@@ -65,10 +65,25 @@ pub struct RequestLabels<'a> {
     pub scope: &'static str,
 }
 
+/// The `verb` label as upstream reports it: the route's action (`POST`, `PUT`, `LIST`...).
+pub fn reported_verb(verb: &str) -> &'static str {
+    match verb {
+        "get" => "GET",
+        "list" => "LIST",
+        "watch" => "WATCH",
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" => "DELETE",
+        "deletecollection" => "DELETECOLLECTION",
+        _ => "UNKNOWN",
+    }
+}
+
 impl Metrics {
     pub fn observe(&self, l: &RequestLabels<'_>, code: u16, took: Duration) {
         let mut s = Series {
-            verb: l.verb.to_ascii_uppercase(),
+            verb: reported_verb(l.verb).into(),
             group: l.group.into(),
             version: l.version.into(),
             resource: l.resource.into(),
@@ -183,6 +198,23 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn verbs_are_reported_as_upstream_actions() {
+        for (verb, reported) in [
+            ("get", "GET"),
+            ("list", "LIST"),
+            ("watch", "WATCH"),
+            ("create", "POST"),
+            ("update", "PUT"),
+            ("patch", "PATCH"),
+            ("delete", "DELETE"),
+            ("deletecollection", "DELETECOLLECTION"),
+            ("connect", "UNKNOWN"),
+        ] {
+            assert_eq!(reported_verb(verb), reported);
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -57,6 +57,32 @@ pub fn is_deleting(obj: &Value) -> bool {
 }
 
 /// Sets a metadata field, keeping upstream's field order for the fields the server owns.
+/// Metadata fields Go's encoder omits when empty (`omitempty` on maps and slices).
+const OMIT_EMPTY_META: [&str; 5] = [
+    "labels",
+    "annotations",
+    "finalizers",
+    "ownerReferences",
+    "managedFields",
+];
+
+/// Drops empty metadata maps and lists (e.g. `annotations: {}` left by a patch that removed
+/// the last key), as upstream never stores or prints them.
+pub fn drop_empty_meta(obj: &mut Value) {
+    let m = meta_mut(obj);
+    for k in OMIT_EMPTY_META {
+        let empty = match m.get(k) {
+            Some(Value::Object(o)) => o.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            m.shift_remove(k);
+        }
+    }
+}
+
 pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
     meta_mut(obj).insert(field.to_string(), value);
 }
@@ -181,6 +207,17 @@ pub fn set_rv(obj: &mut Value, rv: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_metadata_collections_are_dropped() {
+        let mut v = serde_json::json!({"metadata": {"name": "a", "labels": {}, "annotations": {"k": "v"},
+            "finalizers": [], "ownerReferences": null}});
+        drop_empty_meta(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"metadata": {"name": "a", "annotations": {"k": "v"}}})
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -110,6 +110,14 @@ pub struct Options {
     #[arg(long, default_value_t = 1800)]
     pub min_request_timeout: u64,
 
+    /// How often an idle watch with `allowWatchBookmarks` gets a BOOKMARK (tests shorten it).
+    #[arg(long, hide = true, default_value = "1m", value_parser = parse_duration)]
+    pub watch_bookmark_interval: Duration,
+
+    /// How often the store compacts history older than --watch-history (tests shorten it).
+    #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
+    pub storage_maintenance_interval: Duration,
+
     /// Exit when standard input reaches end of file (for test harnesses that own the
     /// process through a pipe).
     #[arg(long, hide = true)]

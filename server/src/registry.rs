@@ -222,7 +222,7 @@ fn continue_expired(e: ApiError, with_token: bool) -> ApiError {
     if with_token && e.code == 410 {
         ApiError::expired(
             "The provided continue parameter is too old to display a consistent list result. \
-             Start a new list without the continue parameter.",
+             You can start a new list without the continue parameter.",
         )
     } else {
         e
@@ -292,6 +292,12 @@ fn parse_all(items: &[keel_engine::KeyValue]) -> Result<Vec<Value>, ApiError> {
 
 /// Decodes a create/update body, applies field validation and checks the type.
 pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
+    let is_proto = c
+        .content_type()
+        .is_some_and(|t| t.starts_with(keel_proto::MEDIA_TYPE));
+    if is_proto && !c.req.body.starts_with(&keel_proto::MAGIC) {
+        return Err(unrecognized_body(c.info.kind, &c.req.body));
+    }
     let mut obj = respond::decode_body(c.content_type(), &c.req.body)?;
     if !obj.is_object() {
         return Err(ApiError::bad_request(
@@ -310,6 +316,32 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
         validate_fields(c, &body, &mut obj)?;
     }
     Ok(obj)
+}
+
+/// Bytes of a body quoted in a decoding error.
+const BODY_SUMMARY_BYTES: usize = 30;
+
+/// Upstream's 400 for a protobuf body without the `k8s\0` prefix.
+fn unrecognized_body(kind: &str, body: &[u8]) -> ApiError {
+    let summary = match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => {
+            let n = body.len().min(BODY_SUMMARY_BYTES);
+            let more = if body.len() > n { " ..." } else { "" };
+            format!("{}{more}", String::from_utf8_lossy(&body[..n]))
+        }
+        Some(_) => {
+            let n = body.len().min(BODY_SUMMARY_BYTES);
+            let more = if body.len() > n { " ..." } else { "" };
+            format!("{}{more}", hex::encode(&body[..n]))
+        }
+    };
+    let prefix: Vec<String> = keel_proto::MAGIC.iter().map(u8::to_string).collect();
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): provided data does not \
+         appear to be a protobuf message, expected prefix [{}] ({summary})",
+        prefix.join(" ")
+    ))
 }
 
 /// A Secret's write-only `stringData` is merged into `data` (base64), as upstream converts it.
@@ -464,12 +496,27 @@ fn validation_errors(c: &Call<'_>, obj: &Value, old: Option<&Value>) -> Vec<Stat
         None => keel_strategy::validate(c.info.group, c.info.plural, obj),
         Some(old) => keel_strategy::validate_update(c.info.group, c.info.plural, obj, old),
     };
-    causes.extend(errs.into_iter().map(|e| StatusCause {
-        reason: e.reason.to_string(),
-        message: e.message,
-        field: e.field,
-    }));
+    for e in errs {
+        let cause = StatusCause {
+            reason: e.reason.to_string(),
+            message: error_body(&e.field, &e.message).to_string(),
+            field: e.field,
+        };
+        // Object metadata is validated here and by the type's own rules: report it once.
+        if !causes.contains(&cause) {
+            causes.push(cause);
+        }
+    }
     causes
+}
+
+/// A cause's message is upstream's `ErrorBody()`: the error text without its field path.
+fn error_body<'m>(field: &str, message: &'m str) -> &'m str {
+    message
+        .strip_prefix(field)
+        .and_then(|m| m.strip_prefix(": "))
+        .filter(|_| !field.is_empty())
+        .unwrap_or(message)
 }
 
 /// Which name format a type requires, as upstream's per-type validation.
@@ -558,6 +605,7 @@ pub async fn create_object(
     dry_run: bool,
 ) -> Result<(Vec<u8>, u64), ApiError> {
     prepare_meta_for_create(c, obj)?;
+    objects::drop_empty_meta(obj);
     let generated = objects::meta_str(obj, "name").is_none()
         || objects::meta(obj).is_some_and(|m| m.contains_key("generateName"));
     keel_strategy::prepare_for_create(c.info.group, c.info.plural, obj, &strategy_ctx());
@@ -747,6 +795,7 @@ pub async fn apply_change(
             ));
         }
         carry_server_fields(&mut new, &old);
+        objects::drop_empty_meta(&mut new);
         if c.rr.subresource.is_empty() {
             keel_strategy::prepare_for_update(
                 c.info.group,
@@ -1138,5 +1187,48 @@ pub async fn delete_collection(app: &App, c: &mut Call<'_>) -> Result<Response, 
             let list = json!({"kind": list_kind, "apiVersion": c.api_version(), "metadata": meta, "items": items?});
             respond::value(200, format, &list)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cause_messages_drop_the_field_path() {
+        for (field, message, body) in [
+            (
+                "metadata.name",
+                "metadata.name: Required value",
+                "Required value",
+            ),
+            (
+                "data[a b]",
+                "data[a b]: Invalid value: \"a b\"",
+                "Invalid value: \"a b\"",
+            ),
+            ("spec", "Invalid value: 1", "Invalid value: 1"),
+            ("", ": odd", ": odd"),
+            ("spec.x", "spec.xy: other field", "spec.xy: other field"),
+        ] {
+            assert_eq!(error_body(field, message), body, "{field} {message}");
+        }
+    }
+
+    #[test]
+    fn protobuf_bodies_without_prefix_are_summarized() {
+        let e = unrecognized_body("ConfigMap", b"");
+        assert!(e
+            .message
+            .ends_with("expected prefix [107 56 115 0] (<empty>)"));
+        let e = unrecognized_body("Pod", &[1, 2, 255]);
+        assert!(e
+            .message
+            .starts_with("the object provided is unrecognized (must be of type Pod)"));
+        assert!(e.message.ends_with("(0102ff)"), "{}", e.message);
+        let long = vec![b'{'; 40];
+        let e = unrecognized_body("Pod", &long);
+        assert!(e.message.ends_with(&format!("({} ...)", "{".repeat(30))));
+        assert_eq!(e.code, 400);
     }
 }

@@ -8,6 +8,11 @@ use crate::store::Storage;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+/// Shortest accepted `--watch-bookmark-interval`.
+pub const BOOKMARK_INTERVAL_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+/// Shortest accepted `--storage-maintenance-interval`.
+pub const MAINTENANCE_INTERVAL_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Checks everything that can be checked before touching the data directory.
 pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catalog), String> {
     match opts.storage_backend.as_str() {
@@ -92,6 +97,10 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     eo.sync = opts.sync.parse().expect("validated");
     eo.history = opts.watch_history;
+    eo.maintenance_interval = Some(
+        opts.storage_maintenance_interval
+            .max(MAINTENANCE_INTERVAL_MIN),
+    );
     eo.limits.value_bytes_max = opts.max_request_bytes.max(eo.limits.value_bytes_max);
     let engine = keel_engine::Engine::open(eo).map_err(|e| format!("opening the store: {e}"))?;
 
@@ -105,6 +114,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         always_allow: opts.authorization_always_allow_paths.clone(),
         alloc: Allocators::new(cidr, ports),
         min_request_timeout: opts.min_request_timeout,
+        bookmark_interval: opts.watch_bookmark_interval.max(BOOKMARK_INTERVAL_MIN),
     }));
 
     // Serve.

@@ -229,7 +229,9 @@ pub async fn eviction(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError>
 }
 
 /// `GET pods/<name>/log`. keel does not connect to kubelets, so a pod's log is never
-/// available; the answers for pods not yet running are upstream's.
+/// available: a pod not on a node gets upstream's empty answer, a pod on a node without a
+/// Node object upstream's 404, and otherwise the kubelet's answer for a container that has
+/// not started, or 503.
 pub async fn log(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError> {
     let (pod, _) = read_object(app, c)?;
     let containers: Vec<String> = pod
@@ -258,6 +260,20 @@ pub async fn log(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError> {
             )))
         }
     };
+    // Upstream answers an empty stream for a pod no node has taken yet.
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if node.is_empty() {
+        return Ok(respond::response(200, "text/plain", Vec::new()));
+    }
+    // The node's kubelet is found through its Node object.
+    let nodes = app.catalog.lookup("", "v1", "nodes").expect("nodes");
+    let node_key = crate::store::Location::of(app.catalog, nodes).key("", node);
+    if app.storage.get_latest(&node_key)?.is_none() {
+        return Err(ApiError::not_found("", "nodes", node));
+    }
     let running = pod
         .pointer("/status/containerStatuses")
         .and_then(Value::as_array)

@@ -25,7 +25,7 @@ use tokio::time::Sleep;
 
 /// Bytes gathered into one chunk before it is handed to the connection.
 pub const WATCH_CHUNK_BYTES: usize = 256 * 1024;
-/// How often an idle stream with `allowWatchBookmarks` gets a BOOKMARK.
+/// How often an idle stream with `allowWatchBookmarks` gets a BOOKMARK, unless configured.
 pub const WATCH_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How events are written.
@@ -248,7 +248,7 @@ impl Stream for WatchStream {
                     // Everything up to `visible` for this prefix has been delivered.
                     if let Some(b) = this.bookmarks.as_mut() {
                         if b.as_mut().poll(cx).is_ready() {
-                            let deadline = tokio::time::Instant::now() + WATCH_BOOKMARK_INTERVAL;
+                            let deadline = tokio::time::Instant::now() + this.app.bookmark_interval;
                             b.as_mut().reset(deadline);
                             let _ = b.as_mut().poll(cx);
                             this.last_sent = this.last_sent.max(visible);
@@ -328,7 +328,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
     let bookmarks = c
         .query
         .flag("allowWatchBookmarks")
-        .then(|| Box::pin(tokio::time::sleep(WATCH_BOOKMARK_INTERVAL)));
+        .then(|| Box::pin(tokio::time::sleep(app.bookmark_interval)));
     let s = WatchStream {
         _guard: app.metrics.watch_opened(c.info.group, c.info.plural),
         app: app.clone(),

@@ -641,3 +641,144 @@ fn unauthenticated_requests_get_401() {
     let body = String::from_utf8_lossy(&out.stdout);
     assert!(body.contains("apiserver_request_total{"), "{body}");
 }
+
+#[test]
+fn edit_replace_and_status_patch() {
+    let s = server();
+    let ns = s.namespace("editing");
+    s.ok(&["create", "deployment", "web", "-n", &ns, "--image=nginx"]);
+    let dir = tempfile::tempdir().unwrap();
+    let editor = write(
+        dir.path(),
+        "editor.sh",
+        "#!/bin/sh\nsed -i 's/replicas: 1/replicas: 4/' \"$1\"\n",
+    );
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = Command::new("kubectl")
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("EDITOR", &editor)
+        .args(["edit", "deploy", "web", "-n", &ns])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("deployment.apps/web edited"));
+    let d = s.json(&["get", "deploy", "web", "-n", &ns]);
+    assert_eq!(d["spec"]["replicas"], 4);
+    assert_eq!(d["metadata"]["generation"], 2);
+
+    // replace with the current object (its resourceVersion is a precondition).
+    let mut cur = d.clone();
+    cur["spec"]["replicas"] = 6.into();
+    let out = s.kubectl_stdin(&["replace", "-n", &ns, "-f", "-"], &cur.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.json(&["get", "deploy", "web", "-n", &ns])["spec"]["replicas"],
+        6
+    );
+
+    // Status through the subresource; the main resource ignores status.
+    s.ok(&[
+        "patch", "deploy", "web", "-n", &ns, "--subresource=status", "--type=merge", "-p",
+        r#"{"status":{"replicas":6,"readyReplicas":2,"availableReplicas":2,"updatedReplicas":6},"spec":{"replicas":1}}"#,
+    ]);
+    let d = s.json(&["get", "deploy", "web", "-n", &ns]);
+    assert_eq!(d["status"]["readyReplicas"], 2);
+    assert_eq!(d["spec"]["replicas"], 6, "status patches leave spec alone");
+    let row = s.ok(&["get", "deploy", "web", "-n", &ns, "--no-headers"]);
+    assert!(row.split_whitespace().nth(1) == Some("2/6"), "{row}");
+    s.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"status":{"readyReplicas":5}}"#,
+    ]);
+    assert_eq!(
+        s.json(&["get", "deploy", "web", "-n", &ns])["status"]["readyReplicas"],
+        2
+    );
+
+    // A client-side diff of the live object shows only the real change.
+    let mut changed = s.json(&["get", "deploy", "web", "-n", &ns]);
+    changed["spec"]["replicas"] = 7.into();
+    let f = write(dir.path(), "d.json", &changed.to_string());
+    let out = s.kubectl(&["diff", "-n", &ns, "-f", f.to_str().unwrap()]);
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "differences found: {diff}");
+    assert!(diff.contains("+  replicas: 7"), "{diff}");
+    assert!(!diff.contains("annotations: {}"), "{diff}");
+}
+
+#[test]
+fn wait_for_delete_and_conditions() {
+    let s = server();
+    let ns = s.namespace("waiting");
+    s.ok(&["create", "configmap", "doomed", "-n", &ns]);
+    s.ok(&["run", "p", "-n", &ns, "--image=nginx"]);
+    let waiter = Command::new("kubectl")
+        .env("KUBECONFIG", &s.kubeconfig)
+        .args([
+            "wait",
+            "--for=delete",
+            "cm/doomed",
+            "-n",
+            &ns,
+            "--timeout=20s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.ok(&["delete", "cm", "doomed", "-n", &ns]);
+    let out = waiter.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("condition met"));
+    let out = s.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Pending",
+        "pod/p",
+        "-n",
+        &ns,
+        "--timeout=5s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+    let err = s.fails(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/p",
+        "-n",
+        &ns,
+        "--timeout=1s",
+    ]);
+    assert!(err.contains("timed out waiting for the condition"), "{err}");
+}
+
+#[test]
+fn auth_can_i_and_whoami() {
+    let s = server();
+    assert_eq!(s.ok(&["auth", "can-i", "create", "pods"]).trim(), "yes");
+    assert_eq!(s.ok(&["auth", "can-i", "get", "/healthz"]).trim(), "yes");
+    let list = s.ok(&["auth", "can-i", "--list", "-n", "default"]);
+    assert!(list.contains("*.*"), "{list}");
+    let who = s.json(&["auth", "whoami"]);
+    assert_eq!(who["kind"], "SelfSubjectReview");
+    let groups = who["status"]["userInfo"]["groups"].as_array().unwrap();
+    assert!(groups.contains(&"system:masters".into()), "{who}");
+    assert!(groups.contains(&"system:authenticated".into()), "{who}");
+}

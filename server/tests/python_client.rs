@@ -2,19 +2,28 @@
 
 mod common;
 
-#[test]
-fn python_kubernetes_client() {
-    let s = common::Server::start(&[]);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_test.py");
+fn run_script(name: &str) {
+    let s = common::server();
+    let script = format!("{}/tests/python/{name}", env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new("python3")
-        .arg(script)
+        .arg(&script)
         .arg(&s.kubeconfig)
         .output()
         .expect("python3");
     assert!(
         out.status.success(),
-        "python client checks failed:\n{}\n{}",
+        "python checks in {name} failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn python_kubernetes_client() {
+    run_script("client_test.py");
+}
+
+#[test]
+fn python_pod_status_subresource() {
+    run_script("pod_status.py");
 }

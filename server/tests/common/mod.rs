@@ -153,6 +153,116 @@ impl Server {
     }
 }
 
+/// Longest a raw HTTP exchange through curl may take.
+pub const CURL_TIMEOUT_SECS: &str = "30";
+
+/// One raw HTTPS exchange: status, headers (names lowercased) and body bytes.
+#[derive(Debug)]
+pub struct Http {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Http {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Parses `curl -i` output; skips interim `100 Continue` responses.
+    fn parse(mut raw: &[u8]) -> Http {
+        loop {
+            let end = raw
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .unwrap_or_else(|| panic!("no header end: {}", String::from_utf8_lossy(raw)));
+            let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+            let body = &raw[end + 4..];
+            let mut lines = head.split("\r\n");
+            let status: u16 = lines
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|c| c.parse().ok())
+                .unwrap_or_else(|| panic!("no status line: {head}"));
+            if status == 100 {
+                raw = body;
+                continue;
+            }
+            let headers = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                .collect();
+            return Http {
+                status,
+                headers,
+                body: body.to_vec(),
+            };
+        }
+    }
+}
+
+impl Server {
+    /// A raw HTTPS request with the admin token; `headers` are `Name: value` lines.
+    pub fn http(&self, method: &str, path: &str, headers: &[&str], body: Option<&[u8]>) -> Http {
+        let url = format!("https://127.0.0.1:{}{path}", self.port);
+        let auth = format!("Authorization: Bearer {}", self.token);
+        let mut cmd = Command::new("curl");
+        cmd.args(["-s", "-i", "--max-time", CURL_TIMEOUT_SECS, "-X", method])
+            .args(["--cacert", self.ca_file().to_str().unwrap(), "-H", &auth]);
+        for h in headers {
+            cmd.args(["-H", h]);
+        }
+        if body.is_some() {
+            cmd.args(["--data-binary", "@-"]);
+        }
+        let mut child = cmd
+            .arg(&url)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run curl");
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(b) = body {
+            stdin.write_all(b).unwrap();
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "curl {method} {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Http::parse(&out.stdout)
+    }
+
+    pub fn get(&self, path: &str) -> Http {
+        self.http("GET", path, &[], None)
+    }
+
+    /// Sends a JSON body.
+    pub fn send_json(&self, method: &str, path: &str, body: &serde_json::Value) -> Http {
+        let ct = if method == "PATCH" {
+            "Content-Type: application/merge-patch+json"
+        } else {
+            "Content-Type: application/json"
+        };
+        self.http(method, path, &[ct], Some(body.to_string().as_bytes()))
+    }
+}
+
 /// Polls `f` until it returns true or `timeout` passes.
 pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;

@@ -1,0 +1,163 @@
+//! The create-only review resources that are answered, never stored: access reviews
+//! (`selfsubjectaccessreviews`, `localsubjectaccessreviews`, `subjectaccessreviews`),
+//! `selfsubjectrulesreviews`, `selfsubjectreviews` and `tokenreviews` (what `kubectl auth
+//! can-i` and `kubectl auth whoami` use).
+
+use crate::app::App;
+use crate::auth::{self, Attributes, User};
+use crate::call::Call;
+use crate::registry;
+use crate::respond;
+use keel_api::status::{field, ApiError};
+use keel_http::Response;
+use serde_json::{json, Value};
+
+/// Group every authenticated user belongs to.
+const AUTHENTICATED_GROUP: &str = "system:authenticated";
+
+/// Whether `(group, resource)` is a review answered by [`create`].
+pub fn is_review(group: &str, resource: &str) -> bool {
+    matches!(
+        (group, resource),
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+                | "localsubjectaccessreviews"
+                | "subjectaccessreviews"
+                | "selfsubjectrulesreviews"
+        ) | (
+            "authentication.k8s.io",
+            "selfsubjectreviews" | "tokenreviews"
+        )
+    )
+}
+
+/// `POST` of a review: the object comes back with its `status` filled in (201).
+pub async fn create(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let mut obj = registry::decode_object(c)?;
+    let status = match c.info.plural {
+        "selfsubjectaccessreviews" => access(app, c, &obj, c.user)?,
+        "localsubjectaccessreviews" | "subjectaccessreviews" => {
+            let user = subject(&obj);
+            access(app, c, &obj, &user)?
+        }
+        "selfsubjectrulesreviews" => json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false
+        }),
+        "selfsubjectreviews" => json!({"userInfo": user_info(c.user)}),
+        _ => token_review(app, &obj),
+    };
+    let root = obj.as_object_mut().expect("decoded objects are objects");
+    let meta = root.entry("metadata").or_insert_with(|| json!({}));
+    if let Some(m) = meta.as_object_mut() {
+        m.entry("creationTimestamp").or_insert(Value::Null);
+    }
+    root.insert("status".into(), status);
+    respond::value(201, format, &obj)
+}
+
+fn user_info(user: &User) -> Value {
+    let mut groups = user.groups.clone();
+    if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        groups.push(AUTHENTICATED_GROUP.into());
+    }
+    let mut info = json!({"username": user.name, "groups": groups});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
+    }
+    info
+}
+
+/// The user a (local) subject access review asks about.
+fn subject(obj: &Value) -> User {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let text = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    User {
+        name: text("user"),
+        uid: text("uid"),
+        groups: spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| g.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// Asks the authorizer what the review's attributes ask; 422 unless exactly one of
+/// `resourceAttributes` and `nonResourceAttributes` is given.
+fn access(app: &App, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, ApiError> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let res = spec.get("resourceAttributes").filter(|v| v.is_object());
+    let non = spec.get("nonResourceAttributes").filter(|v| v.is_object());
+    let s = |v: Option<&Value>, k: &str| -> String {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if res.is_some() == non.is_some() {
+        let detail = "exactly one of nonResourceAttributes or resourceAttributes must be specified";
+        let cause = field::invalid(
+            "spec.resourceAttributes",
+            res.unwrap_or(&Value::Null),
+            detail,
+        );
+        return Err(ApiError::invalid(
+            c.info.group,
+            c.info.kind,
+            "",
+            vec![cause],
+        ));
+    }
+    let (verb, group, resource, sub, name) = (
+        s(res.or(non), "verb"),
+        s(res, "group"),
+        s(res, "resource"),
+        s(res, "subresource"),
+        s(res, "name"),
+    );
+    let namespace = match c.info.plural {
+        "localsubjectaccessreviews" => c.rr.namespace.clone(),
+        _ => s(res, "namespace"),
+    };
+    let path = non.map(|_| s(non, "path"));
+    let decision = app.authorizer.authorize(&Attributes {
+        user,
+        verb: &verb,
+        group: &group,
+        resource: &resource,
+        subresource: &sub,
+        namespace: &namespace,
+        name: &name,
+        path: path.as_deref(),
+    });
+    Ok(match decision {
+        Ok(()) => json!({"allowed": true}),
+        Err(reason) if reason.is_empty() => json!({"allowed": false}),
+        Err(reason) => json!({"allowed": false, "reason": reason}),
+    })
+}
+
+fn token_review(app: &App, obj: &Value) -> Value {
+    let token = obj
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let header = format!("Bearer {token}");
+    match auth::authenticate(&app.tokens, Some(&header), None) {
+        Some(user) if !token.is_empty() => json!({"authenticated": true, "user": user_info(&user)}),
+        _ => json!({"user": {}}),
+    }
+}
