@@ -246,6 +246,14 @@ pub async fn list(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError> {
     match format {
         Format::Json => {
             let size: usize = page.items.iter().map(|kv| kv.value().len() + 1).sum();
+            if size > respond::LIST_STREAM_THRESHOLD_BYTES {
+                return Ok(respond::json_list_stream(
+                    &c.api_version(),
+                    &list_kind,
+                    &meta,
+                    page.items,
+                ));
+            }
             let body = respond::json_list(
                 &c.api_version(),
                 &list_kind,

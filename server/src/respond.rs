@@ -157,6 +157,71 @@ pub fn parse_stored(bytes: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::internal(format!("stored object is not valid JSON: {e}")))
 }
 
+/// Lists whose items exceed this many bytes are streamed in chunks instead of built whole.
+pub const LIST_STREAM_THRESHOLD_BYTES: usize = 1024 * 1024;
+/// Bytes of one streamed list chunk.
+pub const LIST_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Chunks of a streamed `<Kind>List`: the head, then items copied straight from the store's
+/// mapped bytes a chunk at a time, then the closing bytes. The server holds one chunk, not the
+/// whole response.
+struct ListChunks {
+    head: Option<Vec<u8>>,
+    items: std::vec::IntoIter<keel_engine::KeyValue>,
+    first: bool,
+    done: bool,
+}
+
+impl Iterator for ListChunks {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if let Some(h) = self.head.take() {
+            return Some(h);
+        }
+        if self.done {
+            return None;
+        }
+        let mut out = Vec::with_capacity(LIST_CHUNK_BYTES + 4096);
+        for kv in self.items.by_ref() {
+            if !self.first {
+                out.push(b',');
+            }
+            self.first = false;
+            out.extend_from_slice(kv.value());
+            if out.len() >= LIST_CHUNK_BYTES {
+                return Some(out);
+            }
+        }
+        out.extend_from_slice(b"]}");
+        self.done = true;
+        Some(out)
+    }
+}
+
+/// A `<Kind>List` JSON response streamed with chunked transfer coding.
+pub fn json_list_stream(
+    api_version: &str,
+    list_kind: &str,
+    list_meta: &Value,
+    items: Vec<keel_engine::KeyValue>,
+) -> Response {
+    let head = json_list(api_version, list_kind, list_meta, std::iter::empty(), 0);
+    // `json_list` closed the empty array: reopen it.
+    let head = head[..head.len() - 2].to_vec();
+    let chunks = ListChunks {
+        head: Some(head),
+        items: items.into_iter(),
+        first: true,
+        done: false,
+    };
+    Response {
+        status: 200,
+        headers: vec![("Content-Type".into(), JSON.into())],
+        body: Body::Stream(Box::pin(futures_util::stream::iter(chunks))),
+    }
+}
+
 /// Builds a `<Kind>List` JSON document around already-encoded items, without re-encoding them.
 pub fn json_list<'a>(
     api_version: &str,
@@ -242,6 +307,43 @@ mod tests {
         assert_eq!(v["kind"], "ConfigMapList");
         assert_eq!(v["items"][1]["b"], 2);
         assert_eq!(v["metadata"]["resourceVersion"], "5");
+    }
+
+    #[test]
+    fn streamed_lists_are_the_same_document() {
+        let items: Vec<keel_engine::KeyValue> = (0..3000)
+            .map(|i| {
+                let v = format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(200));
+                keel_engine::KeyValue::from_parts(
+                    format!("k{i:05}").as_bytes(),
+                    v.as_bytes(),
+                    keel_engine::Revision(1),
+                )
+            })
+            .collect();
+        let meta = serde_json::json!({"resourceVersion": "9"});
+        let whole = json_list(
+            "v1",
+            "ConfigMapList",
+            &meta,
+            items.iter().map(|kv| kv.value()),
+            0,
+        );
+        let r = json_list_stream("v1", "ConfigMapList", &meta, items);
+        let Body::Stream(s) = r.body else {
+            panic!("not streamed")
+        };
+        let chunks: Vec<Vec<u8>> = futures_executor::block_on(futures_util::StreamExt::collect(s));
+        assert!(chunks.len() > 2, "{} chunks", chunks.len());
+        assert!(chunks.iter().all(|c| c.len() <= LIST_CHUNK_BYTES + 4096));
+        assert_eq!(chunks.concat(), whole);
+        let empty = json_list_stream("v1", "ConfigMapList", &meta, Vec::new());
+        let Body::Stream(s) = empty.body else {
+            panic!()
+        };
+        let out: Vec<Vec<u8>> = futures_executor::block_on(futures_util::StreamExt::collect(s));
+        let v: Value = serde_json::from_slice(&out.concat()).unwrap();
+        assert_eq!(v["items"].as_array().unwrap().len(), 0);
     }
 
     #[test]

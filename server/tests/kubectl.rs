@@ -782,3 +782,37 @@ fn auth_can_i_and_whoami() {
     assert!(groups.contains(&"system:masters".into()), "{who}");
     assert!(groups.contains(&"system:authenticated".into()), "{who}");
 }
+
+#[test]
+fn large_lists_stream_whole() {
+    let s = server();
+    let ns = s.namespace("biglist");
+    let dir = tempfile::tempdir().unwrap();
+    let value = "v".repeat(100_000);
+    let f = write(dir.path(), "big.txt", &value);
+    for i in 0..14 {
+        s.ok(&[
+            "create",
+            "configmap",
+            &format!("big{i}"),
+            "-n",
+            &ns,
+            &format!("--from-file=data={}", f.display()),
+        ]);
+    }
+    // 1.4 MB of items: above the streaming threshold, sent with chunked transfer coding.
+    let out = s.ok(&["get", "cm", "-n", &ns, "--chunk-size=0", "-o", "name"]);
+    assert_eq!(out.lines().count(), 14, "{out}");
+    let raw = s.ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/{ns}/configmaps"),
+    ]);
+    let list: Value = serde_json::from_str(&raw).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 14);
+    assert!(items
+        .iter()
+        .all(|i| i["data"]["data"].as_str().unwrap().len() == 100_000));
+    assert_eq!(list["kind"], "ConfigMapList");
+}
