@@ -1,0 +1,493 @@
+//! Command line: connection flags, one subcommand per workload, dispatch to the Kubernetes or
+//! etcd form of the workload.
+
+use crate::client::KubeClient;
+use crate::driver::Plan;
+use crate::etcd::Etcd;
+use crate::kube::{self, churn::ChurnSpec, crud::CreateSpec, nodes::NodesSpec};
+use crate::kubeconfig::{self, Endpoint};
+use crate::limits;
+use crate::objects::{Kind, Naming};
+use crate::report::Report;
+use clap::{Args, Parser, Subcommand};
+use keel_server::options::parse_duration;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Load generator for Kubernetes API servers (and for etcd, shaped as kube-apiserver uses it).
+///
+/// Connects through a kubeconfig (`--kubeconfig`, `$KUBECONFIG`, `--context`) or `--url` with
+/// `--token`; `--etcd` targets an etcd v3 endpoint instead. Prints throughput and latency
+/// percentiles (p50, p90, p99, p99.9, max) as a table and, with `--json FILE`, as JSON.
+/// Exits 3 when any operation failed or a watch missed events.
+#[derive(Parser, Debug)]
+#[command(name = "loadgen", version, about, long_about)]
+pub struct Cli {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    /// Also write the report as JSON to this file.
+    #[arg(long, global = true)]
+    pub json: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// Where to connect.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConnArgs {
+    /// kubeconfig file (default: $KUBECONFIG, first entry).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context (default: current-context).
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// API server URL instead of a kubeconfig (http:// or https://).
+    #[arg(long, global = true)]
+    pub url: Option<String>,
+    /// Bearer token, with --url.
+    #[arg(long, global = true)]
+    pub token: Option<String>,
+    /// CA bundle (PEM) to verify the server, with --url.
+    #[arg(long, global = true)]
+    pub ca_file: Option<PathBuf>,
+    /// etcd endpoints (comma-separated, e.g. http://127.0.0.1:2379): run the workload against
+    /// etcd instead of an API server.
+    #[arg(long, global = true, value_delimiter = ',')]
+    pub etcd: Vec<String>,
+    /// Key prefix in etcd (kube-apiserver's --etcd-prefix).
+    #[arg(long, global = true, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// etcd client connections (HTTP/2, requests multiplexed over them).
+    #[arg(long, global = true, default_value_t = 4)]
+    pub etcd_connections: usize,
+}
+
+/// What objects a workload touches.
+#[derive(Args, Debug, Clone)]
+pub struct ObjArgs {
+    /// Kind of object.
+    #[arg(long, value_enum, default_value = "configmaps")]
+    pub kind: Kind,
+    /// Objects are named `<prefix>-<i>`.
+    #[arg(long, default_value = "lg")]
+    pub prefix: String,
+    /// Namespace, or namespace prefix with --namespaces > 1 (`<namespace>-<i mod n>`).
+    #[arg(long, default_value = "loadgen")]
+    pub namespace: String,
+    /// Spread objects over this many namespaces.
+    #[arg(long, default_value_t = 1)]
+    pub namespaces: u32,
+    /// ConfigMap payload bytes.
+    #[arg(long, default_value_t = 1024)]
+    pub size: usize,
+    /// Payload size spread: 0.5 varies sizes uniformly by +-50%.
+    #[arg(long, default_value_t = 0.0)]
+    pub size_spread: f64,
+    /// Index of the first object.
+    #[arg(long, default_value_t = 0)]
+    pub first: u64,
+}
+
+/// How hard and how long.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Requests in flight at once (one keep-alive connection each).
+    #[arg(long, short = 'c', default_value_t = 16)]
+    pub concurrency: usize,
+    /// Stop after this long (e.g. 30s, 5m), even if operations remain.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Target operations per second (default: as fast as possible).
+    #[arg(long)]
+    pub rate: Option<f64>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Create N objects (ConfigMaps of --size bytes, or ~2 KiB Pods).
+    Create {
+        #[command(flatten)]
+        obj: ObjArgs,
+        #[command(flatten)]
+        run: RunArgs,
+        /// Objects to create.
+        #[arg(long, short = 'n', default_value_t = 1000)]
+        count: u64,
+    },
+    /// GET existing objects (indices first..first+count, round robin).
+    Get(ExistingArgs),
+    /// Replace existing objects with a new version (PUT; etcd: GuaranteedUpdate txn).
+    Update(ExistingArgs),
+    /// Merge-patch the annotations of existing objects (API servers only).
+    Patch(ExistingArgs),
+    /// Delete existing objects first..first+count, each once.
+    Delete {
+        #[command(flatten)]
+        obj: ObjArgs,
+        #[command(flatten)]
+        run: RunArgs,
+        #[arg(long, short = 'n', default_value_t = 1000)]
+        count: u64,
+    },
+    /// List a whole collection (all namespaces unless --in-namespace), in full or in pages.
+    List {
+        #[command(flatten)]
+        obj: ObjArgs,
+        #[command(flatten)]
+        run: RunArgs,
+        /// Lists to run.
+        #[arg(long, default_value_t = 10)]
+        ops: u64,
+        /// Page size (limit/continue); default: one full list.
+        #[arg(long)]
+        page_size: Option<u64>,
+        /// List only this namespace.
+        #[arg(long)]
+        in_namespace: Option<String>,
+    },
+    /// W watchers on one collection while writers create objects; checks every watcher got
+    /// every event exactly once, in order, and measures delivery latency.
+    Watch {
+        #[command(flatten)]
+        obj: ObjArgs,
+        /// Writers (the --concurrency of the writes), --rate and --duration apply to writes.
+        #[command(flatten)]
+        run: RunArgs,
+        /// Watchers (one connection or stream each).
+        #[arg(long, short = 'w', default_value_t = 10)]
+        watchers: usize,
+        /// Objects to write.
+        #[arg(long, short = 'n', default_value_t = 1000)]
+        count: u64,
+    },
+    /// Simulate K kubelets: Nodes, Leases renewed every --lease-interval, status updates,
+    /// pods bound to them started, graceful deletions finished (API servers only).
+    Nodes {
+        /// Nodes to simulate.
+        #[arg(long, short = 'k', default_value_t = 100)]
+        nodes: usize,
+        /// Node names are `<prefix>-<k>`.
+        #[arg(long, default_value = "kwok-node")]
+        prefix: String,
+        #[arg(long, default_value = "10s", value_parser = parse_duration)]
+        lease_interval: Duration,
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        status_interval: Duration,
+        /// How long to run.
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        duration: Duration,
+        #[arg(long, short = 'c', default_value_t = 16)]
+        concurrency: usize,
+    },
+    /// ClusterLoader2-style mix of group creates, updates, lists and deletes at a target
+    /// request rate for a fixed time (API servers only).
+    Churn {
+        /// Namespaces are `<prefix>-<n>`.
+        #[arg(long, default_value = "churn")]
+        prefix: String,
+        #[arg(long, default_value_t = 10)]
+        namespaces: u32,
+        /// Pods per group (a Deployment's replicas).
+        #[arg(long, default_value_t = 5)]
+        group_size: u32,
+        /// Groups kept alive on average.
+        #[arg(long, default_value_t = 100)]
+        groups: u64,
+        /// Target API requests per second.
+        #[arg(long, default_value_t = 100.0)]
+        qps: f64,
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        duration: Duration,
+        #[arg(long, short = 'c', default_value_t = 16)]
+        concurrency: usize,
+        /// ConfigMap payload bytes.
+        #[arg(long, default_value_t = 512)]
+        configmap_size: usize,
+    },
+    /// Measure keel and etcd side by side and write a markdown report (see tools/README.md).
+    Compare(crate::compare::CompareArgs),
+}
+
+/// Objects that already exist.
+#[derive(Args, Debug, Clone)]
+pub struct ExistingArgs {
+    #[command(flatten)]
+    pub obj: ObjArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// How many objects exist (indices first..first+count).
+    #[arg(long, short = 'n', default_value_t = 1000)]
+    pub count: u64,
+    /// Operations to run (default: one per object).
+    #[arg(long)]
+    pub ops: Option<u64>,
+}
+
+impl ObjArgs {
+    pub fn naming(&self) -> Naming {
+        Naming {
+            kind: self.kind,
+            prefix: self.prefix.clone(),
+            ns_prefix: self.namespace.clone(),
+            namespaces: self.namespaces.max(1),
+        }
+    }
+
+    pub fn create_spec(&self) -> Result<CreateSpec, String> {
+        if self.size > limits::OBJECT_BYTES_MAX {
+            return Err(format!("--size at most {}", limits::OBJECT_BYTES_MAX));
+        }
+        Ok(CreateSpec {
+            naming: self.naming(),
+            size: self.size,
+            size_spread: self.size_spread,
+            first: self.first,
+        })
+    }
+}
+
+impl RunArgs {
+    pub fn plan(&self, ops: Option<u64>) -> Plan {
+        Plan {
+            concurrency: self.concurrency,
+            ops,
+            duration: self.duration,
+            rate_per_s: self.rate,
+        }
+    }
+}
+
+/// Where a workload runs.
+pub enum Target {
+    Kube(Box<KubeClient>),
+    Etcd(Etcd),
+}
+
+impl ConnArgs {
+    /// The API server endpoint from --url/--token/--ca-file or the kubeconfig.
+    pub fn endpoint(&self) -> Result<Endpoint, String> {
+        if let Some(url) = &self.url {
+            let ca_pem = match &self.ca_file {
+                Some(p) => Some(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?),
+                None => None,
+            };
+            return Ok(Endpoint {
+                server: url.clone(),
+                ca_pem,
+                token: self.token.clone(),
+                ..Default::default()
+            });
+        }
+        let path = match &self.kubeconfig {
+            Some(p) => p.clone(),
+            None => std::env::var_os("KUBECONFIG")
+                .and_then(|v| std::env::split_paths(&v).next())
+                .ok_or("no --kubeconfig, --url or $KUBECONFIG given")?,
+        };
+        let mut ep = kubeconfig::load(&path, self.context.as_deref())?;
+        if self.token.is_some() {
+            ep.token = self.token.clone();
+        }
+        Ok(ep)
+    }
+
+    /// Connects, with a connection pool of `pool`.
+    pub async fn target(&self, pool: usize) -> Result<Target, String> {
+        if !self.etcd.is_empty() {
+            return Ok(Target::Etcd(
+                Etcd::connect(&self.etcd, self.etcd_connections, &self.etcd_prefix).await?,
+            ));
+        }
+        Ok(Target::Kube(Box::new(KubeClient::new(
+            &self.endpoint()?,
+            pool,
+        )?)))
+    }
+}
+
+fn kube_only(what: &str) -> String {
+    format!("{what} has no etcd form: it exercises API server semantics (drop --etcd)")
+}
+
+/// Runs the subcommand (not `compare`) and returns its report.
+pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
+    let run = match cmd {
+        Cmd::Create { run, .. }
+        | Cmd::Delete { run, .. }
+        | Cmd::List { run, .. }
+        | Cmd::Watch { run, .. } => Some(run),
+        Cmd::Get(a) | Cmd::Update(a) | Cmd::Patch(a) => Some(&a.run),
+        Cmd::Nodes { .. } | Cmd::Churn { .. } => None,
+        Cmd::Compare(_) => return Err("compare is run by main".into()),
+    };
+    // Check the flags before touching the server.
+    if let Some(run) = run {
+        run.plan(Some(1)).validate()?;
+    }
+    let pool = match cmd {
+        Cmd::Nodes { concurrency, .. } | Cmd::Churn { concurrency, .. } => *concurrency * 3,
+        _ => run.map_or(1, |r| r.concurrency),
+    };
+    let target = conn.target(pool).await?;
+    match (cmd, &target) {
+        (Cmd::Create { obj, run, count }, t) => {
+            check_count(*count)?;
+            let (spec, plan) = (obj.create_spec()?, run.plan(Some(*count)));
+            match t {
+                Target::Kube(c) => kube::crud::create(c, &spec, &plan).await,
+                Target::Etcd(e) => crate::etcd::create(e, &spec, &plan).await,
+            }
+        }
+        (Cmd::Get(a), t) => {
+            let plan = a.run.plan(Some(a.ops.unwrap_or(a.count)));
+            let n = a.obj.naming();
+            match t {
+                Target::Kube(c) => kube::crud::get(c, &n, a.obj.first, a.count, &plan).await,
+                Target::Etcd(e) => crate::etcd::get(e, &n, a.obj.first, a.count, &plan).await,
+            }
+        }
+        (Cmd::Update(a), t) => {
+            let (spec, plan) = (
+                a.obj.create_spec()?,
+                a.run.plan(Some(a.ops.unwrap_or(a.count))),
+            );
+            match t {
+                Target::Kube(c) => kube::crud::update(c, &spec, a.count, &plan).await,
+                Target::Etcd(e) => crate::etcd::update(e, &spec, a.count, &plan).await,
+            }
+        }
+        (Cmd::Patch(a), Target::Kube(c)) => {
+            let plan = a.run.plan(Some(a.ops.unwrap_or(a.count)));
+            kube::crud::patch(c, &a.obj.naming(), a.obj.first, a.count, &plan).await
+        }
+        (Cmd::Delete { obj, run, count }, t) => {
+            let plan = run.plan(Some(*count));
+            match t {
+                Target::Kube(c) => kube::crud::delete(c, &obj.naming(), obj.first, &plan).await,
+                Target::Etcd(e) => crate::etcd::delete(e, &obj.naming(), obj.first, &plan).await,
+            }
+        }
+        (
+            Cmd::List {
+                obj,
+                run,
+                ops,
+                page_size,
+                in_namespace,
+            },
+            t,
+        ) => {
+            let plan = run.plan(Some(*ops));
+            match t {
+                Target::Kube(c) => {
+                    let coll = match in_namespace {
+                        Some(ns) => format!("/api/v1/namespaces/{ns}/{}", obj.kind.plural()),
+                        None => format!("/api/v1/{}", obj.kind.plural()),
+                    };
+                    kube::list::list(c, &coll, *page_size, &plan).await
+                }
+                Target::Etcd(e) => {
+                    crate::etcd::list(e, &obj.naming(), in_namespace.as_deref(), *page_size, &plan)
+                        .await
+                }
+            }
+        }
+        (
+            Cmd::Watch {
+                obj,
+                run,
+                watchers,
+                count,
+            },
+            t,
+        ) => {
+            check_count(*count)?;
+            let plan = run.plan(Some(*count));
+            match t {
+                Target::Kube(c) => {
+                    kube::watch::watch(c, &obj.naming(), obj.size, obj.first, *watchers, &plan)
+                        .await
+                }
+                Target::Etcd(e) => {
+                    crate::etcd::watch(e, &obj.naming(), obj.size, obj.first, *watchers, &plan)
+                        .await
+                }
+            }
+        }
+        (
+            Cmd::Nodes {
+                nodes,
+                prefix,
+                lease_interval,
+                status_interval,
+                duration,
+                concurrency,
+            },
+            Target::Kube(c),
+        ) => {
+            let spec = NodesSpec {
+                count: *nodes,
+                prefix: prefix.clone(),
+                lease_interval: *lease_interval,
+                status_interval: *status_interval,
+                duration: *duration,
+                concurrency: *concurrency,
+            };
+            kube::nodes::nodes(c, &spec).await
+        }
+        (
+            Cmd::Churn {
+                prefix,
+                namespaces,
+                group_size,
+                groups,
+                qps,
+                duration,
+                concurrency,
+                configmap_size,
+            },
+            Target::Kube(c),
+        ) => {
+            let spec = ChurnSpec {
+                prefix: prefix.clone(),
+                namespaces: *namespaces,
+                group_size: (*group_size).max(1),
+                groups_target: *groups,
+                qps: *qps,
+                duration: *duration,
+                concurrency: *concurrency,
+                configmap_bytes: *configmap_size,
+            };
+            kube::churn::churn(c, &spec).await
+        }
+        (Cmd::Patch(_), Target::Etcd(_)) => Err(kube_only("patch")),
+        (Cmd::Nodes { .. }, Target::Etcd(_)) => Err(kube_only("nodes")),
+        (Cmd::Churn { .. }, Target::Etcd(_)) => Err(kube_only("churn")),
+        (Cmd::Compare(_), _) => Err("compare is run by main".into()),
+    }
+}
+
+fn check_count(n: u64) -> Result<(), String> {
+    if n > limits::OBJECTS_MAX {
+        return Err(format!("--count at most {}", limits::OBJECTS_MAX));
+    }
+    Ok(())
+}
+
+/// Raises the open-files limit to the hard limit (1,000 watchers need 1,000 sockets).
+pub fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}

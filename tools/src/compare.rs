@@ -1,0 +1,860 @@
+//! `loadgen compare`: keel and etcd side by side in one run. Starts etcd (durable, on
+//! loopback, in a temporary directory) and keel (`--sync always`, the embedded engine), runs
+//! the same workloads against both, one target right after the other for each workload,
+//! samples each server's resident memory and CPU time from `/proc` during each workload, and
+//! appends a markdown section (machine, date, commit, figures, keel/etcd ratios) to a report.
+//! Optionally a third API server, given by kubeconfig, runs the same API workloads.
+
+use crate::client::KubeClient;
+use crate::driver::Plan;
+use crate::etcd::Etcd;
+use crate::kube::{self, crud::CreateSpec};
+use crate::kubeconfig::{self, Endpoint};
+use crate::objects::{Kind, Naming};
+use crate::procstat::{Monitor, Usage};
+use crate::report::Report;
+use clap::Args;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start.
+pub const SERVER_START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Options of `compare`.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Tiny sizes (CI): the whole run takes seconds.
+    #[arg(long)]
+    pub smoke: bool,
+    /// Markdown report to add the section to (created if missing; new sections go first).
+    #[arg(long, default_value = "benches/REPORT.md")]
+    pub out: PathBuf,
+    /// keel's apiserver binary (default: `apiserver` next to loadgen).
+    #[arg(long)]
+    pub apiserver: Option<PathBuf>,
+    /// etcd binary.
+    #[arg(long, default_value = "etcd")]
+    pub etcd_bin: PathBuf,
+    /// Directory for both servers' data (default: a temporary directory under /tmp).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// A third API server to run the API workloads against, by kubeconfig.
+    #[arg(long)]
+    pub third_kubeconfig: Option<PathBuf>,
+    /// Its name in the report.
+    #[arg(long, default_value = "third")]
+    pub third_name: String,
+    /// Its process id, for memory and CPU figures (only if it runs on this machine).
+    #[arg(long)]
+    pub third_pid: Option<u32>,
+    /// Objects for the create/get/update workloads (default 20,000; smoke 300).
+    #[arg(long)]
+    pub objects: Option<u64>,
+    /// Pods for the list workload (default 100,000; smoke 500).
+    #[arg(long)]
+    pub pods: Option<u64>,
+    /// Watchers (default 1,000; smoke 10).
+    #[arg(long)]
+    pub watchers: Option<usize>,
+    /// Writes during the watch workload (default 1,000; smoke 50).
+    #[arg(long)]
+    pub watch_writes: Option<u64>,
+    /// Concurrency of writes and reads (connections to keel).
+    #[arg(long, default_value_t = 64)]
+    pub concurrency: usize,
+    /// etcd client connections (requests are multiplexed over them).
+    #[arg(long, default_value_t = 4)]
+    pub etcd_connections: usize,
+}
+
+/// Sizes of one run.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    objects: u64,
+    gets: u64,
+    pods: u64,
+    lists: u64,
+    watchers: usize,
+    watch_writes: u64,
+    watch_writers: usize,
+}
+
+impl CompareArgs {
+    fn sizes(&self) -> Sizes {
+        let (objects, pods, watchers, writes) = if self.smoke {
+            (300, 500, 10, 50)
+        } else {
+            (20_000, 100_000, 1_000, 1_000)
+        };
+        let objects = self.objects.unwrap_or(objects);
+        Sizes {
+            objects,
+            gets: objects * 2,
+            pods: self.pods.unwrap_or(pods),
+            lists: if self.smoke { 2 } else { 3 },
+            watchers: self.watchers.unwrap_or(watchers),
+            watch_writes: self.watch_writes.unwrap_or(writes),
+            watch_writers: 16,
+        }
+    }
+}
+
+/// A server process this run started; killed when dropped.
+struct Proc {
+    child: Child,
+    _stdin: Option<ChildStdin>,
+}
+
+impl Proc {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn wait_port(port: u16, child: &mut Child, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + SERVER_START_TIMEOUT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Err(format!("{what} exited during start: {s}"));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{what} not listening after {SERVER_START_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn start_etcd(bin: &Path, dir: &Path) -> Result<(Proc, String), String> {
+    let (client, peer) = (free_port()?, free_port()?);
+    let url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
+    let mut child = Command::new(bin)
+        .args(["--data-dir", &dir.join("etcd").to_string_lossy()])
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer_url,
+            "--initial-advertise-peer-urls",
+            &peer_url,
+        ])
+        .args(["--initial-cluster", &format!("default={peer_url}")])
+        // kube-apiserver's recommended quota is 8 GiB; the default 2 GiB fills up with 100,000 pods
+        // and their history.
+        .args(["--quota-backend-bytes", "8589934592"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "{}: {e} (Debian: apt-get install -y etcd-server)",
+                bin.display()
+            )
+        })?;
+    wait_port(client, &mut child, "etcd")?;
+    Ok((
+        Proc {
+            child,
+            _stdin: None,
+        },
+        url,
+    ))
+}
+
+fn start_keel(bin: &Path, dir: &Path) -> Result<(Proc, Endpoint), String> {
+    let data = dir.join("keel");
+    let http_port = free_port()?;
+    let log = std::fs::File::create(dir.join("keel.log")).map_err(|e| e.to_string())?;
+    let mut child = Command::new(bin)
+        .args(["--data-dir", &data.to_string_lossy(), "--secure-port", "0"])
+        .args([
+            "--insecure-port",
+            &http_port.to_string(),
+            "--sync",
+            "always",
+            "--exit-on-stdin-close",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    let stdin = child.stdin.take();
+    let deadline = Instant::now() + SERVER_START_TIMEOUT;
+    while !data.join("port").exists() {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Err(format!(
+                "keel exited during start: {s} (see {}/keel.log)",
+                dir.display()
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err("keel not ready in time".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut ep = kubeconfig::load(&data.join("admin.kubeconfig"), None)?;
+    // Plain HTTP on loopback, as etcd is reached here: both sides without TLS.
+    ep.server = format!("http://127.0.0.1:{http_port}");
+    Ok((
+        Proc {
+            child,
+            _stdin: stdin,
+        },
+        ep,
+    ))
+}
+
+fn default_apiserver() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = exe.parent().ok_or("no directory for loadgen")?;
+    ["apiserver", "keel-apiserver-under-test"]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.exists())
+        .ok_or_else(|| format!("no apiserver next to {} (cargo build --release -p keel-server), or give --apiserver", exe.display()))
+}
+
+/// One target's figures for one workload.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Measured {
+    pub report: Report,
+    pub server: Option<Usage>,
+    pub client: Usage,
+    pub wall_s: f64,
+}
+
+/// Runs `work` while sampling the server `pid` and this process.
+fn measure<F>(rt: &tokio::runtime::Runtime, pid: Option<u32>, work: F) -> Result<Measured, String>
+where
+    F: std::future::Future<Output = Result<Report, String>>,
+{
+    let server = pid.map(Monitor::start);
+    let client = Monitor::start(std::process::id());
+    let t0 = Instant::now();
+    let result = rt.block_on(work);
+    let wall_s = t0.elapsed().as_secs_f64();
+    let server = server.map(Monitor::finish);
+    let client = client.finish();
+    Ok(Measured {
+        report: result?,
+        server,
+        client,
+        wall_s,
+    })
+}
+
+/// The API workloads on one API server.
+struct Api<'a> {
+    c: &'a KubeClient,
+    sizes: Sizes,
+    conc: usize,
+}
+
+fn naming(kind: Kind, prefix: &str, ns: &str, namespaces: u32) -> Naming {
+    Naming {
+        kind,
+        prefix: prefix.into(),
+        ns_prefix: ns.into(),
+        namespaces,
+    }
+}
+
+fn plan(concurrency: usize, ops: u64) -> Plan {
+    Plan {
+        concurrency,
+        ops: Some(ops),
+        duration: None,
+        rate_per_s: None,
+    }
+}
+
+fn cm_spec() -> CreateSpec {
+    CreateSpec {
+        naming: naming(Kind::Configmaps, "cm", "cmp", 10),
+        size: 1024,
+        size_spread: 0.0,
+        first: 0,
+    }
+}
+
+fn pod_spec() -> CreateSpec {
+    CreateSpec {
+        naming: naming(Kind::Pods, "pod", "cmppods", 100),
+        size: 0,
+        size_spread: 0.0,
+        first: 0,
+    }
+}
+
+/// Workload names, in run order, with how each is described in the report.
+const WORKLOADS: &[(&str, &str)] = &[
+    ("create", "create 1 KiB ConfigMaps"),
+    ("get", "get ConfigMaps"),
+    ("update", "update ConfigMaps"),
+    ("create-pods", "create ~2 KiB Pods"),
+    ("list", "full list of all Pods"),
+    ("watch", "watch delivery"),
+];
+
+impl Api<'_> {
+    async fn run(&self, w: &str) -> Result<Report, String> {
+        let s = self.sizes;
+        match w {
+            "create" => kube::crud::create(self.c, &cm_spec(), &plan(self.conc, s.objects)).await,
+            "get" => {
+                kube::crud::get(
+                    self.c,
+                    &cm_spec().naming,
+                    0,
+                    s.objects,
+                    &plan(self.conc, s.gets),
+                )
+                .await
+            }
+            "update" => {
+                kube::crud::update(self.c, &cm_spec(), s.objects, &plan(self.conc, s.objects)).await
+            }
+            "create-pods" => {
+                kube::crud::create(self.c, &pod_spec(), &plan(self.conc, s.pods)).await
+            }
+            "list" => kube::list::list(self.c, "/api/v1/pods", None, &plan(1, s.lists)).await,
+            "watch" => {
+                let n = naming(Kind::Configmaps, "w", "cmpwatch", 1);
+                kube::watch::watch(
+                    self.c,
+                    &n,
+                    1024,
+                    0,
+                    s.watchers,
+                    &plan(s.watch_writers, s.watch_writes),
+                )
+                .await
+            }
+            other => Err(format!("unknown workload {other}")),
+        }
+    }
+}
+
+async fn run_etcd(e: &Etcd, w: &str, s: Sizes, conc: usize) -> Result<Report, String> {
+    match w {
+        "create" => crate::etcd::create(e, &cm_spec(), &plan(conc, s.objects)).await,
+        "get" => crate::etcd::get(e, &cm_spec().naming, 0, s.objects, &plan(conc, s.gets)).await,
+        "update" => crate::etcd::update(e, &cm_spec(), s.objects, &plan(conc, s.objects)).await,
+        "create-pods" => crate::etcd::create(e, &pod_spec(), &plan(conc, s.pods)).await,
+        "list" => crate::etcd::list(e, &pod_spec().naming, None, None, &plan(1, s.lists)).await,
+        "watch" => {
+            let n = naming(Kind::Configmaps, "w", "cmpwatch", 1);
+            crate::etcd::watch(
+                e,
+                &n,
+                1024,
+                0,
+                s.watchers,
+                &plan(s.watch_writers, s.watch_writes),
+            )
+            .await
+        }
+        other => Err(format!("unknown workload {other}")),
+    }
+}
+
+/// Everything one run measured.
+#[derive(Default, serde::Serialize)]
+pub struct Results {
+    pub workloads: Vec<(String, Vec<(String, Measured)>)>,
+    pub load_before: String,
+    pub load_after: String,
+    pub total_s: f64,
+    pub smoke: bool,
+    pub end_rss: Vec<(String, u64)>,
+}
+
+/// Runs the comparison and writes the report.
+pub fn run(args: &CompareArgs) -> Result<(), String> {
+    crate::cli::raise_fd_limit();
+    let started = Instant::now();
+    let tmp = match &args.dir {
+        Some(d) => tempfile::Builder::new()
+            .prefix("loadgen-compare-")
+            .tempdir_in(d),
+        None => tempfile::Builder::new()
+            .prefix("loadgen-compare-")
+            .tempdir(),
+    }
+    .map_err(|e| format!("temporary directory: {e}"))?;
+    let apiserver = match &args.apiserver {
+        Some(p) => p.clone(),
+        None => default_apiserver()?,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (etcd_proc, etcd_url) = start_etcd(&args.etcd_bin, tmp.path())?;
+    let (keel_proc, keel_ep) = start_keel(&apiserver, tmp.path())?;
+    let sizes = args.sizes();
+    let keel = KubeClient::new(&keel_ep, args.concurrency)?;
+    let etcd = rt.block_on(Etcd::connect(
+        std::slice::from_ref(&etcd_url),
+        args.etcd_connections,
+        "/registry",
+    ))?;
+    let third = match &args.third_kubeconfig {
+        Some(p) => Some(KubeClient::new(
+            &kubeconfig::load(p, None)?,
+            args.concurrency,
+        )?),
+        None => None,
+    };
+    let mut res = Results {
+        load_before: loadavg(),
+        smoke: args.smoke,
+        ..Default::default()
+    };
+    for (w, label) in WORKLOADS {
+        eprintln!("compare: {label}");
+        let mut row = Vec::new();
+        let api = Api {
+            c: &keel,
+            sizes,
+            conc: args.concurrency,
+        };
+        row.push((
+            "keel".to_string(),
+            measure(&rt, Some(keel_proc.pid()), api.run(w))?,
+        ));
+        row.push((
+            "etcd".to_string(),
+            measure(
+                &rt,
+                Some(etcd_proc.pid()),
+                run_etcd(&etcd, w, sizes, args.concurrency),
+            )?,
+        ));
+        if let Some(t) = &third {
+            let api = Api {
+                c: t,
+                sizes,
+                conc: args.concurrency,
+            };
+            row.push((
+                args.third_name.clone(),
+                measure(&rt, args.third_pid, api.run(w))?,
+            ));
+        }
+        res.workloads.push((w.to_string(), row));
+    }
+    for (name, pid) in [
+        ("keel", Some(keel_proc.pid())),
+        ("etcd", Some(etcd_proc.pid())),
+        (args.third_name.as_str(), args.third_pid),
+    ] {
+        if let Some(s) = pid.and_then(|p| crate::procstat::sample(p).ok()) {
+            res.end_rss.push((name.to_string(), s.rss_bytes));
+        }
+    }
+    res.load_after = loadavg();
+    res.total_s = started.elapsed().as_secs_f64();
+    drop((keel_proc, etcd_proc));
+    let section = markdown(&res, args, sizes, &etcd_version(&args.etcd_bin));
+    print!("{section}");
+    write_report(&args.out, &section)?;
+    eprintln!("compare: wrote {}", args.out.display());
+    let failed: Vec<String> = res
+        .workloads
+        .iter()
+        .flat_map(|(w, row)| row.iter().map(move |(t, m)| (w, t, m)))
+        .filter(|(_, _, m)| {
+            m.report.errors() > 0 || m.report.details.get("exact") == Some(&false.into())
+        })
+        .map(|(w, t, _)| format!("{w} on {t}"))
+        .collect();
+    if !failed.is_empty() {
+        return Err(format!(
+            "operations failed or watch events were missed: {}",
+            failed.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn etcd_version(bin: &Path) -> String {
+    Command::new(bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .map(|l| l.trim_start_matches("etcd Version: ").to_string())
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+fn command_out(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0 / 1024.0);
+    format!(
+        "{cores} cores ({model}), {mem:.1} GiB RAM, Linux {}",
+        command_out("uname", &["-r"])
+    )
+}
+
+fn commit() -> String {
+    let head = command_out("git", &["rev-parse", "--short", "HEAD"]);
+    if head.is_empty() {
+        return "unknown".into();
+    }
+    let dirty = !command_out("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    if dirty {
+        format!("{head} (+uncommitted changes)")
+    } else {
+        head
+    }
+}
+
+/// keel / etcd, formatted.
+fn ratio(k: f64, e: f64) -> String {
+    if e > 0.0 && k > 0.0 {
+        format!("{:.2}×", k / e)
+    } else {
+        "–".into()
+    }
+}
+
+fn num(v: f64) -> String {
+    if v >= 100.0 || (v.fract() == 0.0 && v.abs() < 1e15) {
+        let s = format!("{:.0}", v);
+        let mut out = String::new();
+        for (i, ch) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        out
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0))
+}
+
+/// A headline figure: (label, unit, how to read it from a workload's measurement, target).
+type Figure = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Measured) -> f64,
+    &'static str,
+);
+
+fn figures() -> Vec<Figure> {
+    fn op(m: &Measured, name: &str) -> f64 {
+        m.report.op(name).map_or(0.0, |o| o.ops_per_s)
+    }
+    fn p99(m: &Measured, name: &str) -> f64 {
+        m.report
+            .op(name)
+            .map_or(0.0, |o| o.latency_us.p99 as f64 / 1000.0)
+    }
+    vec![
+        (
+            "create",
+            "creates/s, 1 KiB ConfigMaps",
+            "creates/s",
+            |m| op(m, "create"),
+            "keel ≥ 1.0× etcd",
+        ),
+        ("create", "create p99", "ms", |m| p99(m, "create"), ""),
+        ("get", "GETs/s", "gets/s", |m| op(m, "get"), ""),
+        ("get", "GET p99", "ms", |m| p99(m, "get"), ""),
+        ("update", "updates/s", "updates/s", |m| op(m, "update"), ""),
+        ("update", "update p99", "ms", |m| p99(m, "update"), ""),
+        (
+            "create-pods",
+            "creates/s, ~2 KiB Pods",
+            "creates/s",
+            |m| op(m, "create"),
+            "",
+        ),
+        (
+            "list",
+            "full list of all Pods",
+            "objects/s",
+            |m| m.report.op("list").map_or(0.0, |o| o.objects_per_s),
+            "keel ≥ 3× etcd",
+        ),
+        (
+            "list",
+            "full list latency p50",
+            "ms",
+            |m| {
+                m.report
+                    .op("list")
+                    .map_or(0.0, |o| o.latency_us.p50 as f64 / 1000.0)
+            },
+            "",
+        ),
+        (
+            "watch",
+            "watch delivery",
+            "events/s",
+            |m| op(m, "deliver"),
+            "keel ≥ 1.0× etcd",
+        ),
+        (
+            "watch",
+            "watch delivery latency p99",
+            "ms",
+            |m| p99(m, "deliver"),
+            "",
+        ),
+        (
+            "watch",
+            "events missed + duplicated",
+            "events",
+            |m| {
+                (m.report.detail_u64("missing_events") + m.report.detail_u64("duplicate_events"))
+                    as f64
+            },
+            "0",
+        ),
+    ]
+}
+
+fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> String {
+    let mut out = String::new();
+    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M:%S UTC");
+    let kind = if res.smoke {
+        " (smoke: tiny sizes, figures mean nothing)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "## keel vs etcd — {date} — {}{kind}\n", commit());
+    let _ = writeln!(out, "- Machine: {}", machine());
+    let _ = writeln!(
+        out,
+        "- Load average (1/5/15 min): {} at start, {} at end; total {:.0} s",
+        res.load_before, res.load_after, res.total_s
+    );
+    let _ = writeln!(
+        out,
+        "- keel: `apiserver --sync always` (durable, group commit), plain HTTP/1.1 on loopback, {} keep-alive connections; etcd {etcd_version}: default durable settings (fsync per commit), plain gRPC on loopback, {} client connections, requests shaped as kube-apiserver's (txn with mod_revision compares; range; watch on the prefix)",
+        args.concurrency, args.etcd_connections
+    );
+    let _ = writeln!(
+        out,
+        "- Sizes: {} ConfigMaps (create, then {} GETs, then {} updates, {} in flight); {} Pods in 100 namespaces; {} full lists of all Pods, one at a time; {} watchers on one namespace while {} writers create {} ConfigMaps",
+        s.objects, s.gets, s.objects, args.concurrency, s.pods, s.lists, s.watchers, s.watch_writers, s.watch_writes
+    );
+    let _ = writeln!(out, "- For each workload keel runs first, then etcd, then the next workload: ratios are measured side by side, minutes apart. The load generator shares the 2 cores with the server under test.\n");
+    let third = args
+        .third_kubeconfig
+        .as_ref()
+        .map(|_| args.third_name.as_str());
+    let mut head = "| Figure | keel | etcd | keel/etcd | Target |".to_string();
+    let mut rule = "| --- | ---: | ---: | ---: | --- |".to_string();
+    if let Some(t) = third {
+        head = format!("| Figure | keel | etcd | keel/etcd | Target | {t} | keel/{t} |");
+        rule.push_str(" ---: | ---: |");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    for (w, label, unit, f, target) in figures() {
+        let Some((_, row)) = res.workloads.iter().find(|(n, _)| n == w) else {
+            continue;
+        };
+        let get = |t: &str| row.iter().find(|(n, _)| n == t).map(|(_, m)| f(m));
+        let (k, e) = (get("keel").unwrap_or(0.0), get("etcd").unwrap_or(0.0));
+        let r = if unit == "events" {
+            "–".into()
+        } else {
+            ratio(k, e)
+        };
+        let _ = write!(
+            out,
+            "| {label} | {} {unit} | {} {unit} | {r} | {target} |",
+            num(k),
+            num(e)
+        );
+        if let Some(t) = third {
+            let x = get(t).unwrap_or(0.0);
+            let _ = write!(out, " {} {unit} | {} |", num(x), ratio(k, x));
+        }
+        out.push('\n');
+    }
+    let rss = |n: &str| {
+        res.end_rss
+            .iter()
+            .find(|(t, _)| t == n)
+            .map_or(0, |(_, b)| *b)
+    };
+    let peak = |n: &str| {
+        res.workloads
+            .iter()
+            .filter_map(|(_, row)| row.iter().find(|(t, _)| t == n).and_then(|(_, m)| m.server))
+            .map(|u| u.peak_rss_bytes)
+            .max()
+            .unwrap_or(0)
+    };
+    let _ = writeln!(
+        out,
+        "| peak RSS over the run | {} | {} | {} | keel ≤ 1.0× etcd |",
+        mib(peak("keel")),
+        mib(peak("etcd")),
+        ratio(peak("keel") as f64, peak("etcd") as f64)
+    );
+    let _ = writeln!(
+        out,
+        "| RSS at the end (same data set) | {} | {} | {} | |\n",
+        mib(rss("keel")),
+        mib(rss("etcd")),
+        ratio(rss("keel") as f64, rss("etcd") as f64)
+    );
+    let _ = writeln!(out, "Memory and CPU per workload (server process, from `/proc`; client = the load generator):\n");
+    let _ = writeln!(out, "| Workload | target | ops | wall s | server peak RSS | server CPU s | server CPU µs/op | client CPU s | errors |");
+    let _ = writeln!(
+        out,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for (w, row) in &res.workloads {
+        let label = WORKLOADS
+            .iter()
+            .find(|(n, _)| n == w)
+            .map_or(w.as_str(), |(_, l)| l);
+        for (t, m) in row {
+            let ops: u64 = match w.as_str() {
+                "watch" => m.report.op("deliver").map_or(0, |o| o.ops),
+                "list" => m.report.op("list").map_or(0, |o| o.objects),
+                _ => m.report.ops.iter().map(|o| o.ops).sum(),
+            };
+            let (peak, cpu) = m.server.map_or(("–".to_string(), "–".to_string()), |u| {
+                (mib(u.peak_rss_bytes), format!("{:.2}", u.cpu_s))
+            });
+            let per_op = m.server.filter(|_| ops > 0).map_or("–".to_string(), |u| {
+                format!("{:.1}", u.cpu_s * 1e6 / ops as f64)
+            });
+            let _ = writeln!(
+                out,
+                "| {label} | {t} | {ops} | {:.1} | {peak} | {cpu} | {per_op} | {:.2} | {} |",
+                m.wall_s,
+                m.client.cpu_s,
+                m.report.errors()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n(list: ops = objects listed; watch: ops = events delivered to all watchers.)\n"
+    );
+    out
+}
+
+/// Marker after which sections are inserted, newest first.
+pub const REPORT_MARKER: &str =
+    "<!-- loadgen compare: runs are inserted below this line, newest first -->";
+
+fn write_report(path: &Path, section: &str) -> Result<(), String> {
+    let existing = std::fs::read_to_string(path).unwrap_or_default();
+    let text = match existing.find(REPORT_MARKER) {
+        Some(at) => {
+            let cut = at + REPORT_MARKER.len();
+            format!("{}\n\n{}{}", &existing[..cut], section, existing[cut..].trim_start_matches('\n'))
+        }
+        None if existing.is_empty() => format!(
+            "# keel vs etcd: side-by-side load figures\n\nWritten by `loadgen compare` (see tools/README.md).\n\n{REPORT_MARKER}\n\n{section}"
+        ),
+        None => format!("{existing}\n{REPORT_MARKER}\n\n{section}"),
+    };
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_ratios() {
+        assert_eq!(num(1234567.4), "1,234,567");
+        assert_eq!(num(123.0), "123");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(4.5678), "4.57");
+        assert_eq!(ratio(3.0, 1.5), "2.00×");
+        assert_eq!(ratio(3.0, 0.0), "–");
+    }
+
+    #[test]
+    fn report_sections_go_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("R.md");
+        write_report(&p, "## one\n").unwrap();
+        write_report(&p, "## two\n").unwrap();
+        let t = std::fs::read_to_string(&p).unwrap();
+        let (m, two, one) = (
+            t.find(REPORT_MARKER).unwrap(),
+            t.find("## two").unwrap(),
+            t.find("## one").unwrap(),
+        );
+        assert!(m < two && two < one, "{t}");
+        assert!(t.starts_with("# keel vs etcd"));
+    }
+}

@@ -1,0 +1,139 @@
+//! Full and paginated lists of a collection.
+
+use crate::client::KubeClient;
+use crate::driver::{self, Outcome, Plan};
+use crate::report::Report;
+use hyper::Method;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+struct ListDoc {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default)]
+    items: Vec<IgnoredAny>,
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(rename = "continue", default)]
+    cont: Option<String>,
+}
+
+/// Items and the continue token of one list page (a JSON `*List`).
+pub fn parse_page(body: &[u8]) -> Result<(u64, Option<String>), String> {
+    let d: ListDoc = serde_json::from_slice(body).map_err(|e| format!("list is not JSON: {e}"))?;
+    Ok((
+        d.items.len() as u64,
+        d.metadata.cont.filter(|c| !c.is_empty()),
+    ))
+}
+
+/// Lists `collection` (e.g. `/api/v1/pods`) in full per operation, or in pages of
+/// `page_size` following continue tokens; every object of every page is counted.
+pub async fn list(
+    c: &KubeClient,
+    collection: &str,
+    page_size: Option<u64>,
+    plan: &Plan,
+) -> Result<Report, String> {
+    let (c2, coll) = (c.clone(), Arc::<str>::from(collection));
+    let pages = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let pages2 = pages.clone();
+    let name = if page_size.is_some() {
+        "list-paged"
+    } else {
+        "list"
+    };
+    let sum = driver::run(name, plan, move |_| {
+        let (c, coll, pages) = (c2.clone(), coll.clone(), pages2.clone());
+        async move {
+            let mut out = Outcome::default();
+            let mut cont: Option<String> = None;
+            loop {
+                let sep = if coll.contains('?') { '&' } else { '?' };
+                let path = match (page_size, &cont) {
+                    (None, _) => coll.to_string(),
+                    (Some(l), None) => format!("{coll}{sep}limit={l}"),
+                    (Some(l), Some(t)) => format!("{coll}{sep}limit={l}&continue={}", urlencode(t)),
+                };
+                let resp = c.request(Method::GET, &path, None).await?.ok()?;
+                let (n, next) = parse_page(&resp.body)?;
+                out.bytes += resp.body.len() as u64;
+                out.objects += n;
+                pages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match next {
+                    Some(t) if page_size.is_some() => cont = Some(t),
+                    _ => return Ok(out),
+                }
+            }
+        }
+    })
+    .await?;
+    let mut r = Report::new(name, "kube");
+    let objects_per_list = sum.objects.checked_div(sum.ops).unwrap_or(0);
+    r.details
+        .insert("objects_per_list".into(), objects_per_list.into());
+    r.details.insert(
+        "pages".into(),
+        pages.load(std::sync::atomic::Ordering::Relaxed).into(),
+    );
+    r.ops.push(sum);
+    Ok(r)
+}
+
+/// Percent-encodes a query value (continue tokens are base64 with `=`, `+`, `/`).
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Want = Result<(u64, Option<&'static str>), ()>;
+
+    #[test]
+    fn pages_parse() {
+        let cases: &[(&str, Want)] = &[
+            (
+                r#"{"metadata":{"continue":"abc"},"items":[{"a":1},{}]}"#,
+                Ok((2, Some("abc"))),
+            ),
+            (r#"{"metadata":{"continue":""},"items":[]}"#, Ok((0, None))),
+            (
+                r#"{"kind":"PodList","metadata":{},"items":[{}]}"#,
+                Ok((1, None)),
+            ),
+            (r#"{"items": 3}"#, Err(())),
+            ("not json", Err(())),
+        ];
+        for (body, want) in cases {
+            let got = parse_page(body.as_bytes());
+            match (got, want) {
+                (Ok((n, c)), Ok((wn, wc))) => {
+                    assert_eq!((n, c.as_deref()), (*wn, *wc), "{body}")
+                }
+                (Err(_), Err(())) => {}
+                (g, w) => panic!("{body}: got {g:?}, want {w:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn urlencoding() {
+        assert_eq!(urlencode("a+b/c=="), "a%2Bb%2Fc%3D%3D");
+        assert_eq!(urlencode("plain-_.~9"), "plain-_.~9");
+    }
+}

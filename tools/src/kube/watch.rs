@@ -1,0 +1,262 @@
+//! `watch` against a Kubernetes API server: W watchers on one collection, starting at the
+//! collection's current resourceVersion, while writers create ConfigMaps carrying their send
+//! time.
+
+use super::{current_rv, ensure_namespaces, json_body, response_rv};
+use crate::client::KubeClient;
+use crate::driver::{self, Outcome, Plan};
+use crate::limits;
+use crate::objects::{self, Naming, SENT_ANNOTATION};
+use crate::report::Report;
+use crate::watchrun::{self, WatcherCtx, WatcherOut};
+use http_body_util::BodyExt;
+use hyper::Method;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Splits a byte stream into lines, each at most `max` bytes. Pure.
+pub struct LineSplitter {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl LineSplitter {
+    pub fn new(max: usize) -> LineSplitter {
+        LineSplitter {
+            buf: Vec::new(),
+            max,
+        }
+    }
+
+    /// Appends `data`; returns the complete lines (without `\n`), or an error if a line
+    /// exceeds the bound.
+    pub fn push(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        let mut lines = Vec::new();
+        for chunk in data.split_inclusive(|b| *b == b'\n') {
+            self.buf.extend_from_slice(chunk);
+            if self.buf.last() == Some(&b'\n') {
+                self.buf.pop();
+                if !self.buf.is_empty() {
+                    lines.push(std::mem::take(&mut self.buf));
+                }
+            } else if self.buf.len() > self.max {
+                return Err(format!("watch event longer than {} bytes", self.max));
+            }
+        }
+        Ok(lines)
+    }
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    object: EventObject,
+}
+
+#[derive(Deserialize)]
+struct EventObject {
+    #[serde(default)]
+    metadata: EventMeta,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct EventMeta {
+    #[serde(rename = "resourceVersion", default)]
+    rv: String,
+    #[serde(default)]
+    annotations: HashMap<String, String>,
+}
+
+/// One parsed watch event: its type, revision and the writer's send time if stamped.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub kind: String,
+    pub rv: u64,
+    pub sent_unix_nanos: Option<u128>,
+}
+
+/// Parses one watch event line; an ERROR event is an error carrying its message.
+pub fn parse_event(line: &[u8]) -> Result<Parsed, String> {
+    let e: Event = serde_json::from_slice(line).map_err(|e| format!("bad watch event: {e}"))?;
+    if e.kind == "ERROR" {
+        return Err(format!(
+            "watch ERROR: {}",
+            e.object.message.unwrap_or_default()
+        ));
+    }
+    let rv = e.object.metadata.rv.parse().map_err(|_| {
+        format!(
+            "event resourceVersion {:?} is not a number",
+            e.object.metadata.rv
+        )
+    })?;
+    let sent = e
+        .object
+        .metadata
+        .annotations
+        .get(SENT_ANNOTATION)
+        .and_then(|s| s.parse().ok());
+    Ok(Parsed {
+        kind: e.kind,
+        rv,
+        sent_unix_nanos: sent,
+    })
+}
+
+/// Runs `watch`: `watchers` watches on `naming`'s collection in namespace `naming.namespace(0)`
+/// while the plan's writes create objects `first..`.
+pub async fn watch(
+    c: &KubeClient,
+    naming: &Naming,
+    size: usize,
+    first: u64,
+    watchers: usize,
+    plan: &Plan,
+) -> Result<Report, String> {
+    let ns = naming.namespace(0);
+    ensure_namespaces(c, std::slice::from_ref(&ns)).await?;
+    let collection = naming.collection_path(&ns);
+    let rv = current_rv(c, &collection).await?;
+    let watch_path = format!(
+        "{collection}?watch=1&resourceVersion={rv}&allowWatchBookmarks=false&timeoutSeconds=3600"
+    );
+    let one_ns = Naming {
+        namespaces: 1,
+        ns_prefix: ns,
+        ..naming.clone()
+    };
+    let open = |_w: usize, ctx: WatcherCtx| {
+        let (c, path) = (c.clone(), watch_path.clone());
+        tokio::spawn(watcher(c, path, ctx))
+    };
+    watchrun::run("kube", watchers, open, writer(c, one_ns, size, first, plan)).await
+}
+
+async fn writer(
+    c: &KubeClient,
+    naming: Naming,
+    size: usize,
+    first: u64,
+    plan: &Plan,
+) -> Result<watchrun::WriterOut, String> {
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let (c2, n, w2) = (c.clone(), Arc::new(naming), written.clone());
+    let sum = driver::run("write", plan, move |i| {
+        let (c, n, written) = (c2.clone(), n.clone(), w2.clone());
+        async move {
+            let i = first + i;
+            let obj = objects::object(&n, i, size, 0);
+            let path = n.collection_path(&n.namespace(i));
+            let resp = c
+                .request(Method::POST, &path, Some(json_body(&obj)))
+                .await?
+                .ok()?;
+            written
+                .lock()
+                .map_err(|_| "poisoned")?
+                .push(response_rv(&resp)?);
+            Ok(Outcome {
+                bytes: resp.body.len() as u64,
+                objects: 1,
+            })
+        }
+    })
+    .await?;
+    let written = std::mem::take(&mut *written.lock().map_err(|_| "poisoned")?);
+    Ok((sum, written))
+}
+
+async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
+    let mut out = WatcherOut::default();
+    let mut stop = ctx.stop.clone();
+    let mut body = match c.stream(&path).await {
+        Ok(b) => b,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    ctx.connected
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut lines = LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
+    loop {
+        let frame = tokio::select! {
+            _ = stop.changed() => break,
+            f = body.frame() => f,
+        };
+        let data = match frame {
+            None => {
+                out.error = Some("watch ended by the server".into());
+                break;
+            }
+            Some(Err(e)) => {
+                out.error = Some(format!("watch stream: {e}"));
+                break;
+            }
+            Some(Ok(f)) => match f.into_data() {
+                Ok(d) => d,
+                Err(_) => continue,
+            },
+        };
+        let parsed = lines.push(&data).and_then(|ls| {
+            ls.iter()
+                .map(|l| parse_event(l))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        match parsed {
+            Ok(events) => {
+                for e in events.into_iter().filter(|e| e.kind != "BOOKMARK") {
+                    out.record(&ctx, e.rv, e.sent_unix_nanos);
+                }
+            }
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_across_chunks() {
+        let mut s = LineSplitter::new(10);
+        assert_eq!(s.push(b"ab").unwrap(), Vec::<Vec<u8>>::new());
+        assert_eq!(
+            s.push(b"c\nde\n\nf").unwrap(),
+            vec![b"abc".to_vec(), b"de".to_vec()]
+        );
+        assert_eq!(s.push(b"g\n").unwrap(), vec![b"fg".to_vec()]);
+        assert!(s.push(b"0123456789ab").is_err());
+    }
+
+    #[test]
+    fn events_parse() {
+        let ok = br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"42","annotations":{"loadgen.keel.dev/sent-unix-nanos":"1000"}}}}"#;
+        assert_eq!(
+            parse_event(ok).unwrap(),
+            Parsed {
+                kind: "ADDED".into(),
+                rv: 42,
+                sent_unix_nanos: Some(1000)
+            }
+        );
+        let plain = br#"{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"7"}}}"#;
+        assert_eq!(parse_event(plain).unwrap().sent_unix_nanos, None);
+        let err = br#"{"type":"ERROR","object":{"kind":"Status","message":"too old resource version","code":410}}"#;
+        assert!(parse_event(err).unwrap_err().contains("too old"));
+        assert!(
+            parse_event(br#"{"type":"ADDED","object":{"metadata":{"resourceVersion":"x"}}}"#)
+                .is_err()
+        );
+        assert!(parse_event(b"{").is_err());
+    }
+}

@@ -1,0 +1,28 @@
+//! Every bound the load generator keeps, in one place.
+
+/// Largest response body read into memory (a full list of 100,000 ~2 KiB pods is ~250 MiB).
+pub const RESPONSE_BYTES_MAX: usize = 2 << 30;
+/// Largest single watch event line.
+pub const WATCH_LINE_BYTES_MAX: usize = 16 << 20;
+/// Resource versions a watcher remembers for gap/duplicate accounting.
+pub const WATCH_EVENTS_PER_WATCHER_MAX: usize = 1 << 20;
+/// Most concurrent connections (workers) of one workload.
+pub const CONCURRENCY_MAX: usize = 10_000;
+/// Most watchers of one `watch` run.
+pub const WATCHERS_MAX: usize = 20_000;
+/// Most simulated nodes of one `nodes` run.
+pub const NODES_MAX: usize = 100_000;
+/// Most objects one `create` run writes.
+pub const OBJECTS_MAX: u64 = 10_000_000;
+/// Largest ConfigMap payload `create` writes (the API server's limit is ~1 MiB).
+pub const OBJECT_BYTES_MAX: usize = 1 << 20;
+/// Most distinct error messages kept per workload.
+pub const ERROR_SAMPLES_MAX: usize = 8;
+/// Latency histogram range: 1 us to 10 minutes.
+pub const LATENCY_US_MAX: u64 = 600_000_000;
+/// Longest a single request may take before it counts as an error.
+pub const REQUEST_TIMEOUT_S: u64 = 120;
+/// Longest `watch` waits after the last write for every watcher to catch up.
+pub const WATCH_DRAIN_TIMEOUT_S: u64 = 30;
+/// Largest etcd response the client decodes (a range over 100,000 pods).
+pub const ETCD_MESSAGE_BYTES_MAX: usize = 1 << 30;

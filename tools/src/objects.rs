@@ -1,0 +1,352 @@
+//! Object shapes and names the workloads write. Pure.
+
+use serde_json::{json, Value};
+
+/// Annotation carrying the writer's clock (unix nanoseconds) when it sent the object, so
+/// watchers can measure delivery latency.
+pub const SENT_ANNOTATION: &str = "loadgen.keel.dev/sent-unix-nanos";
+/// Label on every object loadgen creates.
+pub const LOADGEN_LABEL: &str = "loadgen.keel.dev/run";
+
+/// Kinds the CRUD workloads write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Kind {
+    /// ConfigMaps with a payload of `--size` bytes.
+    Configmaps,
+    /// Pods with realistic ~2 KiB specs.
+    Pods,
+}
+
+impl Kind {
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Configmaps => "configmaps",
+            Kind::Pods => "pods",
+        }
+    }
+}
+
+/// How object i is named and where it lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Naming {
+    pub kind: Kind,
+    /// Object names are `<prefix>-<i>`.
+    pub prefix: String,
+    /// Namespaces are `<ns_prefix>-<i mod namespaces>`, or `<ns_prefix>` when namespaces = 1.
+    pub ns_prefix: String,
+    pub namespaces: u32,
+}
+
+impl Naming {
+    pub fn namespace(&self, i: u64) -> String {
+        if self.namespaces <= 1 {
+            self.ns_prefix.clone()
+        } else {
+            format!("{}-{}", self.ns_prefix, i % u64::from(self.namespaces))
+        }
+    }
+
+    /// All namespaces objects are spread over.
+    pub fn all_namespaces(&self) -> Vec<String> {
+        (0..u64::from(self.namespaces.max(1)))
+            .map(|i| self.namespace(i))
+            .collect()
+    }
+
+    pub fn name(&self, i: u64) -> String {
+        format!("{}-{i}", self.prefix)
+    }
+
+    /// `/api/v1/namespaces/<ns>/<plural>`.
+    pub fn collection_path(&self, ns: &str) -> String {
+        format!("/api/v1/namespaces/{ns}/{}", self.kind.plural())
+    }
+
+    /// `/api/v1/namespaces/<ns>/<plural>/<name>` of object i.
+    pub fn item_path(&self, i: u64) -> String {
+        format!(
+            "{}/{}",
+            self.collection_path(&self.namespace(i)),
+            self.name(i)
+        )
+    }
+
+    /// The etcd key kube-apiserver would use: `<prefix>/<plural>/<ns>/<name>`.
+    pub fn etcd_key(&self, etcd_prefix: &str, i: u64) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            etcd_prefix.trim_end_matches('/'),
+            self.kind.plural(),
+            self.namespace(i),
+            self.name(i)
+        )
+    }
+
+    /// The etcd prefix of the whole collection (all namespaces).
+    pub fn etcd_collection_prefix(&self, etcd_prefix: &str) -> String {
+        format!(
+            "{}/{}/",
+            etcd_prefix.trim_end_matches('/'),
+            self.kind.plural()
+        )
+    }
+}
+
+/// Payload size of object i: `size` spread uniformly by +-`spread` (0..1), deterministic in i.
+pub fn spread_size(size: usize, spread: f64, i: u64) -> usize {
+    if spread <= 0.0 {
+        return size;
+    }
+    // A fixed hash of i, so reruns write the same sizes.
+    let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) % 10_000;
+    let f = 1.0 + spread.min(1.0) * (h as f64 / 5_000.0 - 1.0);
+    (size as f64 * f).round() as usize
+}
+
+/// Unix time in nanoseconds.
+pub fn now_unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// The object i of `naming`, `payload_bytes` of ConfigMap data (Pods ignore it), stamped with
+/// the send time and a version counter `generation` (changes on every update).
+pub fn object(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) -> Value {
+    let (ns, name) = (naming.namespace(i), naming.name(i));
+    match naming.kind {
+        Kind::Configmaps => configmap(&ns, &name, payload_bytes, generation),
+        Kind::Pods => pod(&ns, &name, None, generation),
+    }
+}
+
+fn metadata(ns: &str, name: &str, generation: u64) -> Value {
+    json!({
+        "name": name,
+        "namespace": ns,
+        "labels": {LOADGEN_LABEL: "1", "app": name.rsplit_once('-').map_or(name, |p| p.0)},
+        "annotations": {
+            SENT_ANNOTATION: now_unix_nanos().to_string(),
+            "loadgen.keel.dev/generation": generation.to_string(),
+        },
+    })
+}
+
+/// A ConfigMap whose `data.payload` is `payload_bytes` long.
+pub fn configmap(ns: &str, name: &str, payload_bytes: usize, generation: u64) -> Value {
+    let fill = char::from(b'a' + (generation % 26) as u8);
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(ns, name, generation),
+        "data": {"payload": fill.to_string().repeat(payload_bytes)},
+    })
+}
+
+/// A Pod shaped like a typical Deployment replica (~2 KiB of JSON), bound to `node` if given.
+pub fn pod(ns: &str, name: &str, node: Option<&str>, generation: u64) -> Value {
+    let mut p = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata(ns, name, generation),
+        "spec": {
+            "containers": [{
+                "name": "app",
+                "image": "registry.example.com/team/web-frontend:1.27.3",
+                "imagePullPolicy": "IfNotPresent",
+                "args": ["--port=8080", "--log-level=info", "--metrics-addr=:9090"],
+                "ports": [
+                    {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                    {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}
+                ],
+                "env": [
+                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                    {"name": "GOMAXPROCS", "value": "2"},
+                    {"name": "FEATURE_FLAGS", "value": "checkout-v2,search-beta"}
+                ],
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"},
+                    "limits": {"cpu": "500m", "memory": "256Mi"}
+                },
+                "readinessProbe": {
+                    "httpGet": {"path": "/healthz", "port": 8080},
+                    "periodSeconds": 10, "timeoutSeconds": 1
+                },
+                "livenessProbe": {
+                    "httpGet": {"path": "/livez", "port": 8080},
+                    "initialDelaySeconds": 15, "periodSeconds": 20
+                },
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/etc/app", "readOnly": true},
+                    {"name": "cache", "mountPath": "/var/cache/app"}
+                ],
+                "securityContext": {"runAsNonRoot": true, "allowPrivilegeEscalation": false}
+            }],
+            "volumes": [
+                {"name": "config", "configMap": {"name": "web-frontend-config"}},
+                {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}
+            ],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            ],
+            "terminationGracePeriodSeconds": 30,
+            "serviceAccountName": "default",
+            "priority": 0
+        }
+    });
+    if let Some(n) = node {
+        p["spec"]["nodeName"] = json!(n);
+    }
+    let meta = &mut p["metadata"];
+    meta["labels"]["pod-template-hash"] = json!("7d4b9c8f6d");
+    meta["annotations"]["prometheus.io/scrape"] = json!("true");
+    meta["annotations"]["prometheus.io/port"] = json!("9090");
+    meta["ownerReferences"] = json!([{
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-frontend-7d4b9c8f6d",
+        "uid": "5f0c2f5e-8a51-4c61-9b9e-2d1f6f0a7c11", "controller": true, "blockOwnerDeletion": true
+    }]);
+    p
+}
+
+/// RFC 3339 with microseconds, as Lease `renewTime` (MicroTime) is written.
+pub fn micro_time_now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+/// RFC 3339 in seconds, as condition times are written.
+pub fn time_now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A Node as a kubelet registers it.
+pub fn node(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                LOADGEN_LABEL: "1"
+            },
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"}
+        },
+        "spec": {}
+    })
+}
+
+/// The status a healthy simulated node reports.
+pub fn node_status(name: &str, index: u64) -> Value {
+    let now = time_now();
+    let cond = |t: &str, s: &str, reason: &str| {
+        json!({"type": t, "status": s, "reason": reason, "message": reason,
+               "lastHeartbeatTime": now, "lastTransitionTime": now})
+    };
+    json!({
+        "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"},
+        "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"},
+        "conditions": [
+            cond("Ready", "True", "KubeletReady"),
+            cond("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+            cond("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+            cond("PIDPressure", "False", "KubeletHasSufficientPID")
+        ],
+        "addresses": [
+            {"type": "InternalIP", "address": node_ip(index)},
+            {"type": "Hostname", "address": name}
+        ],
+        "nodeInfo": {
+            "architecture": "amd64", "operatingSystem": "linux",
+            "kubeletVersion": "v1.32.0-kwok", "kubeProxyVersion": "v1.32.0-kwok",
+            "containerRuntimeVersion": "kwok", "kernelVersion": "6.1.0", "osImage": "kwok",
+            "machineID": "", "systemUUID": "", "bootID": ""
+        },
+        "phase": "Running"
+    })
+}
+
+/// A made-up address for simulated node `index` (never dialled).
+pub fn node_ip(index: u64) -> String {
+    format!(
+        "10.{}.{}.{}",
+        64 + (index >> 16) % 64,
+        (index >> 8) % 256,
+        index % 256
+    )
+}
+
+/// The node Lease a kubelet keeps in `kube-node-lease`.
+pub fn lease(node: &str) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": node, "namespace": "kube-node-lease", "labels": {LOADGEN_LABEL: "1"}},
+        "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": micro_time_now()}
+    })
+}
+
+/// A Namespace.
+pub fn namespace(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {LOADGEN_LABEL: "1"}}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_paths() {
+        let n = Naming {
+            kind: Kind::Configmaps,
+            prefix: "cm".into(),
+            ns_prefix: "lg".into(),
+            namespaces: 3,
+        };
+        let cases = [
+            (
+                0u64,
+                "lg-0",
+                "/api/v1/namespaces/lg-0/configmaps/cm-0",
+                "/registry/configmaps/lg-0/cm-0",
+            ),
+            (
+                4,
+                "lg-1",
+                "/api/v1/namespaces/lg-1/configmaps/cm-4",
+                "/registry/configmaps/lg-1/cm-4",
+            ),
+        ];
+        for (i, ns, path, key) in cases {
+            assert_eq!(n.namespace(i), ns);
+            assert_eq!(n.item_path(i), path);
+            assert_eq!(n.etcd_key("/registry/", i), key);
+        }
+        assert_eq!(n.all_namespaces(), vec!["lg-0", "lg-1", "lg-2"]);
+        let one = Naming { namespaces: 1, ..n };
+        assert_eq!(one.namespace(7), "lg");
+    }
+
+    #[test]
+    fn sizes_spread_within_bounds() {
+        assert_eq!(spread_size(1000, 0.0, 5), 1000);
+        let sizes: Vec<usize> = (0..1000).map(|i| spread_size(1000, 0.5, i)).collect();
+        assert!(sizes.iter().all(|s| (500..=1500).contains(s)));
+        assert!(sizes.iter().any(|s| *s < 800) && sizes.iter().any(|s| *s > 1200));
+    }
+
+    #[test]
+    fn object_sizes() {
+        let cm = serde_json::to_vec(&configmap("ns", "cm-1", 1024, 0)).unwrap();
+        assert!((1024..1024 + 400).contains(&cm.len()), "{}", cm.len());
+        let p = serde_json::to_vec(&pod("ns", "web-1", Some("node-1"), 0)).unwrap();
+        assert!((1800..2600).contains(&p.len()), "pod is {} bytes", p.len());
+    }
+}

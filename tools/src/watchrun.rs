@@ -1,0 +1,187 @@
+//! The `watch` workload's coordinator, shared by the Kubernetes and etcd targets: open W
+//! watchers, wait until all are established, run the writer, wait until every watcher has
+//! caught up (or a timeout), stop them and account for every event.
+
+use crate::limits;
+use crate::report::{OpSummary, Recorder, Report};
+use crate::watchcheck::{self, Delivery};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch as signal;
+use tokio::task::JoinHandle;
+
+/// What one watcher saw.
+#[derive(Default)]
+pub struct WatcherOut {
+    /// Revisions of the events, in arrival order (at most `WATCH_EVENTS_PER_WATCHER_MAX`).
+    pub rvs: Vec<u64>,
+    /// Delivery latency: receipt time minus the writer's send time in the object.
+    pub latency: Recorder,
+    pub last_event: Option<Instant>,
+    /// Why the watch ended early, if it did.
+    pub error: Option<String>,
+    /// Events beyond the memory bound, counted but not checked.
+    pub dropped: u64,
+}
+
+/// Handed to each watcher task.
+#[derive(Clone)]
+pub struct WatcherCtx {
+    /// Incremented once the watch is established.
+    pub connected: Arc<AtomicUsize>,
+    /// Events received by all watchers together.
+    pub events: Arc<AtomicU64>,
+    /// Becomes true when the watcher must stop.
+    pub stop: signal::Receiver<bool>,
+}
+
+impl WatcherOut {
+    /// Records one event of revision `rv` whose object was sent at `sent_unix_nanos`.
+    pub fn record(&mut self, ctx: &WatcherCtx, rv: u64, sent_unix_nanos: Option<u128>) {
+        let now = Instant::now();
+        if self.rvs.len() < limits::WATCH_EVENTS_PER_WATCHER_MAX {
+            self.rvs.push(rv);
+        } else {
+            self.dropped += 1;
+        }
+        match sent_unix_nanos {
+            Some(sent) => {
+                let lat_us = crate::objects::now_unix_nanos().saturating_sub(sent) / 1000;
+                self.latency.ok(lat_us as u64, 0, 1);
+            }
+            None => self.latency.ops += 1,
+        }
+        self.last_event = Some(now);
+        ctx.events.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What the writer reports: its figures and the revisions it wrote, in any order.
+pub type WriterOut = (OpSummary, Vec<u64>);
+
+/// Runs the watch workload. `open(w, ctx)` spawns watcher w.
+pub async fn run<O, W>(target: &str, watchers: usize, open: O, writer: W) -> Result<Report, String>
+where
+    O: Fn(usize, WatcherCtx) -> JoinHandle<WatcherOut>,
+    W: Future<Output = Result<WriterOut, String>>,
+{
+    if watchers == 0 || watchers > limits::WATCHERS_MAX {
+        return Err(format!("watchers must be 1..={}", limits::WATCHERS_MAX));
+    }
+    let (stop_tx, stop_rx) = signal::channel(false);
+    let ctx = WatcherCtx {
+        connected: Arc::new(AtomicUsize::new(0)),
+        events: Arc::new(AtomicU64::new(0)),
+        stop: stop_rx,
+    };
+    let handles: Vec<_> = (0..watchers).map(|w| open(w, ctx.clone())).collect();
+    let established = wait_until(Duration::from_secs(120), || {
+        ctx.connected.load(Ordering::Relaxed) + handles.iter().filter(|h| h.is_finished()).count()
+            >= watchers
+    })
+    .await;
+    let t_write = Instant::now();
+    let writer_result = if established {
+        writer.await
+    } else {
+        Err("watchers not established within 120s".into())
+    };
+    let (write_sum, written) = match writer_result {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = stop_tx.send(true);
+            return Err(e);
+        }
+    };
+    let expected = written.len() as u64 * watchers as u64;
+    let drained = wait_until(Duration::from_secs(limits::WATCH_DRAIN_TIMEOUT_S), || {
+        ctx.events.load(Ordering::Relaxed) >= expected || handles.iter().all(|h| h.is_finished())
+    })
+    .await;
+    let _ = stop_tx.send(true);
+    let mut outs = Vec::with_capacity(watchers);
+    for h in handles {
+        outs.push(h.await.map_err(|e| format!("watcher failed: {e}"))?);
+    }
+    Ok(account(
+        target, watchers, t_write, write_sum, written, outs, drained,
+    ))
+}
+
+fn account(
+    target: &str,
+    watchers: usize,
+    t_write: Instant,
+    write_sum: OpSummary,
+    mut written: Vec<u64>,
+    outs: Vec<WatcherOut>,
+    drained: bool,
+) -> Report {
+    written.sort_unstable();
+    let mut total = Delivery::default();
+    let mut latency = Recorder::default();
+    let (mut worst_missing, mut errors, mut dropped) = (0u64, Vec::new(), 0u64);
+    let mut last = t_write;
+    for o in &outs {
+        let d = watchcheck::check(&written, &o.rvs);
+        worst_missing = worst_missing.max(d.missing);
+        total.add(&d);
+        latency.merge(&o.latency);
+        dropped += o.dropped;
+        if let Some(e) = &o.error {
+            if errors.len() < limits::ERROR_SAMPLES_MAX {
+                errors.push(e.clone());
+            }
+        }
+        last = last.max(o.last_event.unwrap_or(t_write));
+    }
+    let watcher_errors = outs.iter().filter(|o| o.error.is_some()).count();
+    let mut deliver = latency.summary("deliver", (last - t_write).as_secs_f64());
+    deliver.ops = total.received;
+    deliver.objects = total.received;
+    deliver.objects_per_s = if deliver.elapsed_s > 0.0 {
+        total.received as f64 / deliver.elapsed_s
+    } else {
+        0.0
+    };
+    deliver.ops_per_s = deliver.objects_per_s;
+    deliver.errors = total.missing + total.duplicates + total.out_of_order;
+    deliver.error_samples = errors;
+    let mut r = Report::new("watch", target);
+    r.ops.push(write_sum);
+    r.ops.push(deliver);
+    let d = &mut r.details;
+    d.insert("watchers".into(), watchers.into());
+    d.insert("written".into(), (written.len() as u64).into());
+    d.insert(
+        "expected_events".into(),
+        (written.len() as u64 * watchers as u64).into(),
+    );
+    d.insert("received_events".into(), total.received.into());
+    d.insert("missing_events".into(), total.missing.into());
+    d.insert("duplicate_events".into(), total.duplicates.into());
+    d.insert("out_of_order_events".into(), total.out_of_order.into());
+    d.insert("unexpected_events".into(), total.unexpected.into());
+    d.insert("worst_watcher_missing".into(), worst_missing.into());
+    d.insert("watcher_errors".into(), watcher_errors.into());
+    d.insert("unchecked_events".into(), dropped.into());
+    d.insert("caught_up".into(), drained.into());
+    d.insert(
+        "exact".into(),
+        (total.exact() && watcher_errors == 0 && dropped == 0).into(),
+    );
+    r
+}
+
+async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}

@@ -1,0 +1,313 @@
+//! Each workload runs for a few seconds against a real keel; the counts it reports must match
+//! what the server then holds (read back over HTTP), and watches must receive exactly the
+//! events written.
+
+mod common;
+
+use common::{keel, list_items};
+use hyper::Method;
+use keel_tools::cli::{execute, Cmd, ExistingArgs, ObjArgs, RunArgs};
+use keel_tools::objects::Kind;
+use keel_tools::report::Report;
+use std::time::Duration;
+
+fn obj(kind: Kind, prefix: &str, namespace: &str, namespaces: u32) -> ObjArgs {
+    ObjArgs {
+        kind,
+        prefix: prefix.into(),
+        namespace: namespace.into(),
+        namespaces,
+        size: 512,
+        size_spread: 0.5,
+        first: 0,
+    }
+}
+
+fn run(concurrency: usize) -> RunArgs {
+    RunArgs {
+        concurrency,
+        duration: None,
+        rate: None,
+    }
+}
+
+async fn exec(cmd: Cmd) -> Report {
+    let r = execute(&keel().conn(), &cmd)
+        .await
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert_eq!(r.errors(), 0, "{}", r.table());
+    r
+}
+
+/// Objects of `plural` labelled by loadgen in namespaces `<ns>-0..n`.
+async fn count_in(plural: &str, ns: &str, n: u32) -> usize {
+    let c = keel().client();
+    let mut total = 0;
+    for i in 0..n {
+        total += list_items(&c, &format!("/api/v1/namespaces/{ns}-{i}/{plural}"))
+            .await
+            .len();
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crud_counts_match_the_server() {
+    let o = obj(Kind::Configmaps, "cm", "crud", 3);
+    let r = exec(Cmd::Create {
+        obj: o.clone(),
+        run: run(8),
+        count: 300,
+    })
+    .await;
+    assert_eq!(r.ops[0].ops, 300);
+    assert_eq!(count_in("configmaps", "crud", 3).await, 300);
+
+    let existing = ExistingArgs {
+        obj: o.clone(),
+        run: run(8),
+        count: 300,
+        ops: Some(450),
+    };
+    let r = exec(Cmd::Get(existing.clone())).await;
+    assert_eq!(r.ops[0].ops, 450);
+    let r = exec(Cmd::Update(existing.clone())).await;
+    assert_eq!(r.ops[0].ops, 450);
+    let r = exec(Cmd::Patch(ExistingArgs {
+        ops: None,
+        ..existing.clone()
+    }))
+    .await;
+    assert_eq!(r.ops[0].ops, 300);
+
+    // Update i wrote generation i / count + 1, so objects 0..150 are at generation 2 and
+    // the rest at 1; the patch stamped every object.
+    let c = keel().client();
+    for (i, generation) in [(0u64, "2"), (149, "2"), (150, "1"), (299, "1")] {
+        let path = format!("/api/v1/namespaces/crud-{}/configmaps/cm-{i}", i % 3);
+        let v = c
+            .request(Method::GET, &path, None)
+            .await
+            .unwrap()
+            .ok()
+            .unwrap()
+            .json()
+            .unwrap();
+        let ann = &v["metadata"]["annotations"];
+        assert_eq!(
+            ann["loadgen.keel.dev/generation"], generation,
+            "{path}: {ann}"
+        );
+        assert!(ann["loadgen.keel.dev/patched"].is_string(), "{path}: {ann}");
+    }
+
+    let r = exec(Cmd::Delete {
+        obj: o,
+        run: run(8),
+        count: 300,
+    })
+    .await;
+    assert_eq!(r.ops[0].ops, 300);
+    assert_eq!(count_in("configmaps", "crud", 3).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_and_lists_count_every_object() {
+    let o = obj(Kind::Pods, "web", "lists", 2);
+    let r = exec(Cmd::Create {
+        obj: o.clone(),
+        run: run(8),
+        count: 250,
+    })
+    .await;
+    assert_eq!(r.ops[0].ops, 250);
+    let held = count_in("pods", "lists", 2).await;
+    assert_eq!(held, 250);
+
+    let full = exec(Cmd::List {
+        obj: o.clone(),
+        run: run(2),
+        ops: 4,
+        page_size: None,
+        in_namespace: Some("lists-0".into()),
+    })
+    .await;
+    assert_eq!(full.ops[0].ops, 4);
+    assert_eq!(full.detail_u64("objects_per_list"), 125);
+    assert_eq!(full.ops[0].objects, 4 * 125);
+
+    let paged = exec(Cmd::List {
+        obj: o,
+        run: run(1),
+        ops: 2,
+        page_size: Some(40),
+        in_namespace: Some("lists-1".into()),
+    })
+    .await;
+    assert_eq!(paged.ops[0].objects, 2 * 125);
+    assert_eq!(
+        paged.detail_u64("pages"),
+        2 * 4,
+        "125 objects in pages of 40"
+    );
+    assert!(paged.ops[0].bytes_per_s > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchers_receive_exactly_the_events_written() {
+    let o = obj(Kind::Configmaps, "w", "watched", 1);
+    let r = exec(Cmd::Watch {
+        obj: o,
+        run: run(4),
+        watchers: 20,
+        count: 200,
+    })
+    .await;
+    assert_eq!(r.detail_u64("written"), 200);
+    assert_eq!(r.detail_u64("received_events"), 20 * 200, "{}", r.table());
+    for k in [
+        "missing_events",
+        "duplicate_events",
+        "out_of_order_events",
+        "watcher_errors",
+    ] {
+        assert_eq!(r.detail_u64(k), 0, "{k}: {}", r.table());
+    }
+    assert_eq!(r.details["exact"], true);
+    let deliver = r.op("deliver").unwrap();
+    assert_eq!(deliver.ops, 4000);
+    assert!(deliver.latency_us.p50 > 0 && deliver.latency_us.max >= deliver.latency_us.p99);
+    let held = list_items(&keel().client(), "/api/v1/namespaces/watched/configmaps").await;
+    assert_eq!(held.len(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_nodes_renew_leases_and_run_pods() {
+    let cmd = Cmd::Nodes {
+        nodes: 3,
+        prefix: "sim".into(),
+        lease_interval: Duration::from_millis(500),
+        status_interval: Duration::from_secs(1),
+        duration: Duration::from_secs(4),
+        concurrency: 4,
+    };
+    let sim = tokio::spawn(async move { execute(&keel().conn(), &cmd).await });
+    let c = keel().client();
+    keel_tools::kube::ensure_namespaces(&c, &["simpods".into()])
+        .await
+        .unwrap();
+    // Pods bound to simulated nodes (as a scheduler would bind them).
+    for i in 0..4 {
+        let pod = keel_tools::objects::pod(
+            "simpods",
+            &format!("p{i}"),
+            Some(&format!("sim-{}", i % 2)),
+            0,
+        );
+        keel_tools::kube::create_if_absent(&c, "/api/v1/namespaces/simpods/pods", &pod)
+            .await
+            .unwrap()
+            .ok()
+            .unwrap();
+    }
+    let running = |items: &[serde_json::Value]| {
+        items
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count()
+    };
+    wait_for(|| async { running(&list_items(&c, "/api/v1/namespaces/simpods/pods").await) == 4 })
+        .await;
+    // A running pod on a node is deleted gracefully; the simulated kubelet finishes it.
+    c.request(Method::DELETE, "/api/v1/namespaces/simpods/pods/p0", None)
+        .await
+        .unwrap()
+        .ok()
+        .unwrap();
+    wait_for(|| async {
+        list_items(&c, "/api/v1/namespaces/simpods/pods")
+            .await
+            .len()
+            == 3
+    })
+    .await;
+
+    let r = sim.await.unwrap().unwrap();
+    assert_eq!(r.errors(), 0, "{}", r.table());
+    assert_eq!(r.detail_u64("pods_started"), 4);
+    assert_eq!(r.detail_u64("pods_deleted"), 1);
+    let leases = r.detail_u64("leases_renewed");
+    assert!(
+        (18..=24).contains(&leases),
+        "3 nodes x 4s / 0.5s = 24 renewals (less the registration time): {leases}"
+    );
+    let statuses = r.detail_u64("node_status_updates");
+    assert!((9..=12).contains(&statuses), "{statuses}");
+    let nodes = list_items(&c, "/api/v1/nodes").await;
+    let sim_nodes: Vec<_> = nodes
+        .iter()
+        .filter(|n| n["metadata"]["name"].as_str().unwrap().starts_with("sim-"))
+        .collect();
+    assert_eq!(sim_nodes.len(), 3);
+    assert!(sim_nodes
+        .iter()
+        .all(|n| n["status"]["conditions"][0]["type"] == "Ready"));
+    let leases = list_items(
+        &c,
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+    )
+    .await;
+    let sim_leases: Vec<_> = leases
+        .iter()
+        .filter(|l| l["metadata"]["name"].as_str().unwrap().starts_with("sim-"))
+        .collect();
+    assert_eq!(sim_leases.len(), 3);
+    assert!(sim_leases
+        .iter()
+        .all(|l| l["spec"]["renewTime"].is_string()));
+    let held = list_items(&c, "/api/v1/namespaces/simpods/pods").await;
+    assert_eq!(running(&held), 3);
+    assert!(held.iter().all(|p| p["status"]["podIP"].is_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churn_leaves_exactly_the_live_groups() {
+    let cmd = Cmd::Churn {
+        prefix: "ch".into(),
+        namespaces: 2,
+        group_size: 3,
+        groups: 8,
+        qps: 300.0,
+        duration: Duration::from_secs(3),
+        concurrency: 4,
+        configmap_size: 256,
+    };
+    let r = exec(cmd).await;
+    assert!(r.op("group-create").unwrap().ops >= 8, "{}", r.table());
+    assert!(r.op("group-delete").unwrap().ops > 0, "{}", r.table());
+    assert_eq!(r.detail_u64("groups_broken"), 0);
+    let c = keel().client();
+    let sel = "labelSelector=loadgen.keel.dev%2Fchurn%3Dch";
+    let pods = list_items(&c, &format!("/api/v1/pods?{sel}")).await.len() as u64;
+    let cms = list_items(&c, &format!("/api/v1/configmaps?{sel}"))
+        .await
+        .len() as u64;
+    assert_eq!(pods, r.detail_u64("pods_live"), "{}", r.table());
+    assert_eq!(cms, r.detail_u64("configmaps_live"), "{}", r.table());
+    assert_eq!(pods, 3 * cms);
+}
+
+async fn wait_for<F, Fut>(mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cond().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "condition not met within 10s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
