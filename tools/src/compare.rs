@@ -49,7 +49,7 @@ pub struct CompareArgs {
     /// Its process id, for memory and CPU figures (only if it runs on this machine).
     #[arg(long)]
     pub third_pid: Option<u32>,
-    /// Objects for the create/get/update workloads (default 20,000; smoke 300).
+    /// ConfigMaps for the create/get/update/list workloads (default 50,000; smoke 300).
     #[arg(long)]
     pub objects: Option<u64>,
     /// Pods for the list workload (default 100,000; smoke 500).
@@ -61,6 +61,12 @@ pub struct CompareArgs {
     /// Writes during the watch workload (default 1,000; smoke 50).
     #[arg(long)]
     pub watch_writes: Option<u64>,
+    /// Write rate of the paced watch workload, per second (default 1,200; smoke 100).
+    #[arg(long)]
+    pub watch_rate: Option<f64>,
+    /// Duration of the paced watch workload's writes, seconds (default 10; smoke 1).
+    #[arg(long)]
+    pub watch_secs: Option<f64>,
     /// Concurrency of writes and reads (connections to keel).
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
@@ -76,17 +82,24 @@ struct Sizes {
     gets: u64,
     pods: u64,
     lists: u64,
+    cm_lists: u64,
+    paginations: u64,
     watchers: usize,
     watch_writes: u64,
     watch_writers: usize,
+    watch_rate: f64,
+    watch_secs: f64,
 }
+
+/// Page size of the paginated list workload.
+const PAGE_LIMIT: u64 = 500;
 
 impl CompareArgs {
     fn sizes(&self) -> Sizes {
         let (objects, pods, watchers, writes) = if self.smoke {
             (300, 500, 10, 50)
         } else {
-            (20_000, 100_000, 1_000, 1_000)
+            (50_000, 100_000, 1_000, 1_000)
         };
         let objects = self.objects.unwrap_or(objects);
         Sizes {
@@ -94,9 +107,17 @@ impl CompareArgs {
             gets: objects * 2,
             pods: self.pods.unwrap_or(pods),
             lists: if self.smoke { 2 } else { 3 },
+            cm_lists: if self.smoke { 2 } else { 5 },
+            paginations: if self.smoke { 1 } else { 3 },
             watchers: self.watchers.unwrap_or(watchers),
             watch_writes: self.watch_writes.unwrap_or(writes),
             watch_writers: 16,
+            watch_rate: self
+                .watch_rate
+                .unwrap_or(if self.smoke { 100.0 } else { 1_200.0 }),
+            watch_secs: self
+                .watch_secs
+                .unwrap_or(if self.smoke { 1.0 } else { 10.0 }),
         }
     }
 }
@@ -125,27 +146,50 @@ fn free_port() -> Result<u16, String> {
     Ok(l.local_addr().map_err(|e| e.to_string())?.port())
 }
 
-fn wait_port(port: u16, child: &mut Child, what: &str) -> Result<(), String> {
+/// Polls `GET path` on plain HTTP `127.0.0.1:port` every millisecond until it answers 200.
+fn wait_http_ok(
+    port: u16,
+    path: &str,
+    token: Option<&str>,
+    child: &mut Child,
+    what: &str,
+) -> Result<(), String> {
+    use std::io::{Read, Write};
     let deadline = Instant::now() + SERVER_START_TIMEOUT;
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n");
+    loop {
+        let ok = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut c| {
+            c.write_all(req.as_bytes())?;
+            let mut head = [0u8; 12];
+            c.read_exact(&mut head)?;
+            Ok(head.ends_with(b" 200"))
+        });
+        if matches!(ok, Ok(true)) {
+            return Ok(());
+        }
         if let Ok(Some(s)) = child.try_wait() {
             return Err(format!("{what} exited during start: {s}"));
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "{what} not listening after {SERVER_START_TIMEOUT:?}"
-            ));
+            return Err(format!("{what} not ready after {SERVER_START_TIMEOUT:?}"));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(())
 }
 
-fn start_etcd(bin: &Path, dir: &Path) -> Result<(Proc, String), String> {
+/// A started server: the process and the seconds from spawn to its first healthy answer.
+struct Started {
+    proc: Proc,
+    ready_s: f64,
+}
+
+fn start_etcd(bin: &Path, dir: &Path) -> Result<(Started, String), String> {
     let (client, peer) = (free_port()?, free_port()?);
     let url = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");
     let log = std::fs::File::create(dir.join("etcd.log")).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
     let mut child = Command::new(bin)
         .args(["--data-dir", &dir.join("etcd").to_string_lossy()])
         .args([
@@ -173,22 +217,34 @@ fn start_etcd(bin: &Path, dir: &Path) -> Result<(Proc, String), String> {
                 bin.display()
             )
         })?;
-    wait_port(client, &mut child, "etcd")?;
+    wait_http_ok(client, "/health", None, &mut child, "etcd")?;
+    let ready_s = t0.elapsed().as_secs_f64();
     Ok((
-        Proc {
-            child,
-            _stdin: None,
+        Started {
+            proc: Proc {
+                child,
+                _stdin: None,
+            },
+            ready_s,
         },
         url,
     ))
 }
 
-fn start_keel(bin: &Path, dir: &Path) -> Result<(Proc, Endpoint), String> {
+/// keel's two endpoints: plain HTTP (insecure port) and HTTPS (its admin kubeconfig).
+struct KeelEndpoints {
+    http: Endpoint,
+    https: Endpoint,
+}
+
+fn start_keel(bin: &Path, dir: &Path) -> Result<(Started, KeelEndpoints), String> {
     let data = dir.join("keel");
-    let http_port = free_port()?;
+    let (http_port, https_port) = (free_port()?, free_port()?);
     let log = std::fs::File::create(dir.join("keel.log")).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
     let mut child = Command::new(bin)
-        .args(["--data-dir", &data.to_string_lossy(), "--secure-port", "0"])
+        .args(["--data-dir", &data.to_string_lossy()])
+        .args(["--secure-port", &https_port.to_string()])
         .args([
             "--insecure-port",
             &http_port.to_string(),
@@ -202,28 +258,23 @@ fn start_keel(bin: &Path, dir: &Path) -> Result<(Proc, Endpoint), String> {
         .spawn()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let stdin = child.stdin.take();
-    let deadline = Instant::now() + SERVER_START_TIMEOUT;
-    while !data.join("port").exists() {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Err(format!(
-                "keel exited during start: {s} (see {}/keel.log)",
-                dir.display()
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err("keel not ready in time".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut ep = kubeconfig::load(&data.join("admin.kubeconfig"), None)?;
+    // /readyz answers unauthenticated requests, as kube-apiserver's does.
+    wait_http_ok(http_port, "/readyz", None, &mut child, "keel")
+        .map_err(|e| format!("{e} (see {}/keel.log)", dir.display()))?;
+    let ready_s = t0.elapsed().as_secs_f64();
+    let https = kubeconfig::load(&data.join("admin.kubeconfig"), None)?;
     // Plain HTTP on loopback, as etcd is reached here: both sides without TLS.
-    ep.server = format!("http://127.0.0.1:{http_port}");
+    let mut http = https.clone();
+    http.server = format!("http://127.0.0.1:{http_port}");
     Ok((
-        Proc {
-            child,
-            _stdin: stdin,
+        Started {
+            proc: Proc {
+                child,
+                _stdin: stdin,
+            },
+            ready_s,
         },
-        ep,
+        KeelEndpoints { http, https },
     ))
 }
 
@@ -266,11 +317,13 @@ where
     })
 }
 
-/// The API workloads on one API server.
+/// The API workloads on one API server; `tag` keeps each target's objects apart on a server
+/// that is measured twice (keel over HTTP and over HTTPS).
 struct Api<'a> {
     c: &'a KubeClient,
     sizes: Sizes,
     conc: usize,
+    tag: &'a str,
 }
 
 fn naming(kind: Kind, prefix: &str, ns: &str, namespaces: u32) -> Naming {
@@ -291,9 +344,11 @@ fn plan(concurrency: usize, ops: u64) -> Plan {
     }
 }
 
-fn cm_spec() -> CreateSpec {
+/// The ConfigMaps of the create/get/update/list workloads: all in one namespace, so that
+/// the full list is exactly them.
+fn cm_spec(tag: &str) -> CreateSpec {
     CreateSpec {
-        naming: naming(Kind::Configmaps, "cm", "cmp", 10),
+        naming: naming(Kind::Configmaps, "cm", &format!("cmp{tag}"), 1),
         size: 1024,
         size_spread: 0.0,
         first: 0,
@@ -309,49 +364,66 @@ fn pod_spec() -> CreateSpec {
     }
 }
 
+fn watch_naming(tag: &str, paced: bool) -> Naming {
+    let ns = if paced { "cmpwatchp" } else { "cmpwatch" };
+    naming(Kind::Configmaps, "w", &format!("{ns}{tag}"), 1)
+}
+
+fn paced_plan(s: Sizes) -> Plan {
+    Plan {
+        concurrency: s.watch_writers,
+        ops: Some((s.watch_rate * s.watch_secs).ceil() as u64),
+        duration: None,
+        rate_per_s: Some(s.watch_rate),
+    }
+}
+
 /// Workload names, in run order, with how each is described in the report.
 const WORKLOADS: &[(&str, &str)] = &[
     ("create", "create 1 KiB ConfigMaps"),
     ("get", "get ConfigMaps"),
     ("update", "update ConfigMaps"),
+    ("list-cm", "full list of the ConfigMaps"),
+    ("pages", "paginated list of the ConfigMaps (limit=500)"),
     ("create-pods", "create ~2 KiB Pods"),
     ("list", "full list of all Pods"),
-    ("watch", "watch delivery"),
+    ("watch", "watch delivery, writes as fast as they go"),
+    ("watch-paced", "watch delivery, paced writes"),
 ];
+
+/// Workloads that run once per server, not once per keel endpoint: their objects are shared.
+const ONCE_PER_SERVER: &[&str] = &["create-pods"];
 
 impl Api<'_> {
     async fn run(&self, w: &str) -> Result<Report, String> {
-        let s = self.sizes;
+        let (s, cm) = (self.sizes, cm_spec(self.tag));
+        let cm_list = cm.naming.collection_path(&cm.naming.namespace(0));
         match w {
-            "create" => kube::crud::create(self.c, &cm_spec(), &plan(self.conc, s.objects)).await,
+            "create" => kube::crud::create(self.c, &cm, &plan(self.conc, s.objects)).await,
             "get" => {
-                kube::crud::get(
-                    self.c,
-                    &cm_spec().naming,
-                    0,
-                    s.objects,
-                    &plan(self.conc, s.gets),
-                )
-                .await
+                kube::crud::get(self.c, &cm.naming, 0, s.objects, &plan(self.conc, s.gets)).await
             }
             "update" => {
-                kube::crud::update(self.c, &cm_spec(), s.objects, &plan(self.conc, s.objects)).await
+                kube::crud::update(self.c, &cm, s.objects, &plan(self.conc, s.objects)).await
+            }
+            "list-cm" => kube::list::list(self.c, &cm_list, None, &plan(1, s.cm_lists)).await,
+            "pages" => {
+                let p = plan(1, s.paginations);
+                kube::list::list(self.c, &cm_list, Some(PAGE_LIMIT), &p).await
             }
             "create-pods" => {
                 kube::crud::create(self.c, &pod_spec(), &plan(self.conc, s.pods)).await
             }
             "list" => kube::list::list(self.c, "/api/v1/pods", None, &plan(1, s.lists)).await,
-            "watch" => {
-                let n = naming(Kind::Configmaps, "w", "cmpwatch", 1);
-                kube::watch::watch(
-                    self.c,
-                    &n,
-                    1024,
-                    0,
-                    s.watchers,
-                    &plan(s.watch_writers, s.watch_writes),
-                )
-                .await
+            "watch" | "watch-paced" => {
+                let paced = w == "watch-paced";
+                let p = if paced {
+                    paced_plan(s)
+                } else {
+                    plan(s.watch_writers, s.watch_writes)
+                };
+                let n = watch_naming(self.tag, paced);
+                kube::watch::watch(self.c, &n, 1024, 0, s.watchers, &p).await
             }
             other => Err(format!("unknown workload {other}")),
         }
@@ -359,23 +431,27 @@ impl Api<'_> {
 }
 
 async fn run_etcd(e: &Etcd, w: &str, s: Sizes, conc: usize) -> Result<Report, String> {
+    let cm = cm_spec("");
+    let ns = cm.naming.namespace(0);
     match w {
-        "create" => crate::etcd::create(e, &cm_spec(), &plan(conc, s.objects)).await,
-        "get" => crate::etcd::get(e, &cm_spec().naming, 0, s.objects, &plan(conc, s.gets)).await,
-        "update" => crate::etcd::update(e, &cm_spec(), s.objects, &plan(conc, s.objects)).await,
+        "create" => crate::etcd::create(e, &cm, &plan(conc, s.objects)).await,
+        "get" => crate::etcd::get(e, &cm.naming, 0, s.objects, &plan(conc, s.gets)).await,
+        "update" => crate::etcd::update(e, &cm, s.objects, &plan(conc, s.objects)).await,
+        "list-cm" => crate::etcd::list(e, &cm.naming, Some(&ns), None, &plan(1, s.cm_lists)).await,
+        "pages" => {
+            let p = plan(1, s.paginations);
+            crate::etcd::list(e, &cm.naming, Some(&ns), Some(PAGE_LIMIT), &p).await
+        }
         "create-pods" => crate::etcd::create(e, &pod_spec(), &plan(conc, s.pods)).await,
         "list" => crate::etcd::list(e, &pod_spec().naming, None, None, &plan(1, s.lists)).await,
-        "watch" => {
-            let n = naming(Kind::Configmaps, "w", "cmpwatch", 1);
-            crate::etcd::watch(
-                e,
-                &n,
-                1024,
-                0,
-                s.watchers,
-                &plan(s.watch_writers, s.watch_writes),
-            )
-            .await
+        "watch" | "watch-paced" => {
+            let paced = w == "watch-paced";
+            let p = if paced {
+                paced_plan(s)
+            } else {
+                plan(s.watch_writers, s.watch_writes)
+            };
+            crate::etcd::watch(e, &watch_naming("", paced), 1024, 0, s.watchers, &p).await
         }
         other => Err(format!("unknown workload {other}")),
     }
@@ -390,7 +466,14 @@ pub struct Results {
     pub total_s: f64,
     pub smoke: bool,
     pub end_rss: Vec<(String, u64)>,
+    /// Seconds from spawning each server to its first healthy answer.
+    pub ready_s: Vec<(String, f64)>,
 }
+
+/// Target names in the report.
+pub const KEEL_HTTP: &str = "keel";
+pub const KEEL_HTTPS: &str = "keel-https";
+pub const ETCD: &str = "etcd";
 
 /// Runs the comparison and writes the report.
 pub fn run(args: &CompareArgs) -> Result<(), String> {
@@ -413,10 +496,12 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let (etcd_proc, etcd_url) = start_etcd(&args.etcd_bin, tmp.path())?;
-    let (keel_proc, keel_ep) = start_keel(&apiserver, tmp.path())?;
+    let (etcd_srv, etcd_url) = start_etcd(&args.etcd_bin, tmp.path())?;
+    let (keel_srv, keel_ep) = start_keel(&apiserver, tmp.path())?;
+    let (keel_pid, etcd_pid) = (keel_srv.proc.pid(), etcd_srv.proc.pid());
     let sizes = args.sizes();
-    let keel = KubeClient::new(&keel_ep, args.concurrency)?;
+    let keel = KubeClient::new(&keel_ep.http, args.concurrency)?;
+    let keel_tls = KubeClient::new(&keel_ep.https, args.concurrency)?;
     let etcd = rt.block_on(Etcd::connect(
         std::slice::from_ref(&etcd_url),
         args.etcd_connections,
@@ -432,44 +517,50 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     let mut res = Results {
         load_before: loadavg(),
         smoke: args.smoke,
+        ready_s: vec![
+            (KEEL_HTTP.into(), keel_srv.ready_s),
+            (ETCD.into(), etcd_srv.ready_s),
+        ],
         ..Default::default()
+    };
+    let api = |c, tag| Api {
+        c,
+        sizes,
+        conc: args.concurrency,
+        tag,
     };
     for (w, label) in WORKLOADS {
         eprintln!("compare: {label}");
         let mut row = Vec::new();
-        let api = Api {
-            c: &keel,
-            sizes,
-            conc: args.concurrency,
-        };
         row.push((
-            "keel".to_string(),
-            measure(&rt, Some(keel_proc.pid()), api.run(w))?,
+            KEEL_HTTP.to_string(),
+            measure(&rt, Some(keel_pid), api(&keel, "").run(w))?,
         ));
+        if !ONCE_PER_SERVER.contains(w) {
+            row.push((
+                KEEL_HTTPS.to_string(),
+                measure(&rt, Some(keel_pid), api(&keel_tls, "s").run(w))?,
+            ));
+        }
         row.push((
-            "etcd".to_string(),
+            ETCD.to_string(),
             measure(
                 &rt,
-                Some(etcd_proc.pid()),
+                Some(etcd_pid),
                 run_etcd(&etcd, w, sizes, args.concurrency),
             )?,
         ));
         if let Some(t) = &third {
-            let api = Api {
-                c: t,
-                sizes,
-                conc: args.concurrency,
-            };
             row.push((
                 args.third_name.clone(),
-                measure(&rt, args.third_pid, api.run(w))?,
+                measure(&rt, args.third_pid, api(t, "").run(w))?,
             ));
         }
         res.workloads.push((w.to_string(), row));
     }
     for (name, pid) in [
-        ("keel", Some(keel_proc.pid())),
-        ("etcd", Some(etcd_proc.pid())),
+        (KEEL_HTTP, Some(keel_pid)),
+        (ETCD, Some(etcd_pid)),
         (args.third_name.as_str(), args.third_pid),
     ] {
         if let Some(s) = pid.and_then(|p| crate::procstat::sample(p).ok()) {
@@ -478,7 +569,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     }
     res.load_after = loadavg();
     res.total_s = started.elapsed().as_secs_f64();
-    drop((keel_proc, etcd_proc));
+    drop((keel_srv, etcd_srv));
     let section = markdown(&res, args, sizes, &etcd_version(&args.etcd_bin));
     print!("{section}");
     write_report(&args.out, &section)?;
@@ -599,85 +690,194 @@ fn mib(b: u64) -> String {
     format!("{:.0} MiB", b as f64 / (1024.0 * 1024.0))
 }
 
-/// A headline figure: (label, unit, how to read it from a workload's measurement, target).
-type Figure = (
-    &'static str,
-    &'static str,
-    &'static str,
-    fn(&Measured) -> f64,
-    &'static str,
-);
+/// A headline figure of the report.
+struct Figure {
+    workload: &'static str,
+    label: String,
+    unit: &'static str,
+    value: fn(&Measured) -> f64,
+    target: &'static str,
+    /// Whether a keel/etcd ratio means anything for it.
+    ratio: bool,
+}
 
-fn figures() -> Vec<Figure> {
-    fn op(m: &Measured, name: &str) -> f64 {
-        m.report.op(name).map_or(0.0, |o| o.ops_per_s)
+fn op(m: &Measured, name: &str) -> f64 {
+    m.report.op(name).map_or(0.0, |o| o.ops_per_s)
+}
+
+fn p(m: &Measured, name: &str, q: fn(&crate::report::Latency) -> u64) -> f64 {
+    m.report
+        .op(name)
+        .map_or(0.0, |o| q(&o.latency_us) as f64 / 1000.0)
+}
+
+fn pages_per_s(m: &Measured) -> f64 {
+    let elapsed = m.report.ops.first().map_or(0.0, |o| o.elapsed_s);
+    if elapsed > 0.0 {
+        m.report.detail_u64("pages") as f64 / elapsed
+    } else {
+        0.0
     }
-    fn p99(m: &Measured, name: &str) -> f64 {
-        m.report
-            .op(name)
-            .map_or(0.0, |o| o.latency_us.p99 as f64 / 1000.0)
-    }
+}
+
+fn watch_faults(m: &Measured) -> f64 {
+    (m.report.detail_u64("missing_events")
+        + m.report.detail_u64("duplicate_events")
+        + m.report.detail_u64("out_of_order_events")
+        + m.report.detail_u64("watcher_errors")) as f64
+}
+
+fn figures(s: Sizes) -> Vec<Figure> {
+    let f = |workload, label: &str, unit, value, target, ratio| Figure {
+        workload,
+        label: label.to_string(),
+        unit,
+        value,
+        target,
+        ratio,
+    };
+    let paced = format!(
+        "paced watch: {} watchers, {} writes/s for {} s: events/s",
+        s.watchers, s.watch_rate, s.watch_secs
+    );
     vec![
-        (
+        f(
             "create",
             "creates/s, 1 KiB ConfigMaps",
-            "creates/s",
+            "/s",
             |m| op(m, "create"),
-            "keel ≥ 1.0× etcd",
+            "≥ 1.0× etcd; HTTPS ≥ 30,000/s",
+            true,
         ),
-        ("create", "create p99", "ms", |m| p99(m, "create"), ""),
-        ("get", "GETs/s", "gets/s", |m| op(m, "get"), ""),
-        ("get", "GET p99", "ms", |m| p99(m, "get"), ""),
-        ("update", "updates/s", "updates/s", |m| op(m, "update"), ""),
-        ("update", "update p99", "ms", |m| p99(m, "update"), ""),
-        (
+        f(
+            "create",
+            "create p99",
+            "ms",
+            |m| p(m, "create", |l| l.p99),
+            "",
+            true,
+        ),
+        f(
+            "get",
+            "GETs/s of one object",
+            "/s",
+            |m| op(m, "get"),
+            "HTTPS ≥ 60,000/s",
+            true,
+        ),
+        f("get", "GET p99", "ms", |m| p(m, "get", |l| l.p99), "", true),
+        f("update", "updates/s", "/s", |m| op(m, "update"), "", true),
+        f(
+            "update",
+            "update p99",
+            "ms",
+            |m| p(m, "update", |l| l.p99),
+            "",
+            true,
+        ),
+        f(
+            "list-cm",
+            &format!("full list of the {} ConfigMaps, p50", s.objects),
+            "ms",
+            |m| p(m, "list", |l| l.p50),
+            "≤ 100 ms",
+            true,
+        ),
+        f(
+            "list-cm",
+            "full list of the ConfigMaps, MB/s",
+            "MB/s",
+            |m| m.report.op("list").map_or(0.0, |o| o.bytes_per_s / 1e6),
+            "",
+            true,
+        ),
+        f(
+            "pages",
+            "pages/s of limit=500",
+            "/s",
+            pages_per_s,
+            "≥ 1,000/s",
+            true,
+        ),
+        f(
             "create-pods",
             "creates/s, ~2 KiB Pods",
-            "creates/s",
+            "/s",
             |m| op(m, "create"),
             "",
+            true,
         ),
-        (
+        f(
             "list",
-            "full list of all Pods",
+            &format!("full list of all {} Pods", s.pods),
             "objects/s",
             |m| m.report.op("list").map_or(0.0, |o| o.objects_per_s),
-            "keel ≥ 3× etcd",
+            "≥ 3× etcd",
+            true,
         ),
-        (
+        f(
             "list",
-            "full list latency p50",
+            "full list of all Pods, p50",
             "ms",
-            |m| {
-                m.report
-                    .op("list")
-                    .map_or(0.0, |o| o.latency_us.p50 as f64 / 1000.0)
-            },
+            |m| p(m, "list", |l| l.p50),
             "",
+            true,
         ),
-        (
+        f(
             "watch",
-            "watch delivery",
+            &format!("watch delivery, {} watchers, unpaced writes", s.watchers),
             "events/s",
             |m| op(m, "deliver"),
-            "keel ≥ 1.0× etcd",
+            "≥ 1.0× etcd",
+            true,
         ),
-        (
+        f(
             "watch",
-            "watch delivery latency p99",
+            "watch delivery p99",
             "ms",
-            |m| p99(m, "deliver"),
+            |m| p(m, "deliver", |l| l.p99),
             "",
+            true,
         ),
-        (
+        f(
             "watch",
-            "events missed + duplicated",
-            "events",
-            |m| {
-                (m.report.detail_u64("missing_events") + m.report.detail_u64("duplicate_events"))
-                    as f64
-            },
+            "missed + duplicated + reordered events, watchers ended",
+            "",
+            watch_faults,
             "0",
+            false,
+        ),
+        f(
+            "watch-paced",
+            "paced watch: writes/s achieved",
+            "/s",
+            |m| op(m, "write"),
+            "",
+            true,
+        ),
+        f(
+            "watch-paced",
+            &paced,
+            "events/s",
+            |m| op(m, "deliver"),
+            "",
+            true,
+        ),
+        f(
+            "watch-paced",
+            "paced watch: delivery p99",
+            "ms",
+            |m| p(m, "deliver", |l| l.p99),
+            "≤ 50 ms",
+            true,
+        ),
+        f(
+            "watch-paced",
+            "paced watch: missed + duplicated + reordered, watchers ended",
+            "",
+            watch_faults,
+            "0",
+            false,
         ),
     ]
 }
@@ -699,49 +899,75 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
     );
     let _ = writeln!(
         out,
-        "- keel: `apiserver --sync always` (durable, group commit), plain HTTP/1.1 on loopback, {} keep-alive connections; etcd {etcd_version}: default durable settings (fsync per commit), plain gRPC on loopback, {} client connections, requests shaped as kube-apiserver's (txn with mod_revision compares; range; watch on the prefix)",
+        "- keel: `apiserver --sync always` (durable, group commit), HTTP/1.1 on loopback, plain (`{KEEL_HTTP}`, the insecure port) and TLS (`{KEEL_HTTPS}`, the secure port; TLS 1.3, rustls), {} keep-alive connections; etcd {etcd_version}: default durable settings (fsync per commit), plain gRPC on loopback, {} client connections, requests shaped as kube-apiserver's (txn with mod_revision compares; range, later pages at the first page's revision; watch on the prefix)",
         args.concurrency, args.etcd_connections
     );
     let _ = writeln!(
         out,
-        "- Sizes: {} ConfigMaps (create, then {} GETs, then {} updates, {} in flight); {} Pods in 100 namespaces; {} full lists of all Pods, one at a time; {} watchers on one namespace while {} writers create {} ConfigMaps",
-        s.objects, s.gets, s.objects, args.concurrency, s.pods, s.lists, s.watchers, s.watch_writers, s.watch_writes
+        "- Sizes: {} ConfigMaps of 1 KiB in one namespace per target (create, {} GETs, {} updates, {} in flight; {} full lists, {} paginations of limit={PAGE_LIMIT}); {} Pods in 100 namespaces ({} full lists); watches: {} watchers on one namespace while {} writers create {} ConfigMaps unpaced, then {:.0}/s for {} s",
+        s.objects, s.gets, s.objects, args.concurrency, s.cm_lists, s.paginations, s.pods, s.lists, s.watchers, s.watch_writers, s.watch_writes, s.watch_rate, s.watch_secs
     );
-    let _ = writeln!(out, "- For each workload keel runs first, then etcd, then the next workload: ratios are measured side by side, minutes apart. The load generator shares the 2 cores with the server under test.\n");
+    let _ = writeln!(out, "- Each workload runs against keel over HTTP, keel over HTTPS, then etcd, before the next workload: ratios are measured side by side, seconds apart. Pods are created once per server. The load generator shares the 2 cores with the server under test.\n");
     let third = args
         .third_kubeconfig
         .as_ref()
         .map(|_| args.third_name.as_str());
-    let mut head = "| Figure | keel | etcd | keel/etcd | Target |".to_string();
-    let mut rule = "| --- | ---: | ---: | ---: | --- |".to_string();
+    let mut head = format!(
+        "| Figure | {KEEL_HTTP} | {KEEL_HTTPS} | {ETCD} | {KEEL_HTTP}/{ETCD} | {KEEL_HTTPS}/{ETCD} | Target |"
+    );
+    let mut rule = "| --- | ---: | ---: | ---: | ---: | ---: | --- |".to_string();
     if let Some(t) = third {
-        head = format!("| Figure | keel | etcd | keel/etcd | Target | {t} | keel/{t} |");
+        let _ = write!(head, " {t} | {KEEL_HTTP}/{t} |");
         rule.push_str(" ---: | ---: |");
     }
     let _ = writeln!(out, "{head}\n{rule}");
-    for (w, label, unit, f, target) in figures() {
-        let Some((_, row)) = res.workloads.iter().find(|(n, _)| n == w) else {
+    for fig in figures(s) {
+        let Some((_, row)) = res.workloads.iter().find(|(n, _)| n == fig.workload) else {
             continue;
         };
-        let get = |t: &str| row.iter().find(|(n, _)| n == t).map(|(_, m)| f(m));
-        let (k, e) = (get("keel").unwrap_or(0.0), get("etcd").unwrap_or(0.0));
-        let r = if unit == "events" {
-            "–".into()
-        } else {
-            ratio(k, e)
+        let get = |t: &str| {
+            row.iter()
+                .find(|(n, _)| n == t)
+                .map(|(_, m)| (fig.value)(m))
         };
+        let show =
+            |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{} {}", num(v), fig.unit));
+        let rat = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if fig.ratio => ratio(a, b),
+            _ => "–".into(),
+        };
+        let (k, ks, e) = (get(KEEL_HTTP), get(KEEL_HTTPS), get(ETCD));
         let _ = write!(
             out,
-            "| {label} | {} {unit} | {} {unit} | {r} | {target} |",
-            num(k),
-            num(e)
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            fig.label,
+            show(k),
+            show(ks),
+            show(e),
+            rat(k, e),
+            rat(ks, e),
+            fig.target
         );
         if let Some(t) = third {
-            let x = get(t).unwrap_or(0.0);
-            let _ = write!(out, " {} {unit} | {} |", num(x), ratio(k, x));
+            let x = get(t);
+            let _ = write!(out, " {} | {} |", show(x), rat(k, x));
         }
         out.push('\n');
     }
+    let ready = |n: &str| {
+        res.ready_s
+            .iter()
+            .find(|(t, _)| t == n)
+            .map(|(_, v)| *v * 1000.0)
+    };
+    let (kr, er) = (ready(KEEL_HTTP), ready(ETCD));
+    let _ = writeln!(
+        out,
+        "| start to ready (spawn → first 200 from /readyz, etcd /health) | {} ms | (same process) | {} ms | {} | | ≤ 50 ms |",
+        kr.map_or("–".into(), num),
+        er.map_or("–".into(), num),
+        match (kr, er) { (Some(a), Some(b)) => ratio(a, b), _ => "–".into() }
+    );
     let rss = |n: &str| {
         res.end_rss
             .iter()
@@ -756,19 +982,20 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
             .max()
             .unwrap_or(0)
     };
+    let kpeak = peak(KEEL_HTTP).max(peak(KEEL_HTTPS));
     let _ = writeln!(
         out,
-        "| peak RSS over the run | {} | {} | {} | keel ≤ 1.0× etcd |",
-        mib(peak("keel")),
-        mib(peak("etcd")),
-        ratio(peak("keel") as f64, peak("etcd") as f64)
+        "| peak RSS over the run | {} | (same process) | {} | {} | | ≤ 1.0× etcd |",
+        mib(kpeak),
+        mib(peak(ETCD)),
+        ratio(kpeak as f64, peak(ETCD) as f64)
     );
     let _ = writeln!(
         out,
-        "| RSS at the end (same data set) | {} | {} | {} | |\n",
-        mib(rss("keel")),
-        mib(rss("etcd")),
-        ratio(rss("keel") as f64, rss("etcd") as f64)
+        "| RSS at the end (same data set) | {} | (same process) | {} | {} | | |\n",
+        mib(rss(KEEL_HTTP)),
+        mib(rss(ETCD)),
+        ratio(rss(KEEL_HTTP) as f64, rss(ETCD) as f64)
     );
     let _ = writeln!(out, "Memory and CPU per workload (server process, from `/proc`; client = the load generator):\n");
     let _ = writeln!(out, "| Workload | target | ops | wall s | server peak RSS | server CPU s | server CPU µs/op | client CPU s | errors |");
@@ -783,8 +1010,8 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
             .map_or(w.as_str(), |(_, l)| l);
         for (t, m) in row {
             let ops: u64 = match w.as_str() {
-                "watch" => m.report.op("deliver").map_or(0, |o| o.ops),
-                "list" => m.report.op("list").map_or(0, |o| o.objects),
+                "watch" | "watch-paced" => m.report.op("deliver").map_or(0, |o| o.ops),
+                "list" | "list-cm" | "pages" => m.report.ops.first().map_or(0, |o| o.objects),
                 _ => m.report.ops.iter().map(|o| o.ops).sum(),
             };
             let (peak, cpu) = m.server.map_or(("–".to_string(), "–".to_string()), |u| {
@@ -804,7 +1031,7 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
     }
     let _ = writeln!(
         out,
-        "\n(list: ops = objects listed; watch: ops = events delivered to all watchers.)\n"
+        "\n(lists: ops = objects listed; watches: ops = events delivered to all watchers.)\n"
     );
     out
 }

@@ -245,8 +245,10 @@ pub async fn list(
     } else {
         "list"
     };
+    let pages = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let pages2 = pages.clone();
     let sum = driver::run(name, plan, move |i| {
-        let (e, n, ns) = (e2.clone(), n.clone(), ns.clone());
+        let (e, n, ns, pages) = (e2.clone(), n.clone(), ns.clone(), pages2.clone());
         async move {
             let mut prefix = n.etcd_collection_prefix(&e.prefix);
             if let Some(ns) = ns {
@@ -256,12 +258,21 @@ pub async fn list(
             let mut kv = e.kv(i);
             let mut out = Outcome::default();
             let mut from = prefix.into_bytes();
+            // Later pages read at the first page's revision, as kube-apiserver's continue
+            // tokens do.
+            let mut at_rev = 0;
             loop {
-                let mut opts = GetOptions::new().with_range(end.clone());
+                let mut opts = GetOptions::new()
+                    .with_range(end.clone())
+                    .with_revision(at_rev);
                 if let Some(l) = page_size {
                     opts = opts.with_limit(l as i64);
                 }
                 let resp = kv.get(from.clone(), Some(opts)).await.map_err(err)?;
+                pages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if at_rev == 0 {
+                    at_rev = resp.header().map_or(0, |h| h.revision());
+                }
                 for item in resp.kvs() {
                     out.bytes += (item.key().len() + item.value().len()) as u64;
                     out.objects += 1;
@@ -280,6 +291,10 @@ pub async fn list(
     let mut r = single(name, sum);
     let per = r.ops[0].objects.checked_div(r.ops[0].ops).unwrap_or(0);
     r.details.insert("objects_per_list".into(), per.into());
+    r.details.insert(
+        "pages".into(),
+        pages.load(std::sync::atomic::Ordering::Relaxed).into(),
+    );
     Ok(r)
 }
 

@@ -15,6 +15,7 @@ pub mod client;
 pub mod compare;
 pub mod driver;
 pub mod etcd;
+pub mod jsonscan;
 pub mod kube;
 pub mod kubeconfig;
 pub mod limits;

@@ -363,7 +363,10 @@ fn compare_smoke_writes_a_report() {
     let report = std::fs::read_to_string(&out_path).unwrap();
     for want in [
         "## keel vs etcd",
-        "| Figure | keel | etcd | keel/etcd | Target | keel2 | keel/keel2 |",
+        "| Figure | keel | keel-https | etcd | keel/etcd | keel-https/etcd | Target | keel2 | keel/keel2 |",
+        "paginated list of the ConfigMaps (limit=500)",
+        "paced watch: delivery p99",
+        "start to ready",
         "full list of all Pods",
         "peak RSS over the run",
         "Load average",

@@ -29,21 +29,49 @@ impl LineSplitter {
         }
     }
 
+    /// Appends `data` and calls `each` with every complete line (without `\n`; empty lines
+    /// skipped), in order; an error if a line exceeds the bound or `each` fails. Lines that
+    /// lie whole inside `data` are passed in place, without copying.
+    pub fn each_line(
+        &mut self,
+        mut data: &[u8],
+        mut each: impl FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        while let Some(nl) = memchr::memchr(b'\n', data) {
+            let (line, rest) = (&data[..nl], &data[nl + 1..]);
+            if self.buf.is_empty() {
+                if !line.is_empty() {
+                    each(line)?;
+                }
+            } else {
+                self.buf.extend_from_slice(line);
+                let whole = std::mem::take(&mut self.buf);
+                self.check()?;
+                each(&whole)?;
+                self.buf = whole;
+                self.buf.clear();
+            }
+            data = rest;
+        }
+        self.buf.extend_from_slice(data);
+        self.check()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.buf.len() > self.max {
+            return Err(format!("watch event longer than {} bytes", self.max));
+        }
+        Ok(())
+    }
+
     /// Appends `data`; returns the complete lines (without `\n`), or an error if a line
     /// exceeds the bound.
     pub fn push(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         let mut lines = Vec::new();
-        for chunk in data.split_inclusive(|b| *b == b'\n') {
-            self.buf.extend_from_slice(chunk);
-            if self.buf.last() == Some(&b'\n') {
-                self.buf.pop();
-                if !self.buf.is_empty() {
-                    lines.push(std::mem::take(&mut self.buf));
-                }
-            } else if self.buf.len() > self.max {
-                return Err(format!("watch event longer than {} bytes", self.max));
-            }
-        }
+        self.each_line(data, |l| {
+            lines.push(l.to_vec());
+            Ok(())
+        })?;
         Ok(lines)
     }
 }
@@ -79,8 +107,26 @@ pub struct Parsed {
     pub sent_unix_nanos: Option<u128>,
 }
 
-/// Parses one watch event line; an ERROR event is an error carrying its message.
+/// Parses one watch event line; an ERROR event is an error carrying its message. Lines of the
+/// usual shape are read by a scan of the object's metadata (`jsonscan::watch_event`), others
+/// by a full parse.
 pub fn parse_event(line: &[u8]) -> Result<Parsed, String> {
+    if let Some(f) = crate::jsonscan::watch_event(line, SENT_ANNOTATION) {
+        if f.kind != "ERROR" {
+            let rv = f.rv.unwrap_or_default();
+            return Ok(Parsed {
+                kind: f.kind.to_string(),
+                rv: rv
+                    .parse()
+                    .map_err(|_| format!("event resourceVersion {rv:?} is not a number"))?,
+                sent_unix_nanos: f.annotation.and_then(|s| s.parse().ok()),
+            });
+        }
+    }
+    parse_event_slow(line)
+}
+
+fn parse_event_slow(line: &[u8]) -> Result<Parsed, String> {
     let e: Event = serde_json::from_slice(line).map_err(|e| format!("bad watch event: {e}"))?;
     if e.kind == "ERROR" {
         return Err(format!(
@@ -202,21 +248,16 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
                 Err(_) => continue,
             },
         };
-        let parsed = lines.push(&data).and_then(|ls| {
-            ls.iter()
-                .map(|l| parse_event(l))
-                .collect::<Result<Vec<_>, _>>()
+        let parsed = lines.each_line(&data, |l| {
+            let e = parse_event(l)?;
+            if e.kind != "BOOKMARK" {
+                out.record(&ctx, e.rv, e.sent_unix_nanos);
+            }
+            Ok(())
         });
-        match parsed {
-            Ok(events) => {
-                for e in events.into_iter().filter(|e| e.kind != "BOOKMARK") {
-                    out.record(&ctx, e.rv, e.sent_unix_nanos);
-                }
-            }
-            Err(e) => {
-                out.error = Some(e);
-                break;
-            }
+        if let Err(e) = parsed {
+            out.error = Some(e);
+            break;
         }
     }
     out
