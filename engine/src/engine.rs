@@ -241,7 +241,10 @@ impl Engine {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("keel-flush-{}", s.id))
-                    .spawn(move || s.flusher_loop())?,
+                    .spawn(move || {
+                        crate::sched::request_short_slice();
+                        s.flusher_loop()
+                    })?,
             );
         }
         if let Some(every) = inner.opts.maintenance_interval {

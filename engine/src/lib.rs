@@ -27,6 +27,7 @@ pub mod model;
 pub mod options;
 pub mod pending;
 pub mod revision;
+mod sched;
 pub mod segment;
 pub mod sequencer;
 pub mod shard;

@@ -39,6 +39,9 @@ pub const RANK_MARK_EVERY: u64 = 256;
 /// (prefix, snapshot) pairs whose rank marks each shard keeps (most recently used first).
 /// One pair over n keys holds n / `RANK_MARK_EVERY` marks (the key and a count).
 pub const RANK_CACHE_SNAPSHOTS_MAX: usize = 16;
+/// Time slice the commit-path threads (the shard flushers) ask the kernel for, so that they
+/// run promptly when woken on a busy machine (see `sched.rs`); 0.1 ms is the kernel's minimum.
+pub const COMMIT_THREAD_SLICE: Duration = Duration::from_micros(100);
 /// History kept for exact-revision reads, paginated lists and watch resumption.
 pub const HISTORY_DEFAULT: Duration = Duration::from_secs(5 * 60);
 /// A segment whose live bytes fall below this fraction of its size is rewritten.
