@@ -12,6 +12,7 @@
 mod check;
 mod compile;
 mod data;
+mod decode;
 mod names;
 mod openapi;
 mod prune;
@@ -154,6 +155,23 @@ impl Schemas {
             Some(root) => check::run(&self.compiled, root, &raw),
             None => FieldReport::default(),
         })
+    }
+
+    /// Decodes a JSON body and checks it in one pass: the value is exactly what
+    /// `serde_json::from_slice` yields and the report exactly what [`Schemas::check`] gives.
+    /// An unknown kind yields the plain value and an empty report. The error is the JSON
+    /// syntax error.
+    pub fn decode_checked(
+        &self,
+        gvk: &Gvk,
+        body: &[u8],
+    ) -> Result<(serde_json::Value, FieldReport), String> {
+        match self.compiled.root(gvk) {
+            Some(root) => decode::run(&self.compiled, root, body),
+            None => serde_json::from_slice(body)
+                .map(|v| (v, FieldReport::default()))
+                .map_err(|e| e.to_string()),
+        }
     }
 
     /// Drop fields the schema does not declare (what the server does under Ignore/Warn).

@@ -112,7 +112,7 @@ impl App {
     /// Serves one request.
     pub async fn serve(self: Arc<Self>, req: Request) -> Response {
         let start = Instant::now();
-        let watch = Query::from_request(&req).flag("watch");
+        let watch = !req.query.is_empty() && Query::from_request(&req).flag("watch");
         let target = request_info::classify(req.method.as_str(), &req.path, watch);
         let (resp, labels) = match self.clone().route(&req, &target).await {
             Ok(r) => r,

@@ -110,6 +110,10 @@ impl<'a> Call<'a> {
 
     /// Negotiated response format for object/list responses of this resource.
     pub fn format(&self) -> Result<Format, ApiError> {
+        // The common cases answer JSON whatever else is offered: skip the protobuf lookup.
+        if respond::plain_json_accept(self.accept()) {
+            return Ok(Format::Json);
+        }
         let proto = keel_proto::supports(&self.api_version(), self.info.kind);
         respond::negotiate(self.accept(), true, proto)
     }

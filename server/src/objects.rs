@@ -50,6 +50,24 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `is_deleting` of stored JSON bytes, decoding only `metadata.deletionTimestamp`.
+pub fn stored_is_deleting(bytes: &[u8]) -> Result<bool, keel_api::status::ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Obj {
+        metadata: Option<Meta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    match serde_json::from_slice::<Obj>(bytes) {
+        Ok(o) => Ok(o.metadata.is_some_and(|m| m.deletion_timestamp.is_some())),
+        // Anything unusual (metadata not an object, ...): the general path decides.
+        Err(_) => Ok(is_deleting(&crate::respond::parse_stored(bytes)?)),
+    }
+}
+
 pub fn is_deleting(obj: &Value) -> bool {
     meta(obj)
         .and_then(|m| m.get("deletionTimestamp"))
@@ -231,6 +249,25 @@ mod tests {
         assert_eq!(back["data"]["k"], "v");
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1234\""), "{text}");
+    }
+
+    #[test]
+    fn stored_deletion_check_matches_full_parse() {
+        for doc in [
+            r#"{"metadata":{"name":"n"}}"#,
+            r#"{"metadata":{"name":"n","deletionTimestamp":"2020-01-01T00:00:00Z"}}"#,
+            r#"{"metadata":{"deletionTimestamp":null}}"#,
+            r#"{"kind":"Namespace","spec":{"finalizers":["kubernetes"]}}"#,
+            r#"{"metadata":"odd"}"#,
+            r#"{"metadata":{"deletionTimestamp":{"a":1}},"status":{"phase":"Terminating"}}"#,
+            r#"{"metadata":{"deletionTimestamp":1},"metadata":{"name":"x"}}"#,
+            r#"[1]"#,
+        ] {
+            let full: Value = serde_json::from_str(doc).unwrap();
+            let want = full.is_object() && is_deleting(&full);
+            assert_eq!(stored_is_deleting(doc.as_bytes()).unwrap(), want, "{doc}");
+        }
+        assert!(stored_is_deleting(b"{").is_err());
     }
 
     #[test]

@@ -306,7 +306,16 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
     if is_proto && !c.req.body.starts_with(&keel_proto::MAGIC) {
         return Err(unrecognized_body(c.info.kind, &c.req.body));
     }
-    let mut obj = respond::decode_body(c.content_type(), &c.req.body)?;
+    // A JSON body of a kind with a schema is decoded and field-checked in one pass.
+    let one_pass = respond::is_json_media(c.content_type()) && schemas_know(c);
+    let (mut obj, report) = if one_pass {
+        let (v, r) = keel_schema::schemas()
+            .decode_checked(&gvk_of(c), &c.req.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
+        (v, Some(r))
+    } else {
+        (respond::decode_body(c.content_type(), &c.req.body)?, None)
+    };
     if !obj.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",
@@ -316,6 +325,10 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
     if c.info.group.is_empty() && c.info.plural == "secrets" {
         merge_string_data(&mut obj);
     }
+    if let Some(report) = report {
+        apply_field_report(c, &report, &mut obj)?;
+        return Ok(obj);
+    }
     let is_json = !c
         .content_type()
         .is_some_and(|t| t.starts_with("application/vnd.kubernetes.protobuf"));
@@ -324,6 +337,18 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
         validate_fields(c, &body, &mut obj)?;
     }
     Ok(obj)
+}
+
+fn gvk_of<'c>(c: &'c Call<'_>) -> keel_schema::Gvk<'c> {
+    keel_schema::Gvk {
+        group: c.info.group,
+        version: c.info.version,
+        kind: c.info.kind,
+    }
+}
+
+fn schemas_know(c: &Call<'_>) -> bool {
+    keel_schema::schemas().knows(&gvk_of(c))
 }
 
 /// Bytes of a body quoted in a decoding error.
@@ -407,11 +432,7 @@ pub fn check_type(c: &Call<'_>, obj: &mut Value) -> Result<(), ApiError> {
 /// Unknown, duplicate and mistyped fields per `fieldValidation`; prunes unknown fields.
 pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result<(), ApiError> {
     let mode = FieldValidation::from_query(&c.query)?;
-    let gvk = keel_schema::Gvk {
-        group: c.info.group,
-        version: c.info.version,
-        kind: c.info.kind,
-    };
+    let gvk = gvk_of(c);
     let schemas = keel_schema::schemas();
     if !schemas.knows(&gvk) {
         return Ok(());
@@ -419,6 +440,26 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
     let report = schemas
         .check(&gvk, body)
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
+    report_fields(c, mode, &report, obj)
+}
+
+/// `validate_fields` for a report made while decoding (the kind has a schema).
+fn apply_field_report(
+    c: &mut Call<'_>,
+    report: &keel_schema::FieldReport,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
+    let mode = FieldValidation::from_query(&c.query)?;
+    report_fields(c, mode, report, obj)
+}
+
+/// Type errors and strict errors as 400s, warnings, and pruning of unknown fields.
+fn report_fields(
+    c: &mut Call<'_>,
+    mode: FieldValidation,
+    report: &keel_schema::FieldReport,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     if let Some(first) = report.type_errors.first() {
         // Upstream reports the first type error, at every validation level.
         return Err(ApiError::bad_request(format!(
@@ -440,7 +481,7 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
         _ => {}
     }
     if !report.unknown.is_empty() {
-        schemas.prune(&gvk, obj);
+        keel_schema::schemas().prune(&gvk_of(c), obj);
     }
     Ok(())
 }
@@ -552,8 +593,7 @@ fn check_namespace(app: &App, c: &Call<'_>, name: &str) -> Result<(), ApiError> 
         .storage
         .get_latest(&key)?
         .ok_or_else(|| ApiError::not_found("", "namespaces", &c.rr.namespace))?;
-    let ns = respond::parse_stored(kv.value())?;
-    if objects::is_deleting(&ns) {
+    if objects::stored_is_deleting(kv.value())? {
         let mut e = ApiError::forbidden_with(
             c.info.group,
             c.info.plural,
@@ -914,16 +954,32 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
     m.shift_remove("resourceVersion");
 }
 
+/// Equal but for `metadata.resourceVersion` and `metadata.managedFields` (compared in place,
+/// without copying either object).
 fn same_object(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.shift_remove("resourceVersion");
-            m.shift_remove("managedFields");
-        }
-        v
+    const IGNORED: [&str; 2] = ["resourceVersion", "managedFields"];
+    let (Some(ao), Some(bo)) = (a.as_object(), b.as_object()) else {
+        return a == b;
     };
-    strip(a) == strip(b)
+    fn meta_of(o: &serde_json::Map<String, Value>) -> Option<&serde_json::Map<String, Value>> {
+        o.get("metadata").and_then(Value::as_object)
+    }
+    let (Some(am), Some(bm)) = (meta_of(ao), meta_of(bo)) else {
+        return a == b;
+    };
+    let kept = |m: &serde_json::Map<String, Value>| {
+        m.iter()
+            .filter(|(k, _)| !IGNORED.contains(&k.as_str()))
+            .count()
+    };
+    ao.len() == bo.len()
+        && ao
+            .iter()
+            .all(|(k, v)| k == "metadata" || bo.get(k) == Some(v))
+        && kept(am) == kept(bm)
+        && am
+            .iter()
+            .all(|(k, v)| IGNORED.contains(&k.as_str()) || bm.get(k) == Some(v))
 }
 
 async fn create_on_update(
@@ -1221,6 +1277,74 @@ mod tests {
         ] {
             assert_eq!(error_body(field, message), body, "{field} {message}");
         }
+    }
+
+    /// The comparison before it avoided copies: strip both, then compare.
+    fn same_object_by_copy(a: &Value, b: &Value) -> bool {
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.shift_remove("resourceVersion");
+                m.shift_remove("managedFields");
+            }
+            v
+        };
+        strip(a) == strip(b)
+    }
+
+    #[test]
+    fn same_object_ignores_only_resource_version_and_managed_fields() {
+        let base = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1",
+            "labels": {"x": "y"}}, "data": {"k": "v"}});
+        let cases = [
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "2",
+                "labels": {"x": "y"}, "managedFields": [{}]}, "data": {"k": "v"}}),
+                true,
+            ),
+            (
+                json!({"data": {"k": "v"}, "metadata": {"labels": {"x": "y"}, "name": "a"},
+                "kind": "ConfigMap"}),
+                true,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "z"}},
+                "data": {"k": "v"}}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}},
+                "data": {"k": "v"}, "extra": 1}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"},
+                "uid": "u"}, "data": {"k": "v"}}),
+                false,
+            ),
+            (json!({"kind": "ConfigMap", "data": {"k": "v"}}), false),
+            (
+                json!({"kind": "ConfigMap", "metadata": "odd", "data": {"k": "v"}}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}},
+                "data": {"k": "w"}}),
+                false,
+            ),
+            (json!([1]), false),
+        ];
+        for (other, want) in cases {
+            assert_eq!(same_object(&base, &other), want, "{other}");
+            assert_eq!(same_object(&other, &base), want, "{other}");
+            assert_eq!(same_object_by_copy(&base, &other), want, "{other}");
+        }
+        let odd = json!({"metadata": "odd"});
+        assert!(same_object(&odd, &odd.clone()));
+        assert_eq!(
+            same_object(&json!(1), &json!(1)),
+            same_object_by_copy(&json!(1), &json!(1))
+        );
     }
 
     #[test]

@@ -45,6 +45,12 @@ fn parse_range(s: &str) -> MediaRange<'_> {
     r
 }
 
+/// True for an `Accept` that `negotiate` answers with JSON whatever is offered: absent,
+/// blank, `application/json` or `*/*` alone.
+pub fn plain_json_accept(accept: Option<&str>) -> bool {
+    accept.is_none_or(|a| matches!(a.trim(), "" | "application/json" | "*/*"))
+}
+
 /// Picks the first supported media type of `accept`, in order. `table` and `protobuf` say
 /// whether those are offered for this response.
 pub fn negotiate(accept: Option<&str>, table: bool, protobuf: bool) -> Result<Format, ApiError> {
@@ -79,9 +85,9 @@ pub fn negotiate(accept: Option<&str>, table: bool, protobuf: bool) -> Result<Fo
     Err(ApiError::not_acceptable(&offered))
 }
 
-/// Decodes a request body by its `Content-Type` into a JSON value.
-pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
-    let media = content_type
+/// The media type of a `Content-Type` value, lower-cased, without parameters.
+fn media_of(content_type: Option<&str>) -> String {
+    content_type
         .map(|c| {
             c.split(';')
                 .next()
@@ -89,8 +95,20 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Api
                 .trim()
                 .to_ascii_lowercase()
         })
-        .unwrap_or_default();
-    match media.as_str() {
+        .unwrap_or_default()
+}
+
+/// True when `decode_body` decodes this `Content-Type` as JSON.
+pub fn is_json_media(content_type: Option<&str>) -> bool {
+    matches!(
+        media_of(content_type).as_str(),
+        "" | "application/json" | "*/*"
+    )
+}
+
+/// Decodes a request body by its `Content-Type` into a JSON value.
+pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    match media_of(content_type).as_str() {
         "" | "application/json" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}"))),
         "application/vnd.kubernetes.protobuf" => keel_proto::decode(body)
@@ -291,6 +309,30 @@ mod tests {
             .code,
             406
         );
+    }
+
+    #[test]
+    fn plain_json_accepts_negotiate_json() {
+        for a in [
+            None,
+            Some(""),
+            Some(" "),
+            Some("application/json"),
+            Some("*/*"),
+        ] {
+            assert!(plain_json_accept(a), "{a:?}");
+            for (table, proto) in [(true, true), (false, false), (true, false)] {
+                assert_eq!(negotiate(a, table, proto).unwrap(), Format::Json, "{a:?}");
+            }
+        }
+        for a in [
+            "application/vnd.kubernetes.protobuf",
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            "application/json, */*",
+            "text/html",
+        ] {
+            assert!(!plain_json_accept(Some(a)), "{a}");
+        }
     }
 
     #[test]

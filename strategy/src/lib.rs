@@ -178,8 +178,8 @@ pub fn validate(group: &str, resource: &str, obj: &Value) -> Vec<FieldErr> {
     let mut errs = meta::validate(obj, tr.namespaced, name_rule(kind));
     match kind {
         K::Pod => {
-            let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
-            errs.extend(podspec_validation::validate_pod_spec(&spec, "spec"));
+            let spec = obj.get("spec").unwrap_or(&Value::Null);
+            errs.extend(podspec_validation::validate_pod_spec(spec, "spec"));
         }
         K::Service => errs.extend(service::validate(obj)),
         K::Node => errs.extend(node::validate(obj)),

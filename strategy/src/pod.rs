@@ -169,14 +169,14 @@ const UPDATABLE_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[
 /// Upstream's pod update rules: the spec is immutable except for the listed fields.
 pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
-    let new_spec = new.get("spec").cloned().unwrap_or(Value::Null);
-    let old_spec = old.get("spec").cloned().unwrap_or(Value::Null);
-    validate_deadline_update(&new_spec, &old_spec, &mut errs);
-    validate_tolerations_update(&new_spec, &old_spec, &mut errs);
-    validate_gates_update(&new_spec, &old_spec, &mut errs);
-    let munged = munge_allowed(&old_spec, &new_spec);
-    if munged != new_spec {
-        let diff = crate::diff::describe(&old_spec, &new_spec, "spec");
+    let new_spec = new.get("spec").unwrap_or(&Value::Null);
+    let old_spec = old.get("spec").unwrap_or(&Value::Null);
+    validate_deadline_update(new_spec, old_spec, &mut errs);
+    validate_tolerations_update(new_spec, old_spec, &mut errs);
+    validate_gates_update(new_spec, old_spec, &mut errs);
+    let munged = munge_allowed(old_spec, new_spec);
+    if munged != *new_spec {
+        let diff = crate::diff::describe(old_spec, new_spec, "spec");
         let msg =
             format!("pod updates may not change fields other than {UPDATABLE_FIELDS}\n{diff}");
         errs.push(FieldErr::forbidden("spec", &msg));

@@ -17,26 +17,26 @@ pub const CRONJOB_NAME_LEN_MAX: usize = 52;
 /// Validates the spec of a workload kind.
 pub fn validate(kind: Kind, obj: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
-    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
     match kind {
         Kind::Deployment => {
-            replicated(&spec, "deployment", &mut errs);
-            deployment(&spec, &mut errs);
+            replicated(spec, "deployment", &mut errs);
+            deployment(spec, &mut errs);
         }
-        Kind::ReplicaSet => replicated(&spec, "deployment", &mut errs),
-        Kind::StatefulSet => replicated(&spec, "statefulset", &mut errs),
+        Kind::ReplicaSet => replicated(spec, "deployment", &mut errs),
+        Kind::StatefulSet => replicated(spec, "statefulset", &mut errs),
         Kind::DaemonSet => {
-            selected_template(&spec, "daemonset", &mut errs);
+            selected_template(spec, "daemonset", &mut errs);
             enum_opt(
-                &spec,
+                spec,
                 "spec.updateStrategy.type",
                 &["OnDelete", "RollingUpdate"],
                 &mut errs,
             );
         }
-        Kind::ReplicationController => rc(&spec, &mut errs),
-        Kind::Job => job_spec(&spec, "spec", &mut errs),
-        Kind::CronJob => cronjob(obj, &spec, &mut errs),
+        Kind::ReplicationController => rc(spec, &mut errs),
+        Kind::Job => job_spec(spec, "spec", &mut errs),
+        Kind::CronJob => cronjob(obj, spec, &mut errs),
         _ => {}
     }
     errs
@@ -119,8 +119,8 @@ fn pod_template(t: &Value, path: &str, errs: &mut Vec<FieldErr>) {
         t.pointer("/metadata/labels"),
         &format!("{path}.metadata.labels"),
     ));
-    let spec = t.get("spec").cloned().unwrap_or(Value::Null);
-    errs.extend(validate_pod_spec(&spec, &format!("{path}.spec")));
+    let spec = t.get("spec").unwrap_or(&Value::Null);
+    errs.extend(validate_pod_spec(spec, &format!("{path}.spec")));
 }
 
 fn deployment(spec: &Value, errs: &mut Vec<FieldErr>) {
@@ -130,8 +130,8 @@ fn deployment(spec: &Value, errs: &mut Vec<FieldErr>) {
         &["Recreate", "RollingUpdate"],
         errs,
     );
-    let strategy = spec.get("strategy").cloned().unwrap_or(Value::Null);
-    if str_at(&strategy, "type") == "Recreate"
+    let strategy = spec.get("strategy").unwrap_or(&Value::Null);
+    if str_at(strategy, "type") == "Recreate"
         && strategy.get("rollingUpdate").is_some_and(|v| !v.is_null())
     {
         errs.push(FieldErr::forbidden(
