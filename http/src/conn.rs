@@ -17,20 +17,36 @@
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::limits::{
-    Limits, LINGER_BYTES_MAX, LINGER_TIMEOUT, READ_CHUNK_BYTES, WRITE_BUFFER_BYTES_MAX,
+    Limits, IOV_PER_WRITE_MAX, LINGER_BYTES_MAX, LINGER_TIMEOUT, READ_CHUNK_BYTES,
+    WRITE_BUFFER_BYTES_MAX,
 };
 use crate::parse::{parse_head, Framing, Head, HeadError};
 use crate::request::{ClientIdentity, Method, Request};
-use crate::response::{status_body, too_many_requests, Body, Response};
+use crate::response::{status_body, too_many_requests, Body, Chunk, Response};
 use crate::rt::{self, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Either, Instant};
-use crate::write::{write_chunk, write_head, BodyFraming, LAST_CHUNK};
+use crate::write::{write_chunk_head, write_head, BodyFraming, LAST_CHUNK};
 use crate::Handler;
 use std::cell::Cell;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// A streamed body as the connection writes it: one chunk per item.
+type ChunkStream = Pin<Box<dyn futures_core::Stream<Item = Chunk>>>;
+
+/// Adapts a stream of byte vectors to a stream of chunks.
+struct VecChunks(Pin<Box<dyn futures_core::Stream<Item = Vec<u8>>>>);
+
+impl futures_core::Stream for VecChunks {
+    type Item = Chunk;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        self.0.as_mut().poll_next(cx).map(|v| v.map(Chunk::from))
+    }
+}
 
 /// State shared by all connections of one core.
 pub(crate) struct CoreState {
@@ -313,30 +329,40 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
                 Ok(req.keep_alive)
             }
-            Body::Stream(stream) if req.head_method || bodyless => {
-                drop(stream);
-                let close = !req.keep_alive;
-                let framing = if bodyless {
-                    BodyFraming::None
-                } else {
-                    BodyFraming::Chunked
-                };
-                write_head(
-                    &mut self.out,
-                    resp.status,
-                    &resp.headers,
-                    framing,
-                    close,
-                    false,
-                );
-                self.flush().await?;
-                Ok(req.keep_alive)
-            }
             Body::Stream(stream) => {
-                self.respond_stream(req, resp.status, &resp.headers, stream)
+                let stream: ChunkStream = Box::pin(VecChunks(stream));
+                self.respond_chunks(req, resp.status, &resp.headers, stream)
+                    .await
+            }
+            Body::Chunks(stream) => {
+                self.respond_chunks(req, resp.status, &resp.headers, stream)
                     .await
             }
         }
+    }
+
+    /// Writes a streamed response (or only its head, for HEAD and bodyless statuses).
+    async fn respond_chunks(
+        &mut self,
+        req: RequestInfo,
+        status: u16,
+        headers: &[(String, String)],
+        stream: ChunkStream,
+    ) -> io::Result<bool> {
+        let bodyless = status < 200 || status == 204 || status == 304;
+        if !req.head_method && !bodyless {
+            return self.respond_stream(req, status, headers, stream).await;
+        }
+        drop(stream);
+        let close = !req.keep_alive;
+        let framing = if bodyless {
+            BodyFraming::None
+        } else {
+            BodyFraming::Chunked
+        };
+        write_head(&mut self.out, status, headers, framing, close, false);
+        self.flush().await?;
+        Ok(req.keep_alive)
     }
 
     /// Appends a full body to the output, writing large bodies straight through.
@@ -354,7 +380,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         req: RequestInfo,
         status: u16,
         headers: &[(String, String)],
-        mut stream: Pin<Box<dyn futures_core::Stream<Item = Vec<u8>>>>,
+        mut stream: ChunkStream,
     ) -> io::Result<bool> {
         // HTTP/1.0 has no chunked coding: the body ends when the connection does.
         let chunked = !req.http10;
@@ -367,13 +393,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         write_head(&mut self.out, status, headers, framing, close, false);
         self.flush().await?;
         let read_cap = self.core.limits.header_bytes_max;
+        // One stop future for the whole stream, not one per chunk.
+        let stop = self.core.stop.clone();
+        let mut stopped = std::pin::pin!(stop.stopped());
         loop {
             let next = std::future::poll_fn(|cx| stream.as_mut().poll_next(cx));
-            let peer = watch_peer(&mut self.io, &mut self.buf, read_cap, &self.core.stop);
+            let peer = watch_peer(&mut self.io, &mut self.buf, read_cap, stopped.as_mut());
             match rt::race(next, peer).await {
                 Either::Left(Some(chunk)) if chunk.is_empty() => continue,
-                Either::Left(Some(chunk)) if chunked => write_chunk(&mut self.out, &chunk),
-                Either::Left(Some(chunk)) => self.out.extend_from_slice(&chunk),
+                Either::Left(Some(chunk)) => self.write_stream_chunk(&chunk, chunked).await?,
                 Either::Left(None) => break,
                 Either::Right(PeerEvent::Gone) => return Ok(false),
                 Either::Right(PeerEvent::Stop) => {
@@ -381,10 +409,66 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Ok(false);
                 }
             }
-            self.flush().await?;
         }
         self.end_stream(chunked).await?;
         Ok(!close)
+    }
+
+    /// Writes one chunk of a streamed body (framed if `chunked`) and flushes it: with one
+    /// vectored write of the pieces in place when the transport supports it, else copied
+    /// into the output buffer.
+    async fn write_stream_chunk(&mut self, chunk: &Chunk, chunked: bool) -> io::Result<()> {
+        if !self.io.is_write_vectored() {
+            if chunked {
+                write_chunk_head(&mut self.out, chunk.len());
+            }
+            for piece in chunk.pieces() {
+                self.out.extend_from_slice(piece);
+            }
+            if chunked {
+                self.out.extend_from_slice(b"\r\n");
+            }
+            return self.flush().await;
+        }
+        let mut head = Vec::with_capacity(20);
+        if chunked {
+            write_chunk_head(&mut head, chunk.len());
+        }
+        let out = std::mem::take(&mut self.out);
+        let mut slices = Vec::with_capacity(chunk.pieces().len() + 3);
+        slices.push(IoSlice::new(&out));
+        slices.push(IoSlice::new(&head));
+        slices.extend(chunk.pieces().iter().map(|p| IoSlice::new(p)));
+        if chunked {
+            slices.push(IoSlice::new(b"\r\n"));
+        }
+        slices.retain(|s| !s.is_empty());
+        let res = self.write_vectored_timed(&mut slices).await;
+        drop(slices);
+        self.out = out;
+        self.out.clear();
+        self.unflushed = 0;
+        res
+    }
+
+    /// Writes all of `slices` (at most `IOV_PER_WRITE_MAX` per call) by the write deadline.
+    async fn write_vectored_timed(&mut self, slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+        let deadline = Instant::now() + self.core.limits.write_timeout;
+        let io = &mut self.io;
+        rt::timeout_at(deadline, async move {
+            let mut rest = slices;
+            while !rest.is_empty() {
+                let end = rest.len().min(IOV_PER_WRITE_MAX);
+                let n = io.write_vectored(&rest[..end]).await?;
+                if n == 0 {
+                    return Err(io::Error::from(io::ErrorKind::WriteZero));
+                }
+                IoSlice::advance_slices(&mut rest, n);
+            }
+            io.flush().await
+        })
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "write timed out"))?
     }
 
     async fn end_stream(&mut self, chunked: bool) -> io::Result<()> {
@@ -495,19 +579,20 @@ async fn read_more<S: AsyncRead + Unpin>(
 
 /// While a stream waits for its next chunk: reads (and keeps, for the next request) what
 /// the peer sends, up to `cap` buffered bytes, to notice it hanging up; or reports stop.
+/// `stopped` completes on server stop; it is not polled again once it has.
 async fn watch_peer<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
     cap: usize,
-    stop: &rt::StopSignal,
+    mut stopped: Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> PeerEvent {
     loop {
         if buf.len() >= cap {
-            stop.stopped().await;
+            stopped.as_mut().await;
             return PeerEvent::Stop;
         }
         buf.reserve(READ_CHUNK_BYTES.min(cap - buf.len()));
-        match rt::race(io.read_buf(buf), stop.stopped()).await {
+        match rt::race(io.read_buf(buf), stopped.as_mut()).await {
             Either::Left(Ok(0)) | Either::Left(Err(_)) => return PeerEvent::Gone,
             Either::Left(Ok(_)) => {}
             Either::Right(()) => return PeerEvent::Stop,

@@ -31,7 +31,7 @@ mod write;
 
 pub use limits::{Limits, HEADER_COUNT_HARD_MAX};
 pub use request::{parse_query, ClientIdentity, Headers, Method, Request};
-pub use response::{status_body, status_response, Body, Response};
+pub use response::{status_body, status_response, Body, Chunk, Piece, Response};
 pub use server::{serve, Listener, ServeConfig, ServerHandle};
 
 use std::future::Future;

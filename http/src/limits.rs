@@ -12,6 +12,9 @@ pub(crate) const READ_CHUNK_BYTES: usize = 16 * 1024;
 /// Pending response bytes that force a flush even when more pipelined requests are buffered.
 pub(crate) const WRITE_BUFFER_BYTES_MAX: usize = 64 * 1024;
 
+/// Buffers passed to one vectored write call (Linux's `IOV_MAX` is 1024).
+pub(crate) const IOV_PER_WRITE_MAX: usize = 512;
+
 /// Longest chunk-size line (hex size plus chunk extensions) accepted in a chunked body.
 pub(crate) const CHUNK_LINE_BYTES_MAX: usize = 4 * 1024;
 

@@ -1,6 +1,83 @@
 //! Responses as handlers build them, and the `metav1.Status` errors this layer produces.
 
 use std::pin::Pin;
+use std::sync::Arc;
+
+/// A piece of a [`Chunk`]: bytes of its own, or bytes shared with other responses (one
+/// encoded watch event sent to many watchers), which are written without being copied.
+#[derive(Clone, Debug)]
+pub enum Piece {
+    /// Bytes owned by this chunk.
+    Owned(Vec<u8>),
+    /// Bytes shared with other chunks.
+    Shared(Arc<[u8]>),
+}
+
+impl std::ops::Deref for Piece {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Piece::Owned(v) => v,
+            Piece::Shared(a) => a,
+        }
+    }
+}
+
+/// One item of a [`Body::Chunks`] stream: pieces written back to back as one chunk of the
+/// chunked body, with one write call where the transport allows (vectored I/O).
+#[derive(Clone, Debug, Default)]
+pub struct Chunk {
+    pieces: Vec<Piece>,
+    len: usize,
+}
+
+impl Chunk {
+    /// An empty chunk.
+    pub fn new() -> Chunk {
+        Chunk::default()
+    }
+
+    /// Appends a piece (empty pieces are dropped).
+    pub fn push(&mut self, piece: Piece) {
+        if !piece.is_empty() {
+            self.len += piece.len();
+            self.pieces.push(piece);
+        }
+    }
+
+    /// Total bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the chunk holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The pieces, in order.
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    /// All bytes, copied into one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len);
+        for p in &self.pieces {
+            out.extend_from_slice(p);
+        }
+        out
+    }
+}
+
+impl From<Vec<u8>> for Chunk {
+    fn from(v: Vec<u8>) -> Chunk {
+        let mut c = Chunk::new();
+        c.push(Piece::Owned(v));
+        c
+    }
+}
 
 /// A response body.
 pub enum Body {
@@ -10,6 +87,9 @@ pub enum Body {
     /// written and flushed as one chunk as soon as it is produced (watch streams). Empty items
     /// are skipped. Not `Send`: it runs on the core whose handler created it.
     Stream(Pin<Box<dyn futures_core::Stream<Item = Vec<u8>>>>),
+    /// Like [`Body::Stream`], with items made of (possibly shared) pieces: each item is one
+    /// chunk, written without copying shared pieces when the transport takes vectored writes.
+    Chunks(Pin<Box<dyn futures_core::Stream<Item = Chunk>>>),
 }
 
 impl std::fmt::Debug for Body {
@@ -17,6 +97,7 @@ impl std::fmt::Debug for Body {
         match self {
             Body::Full(b) => write!(f, "Body::Full({} bytes)", b.len()),
             Body::Stream(_) => f.write_str("Body::Stream"),
+            Body::Chunks(_) => f.write_str("Body::Chunks"),
         }
     }
 }
@@ -155,6 +236,19 @@ pub(crate) fn reason_phrase(code: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_keep_pieces_in_order_and_skip_empty_ones() {
+        let mut c = Chunk::from(b"ab".to_vec());
+        c.push(Piece::Owned(Vec::new()));
+        c.push(Piece::Shared(Arc::from(&b"cde"[..])));
+        c.push(Piece::Shared(Arc::from(&b""[..])));
+        assert_eq!(c.pieces().len(), 2);
+        assert_eq!(c.len(), 5);
+        assert!(!c.is_empty());
+        assert_eq!(c.to_vec(), b"abcde");
+        assert!(Chunk::new().is_empty());
+    }
 
     #[test]
     fn status_body_has_the_metav1_status_shape() {

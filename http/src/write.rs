@@ -62,11 +62,18 @@ pub(crate) fn write_head(
 }
 
 /// Appends one chunk of a chunked body (`data` must be non-empty: an empty chunk ends it).
+#[cfg(test)]
 pub(crate) fn write_chunk(out: &mut Vec<u8>, data: &[u8]) {
-    debug_assert!(!data.is_empty(), "an empty chunk would terminate the body");
-    let _ = write!(out, "{:x}\r\n", data.len());
+    write_chunk_head(out, data.len());
     out.extend_from_slice(data);
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends the size line of a chunk of `len` bytes (`len` must be non-zero: an empty chunk
+/// ends the body). The chunk's data and a CR LF follow it.
+pub(crate) fn write_chunk_head(out: &mut Vec<u8>, len: usize) {
+    debug_assert!(len != 0, "an empty chunk would terminate the body");
+    let _ = write!(out, "{len:x}\r\n");
 }
 
 /// The last chunk of a chunked body, with no trailers.

@@ -1,6 +1,10 @@
 //! Watch streams: synthetic ADDED events for the initial state, then every change from the
 //! engine's watcher, filtered by namespace, name and selectors, with bookmarks and a timeout.
 //!
+//! Plain JSON watches (no selectors, not of one object) read this core's shared feed of the
+//! prefix (`watch_feed`): each event is encoded once and its bytes shared by every such
+//! stream; other watches filter and encode on their own engine watcher.
+//!
 //! State machine of one stream: `Initial` (draining the listed state) -> `Live` (engine events)
 //! -> `Ended` (timeout, client gone, or an ERROR event was sent: lagging or compacted history).
 
@@ -10,11 +14,12 @@ use crate::objects;
 use crate::registry::Filter;
 use crate::respond::{self, Format};
 use crate::store::ReadPoint;
+use crate::watch_feed::Subscription;
 use futures_core::Stream;
 use keel_api::rv::{self, WatchStart};
 use keel_api::status::ApiError;
 use keel_engine::{Event, EventKind, KeyValue, Revision, Store, Watcher};
-use keel_http::{Body, Response};
+use keel_http::{Body, Chunk, Response};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
@@ -127,9 +132,30 @@ enum State {
     Ended,
 }
 
+/// Where a live stream's events come from.
+enum Source {
+    /// Its own engine watcher; events are filtered and encoded by the stream.
+    Own {
+        watcher: Watcher,
+        buf: Vec<Arc<Event>>,
+    },
+    /// This core's shared feed for the prefix: lines encoded once for all plain JSON watches.
+    Feed(Subscription),
+}
+
+/// What one poll of the source gave.
+enum Step {
+    Chunk(Chunk),
+    /// Events arrived, none of them for this stream.
+    Nothing,
+    Ended(keel_engine::WatchError),
+    /// Nothing available; `Some(rev)`: every event up to `rev` has been sent.
+    Pending(Option<u64>),
+}
+
 struct WatchStream {
     app: Arc<App>,
-    watcher: Watcher,
+    source: Source,
     state: State,
     filter: Filter,
     name: Option<String>,
@@ -137,7 +163,6 @@ struct WatchStream {
     deadline: Pin<Box<Sleep>>,
     bookmarks: Option<Pin<Box<Sleep>>>,
     last_sent: u64,
-    buf: Vec<Arc<Event>>,
     _guard: crate::metrics::WatchGuard,
 }
 
@@ -194,12 +219,70 @@ impl WatchStream {
         }
         Some(out)
     }
+
+    /// Polls the source for the next chunk of live events.
+    fn poll_source(&mut self, cx: &mut Context<'_>) -> Step {
+        match &mut self.source {
+            Source::Feed(sub) => {
+                let mut chunk = Chunk::new();
+                match sub.poll_chunk(cx, &mut chunk, WATCH_CHUNK_BYTES) {
+                    Poll::Ready(Ok(rev)) => {
+                        self.last_sent = rev;
+                        Step::Chunk(chunk)
+                    }
+                    Poll::Ready(Err(e)) => Step::Ended(e),
+                    Poll::Pending => Step::Pending(sub.caught_up_to()),
+                }
+            }
+            Source::Own { watcher, buf } => {
+                let visible = self.app.storage.current();
+                buf.clear();
+                let mut events = std::mem::take(buf);
+                let step = match watcher.poll_batch(cx, &mut events) {
+                    Poll::Ready(Ok(())) => {
+                        let mut out = Vec::new();
+                        for ev in &events {
+                            self.encode(ev, &mut out);
+                        }
+                        if out.is_empty() {
+                            Step::Nothing
+                        } else {
+                            Step::Chunk(out.into())
+                        }
+                    }
+                    Poll::Ready(Err(e)) => Step::Ended(e),
+                    // Everything up to `visible` for this prefix has been delivered.
+                    Poll::Pending => Step::Pending(Some(visible)),
+                };
+                events.clear();
+                if let Source::Own { buf, .. } = &mut self.source {
+                    *buf = events;
+                }
+                step
+            }
+        }
+    }
+
+    /// A bookmark if one is due; `caught_up`: every event up to it has been sent.
+    fn poll_bookmark(&mut self, cx: &mut Context<'_>, caught_up: Option<u64>) -> Option<Chunk> {
+        let b = self.bookmarks.as_mut()?;
+        if b.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let deadline = tokio::time::Instant::now() + self.app.bookmark_interval;
+        b.as_mut().reset(deadline);
+        let _ = b.as_mut().poll(cx);
+        self.last_sent = self.last_sent.max(caught_up.unwrap_or(0));
+        let mut out = Vec::new();
+        self.enc.bookmark(&mut out, self.last_sent);
+        Some(out.into())
+    }
 }
 
 impl Stream for WatchStream {
-    type Item = Vec<u8>;
+    type Item = Chunk;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Vec<u8>>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
         let this = &mut *self;
         loop {
             if matches!(this.state, State::Ended) {
@@ -207,7 +290,7 @@ impl Stream for WatchStream {
             }
             if matches!(this.state, State::Initial(_)) {
                 match this.poll_initial() {
-                    Some(chunk) if !chunk.is_empty() => return Poll::Ready(Some(chunk)),
+                    Some(chunk) if !chunk.is_empty() => return Poll::Ready(Some(chunk.into())),
                     _ => continue,
                 }
             }
@@ -216,52 +299,49 @@ impl Stream for WatchStream {
                 if this.bookmarks.is_some() {
                     let mut out = Vec::new();
                     this.enc.bookmark(&mut out, this.last_sent);
-                    return Poll::Ready(Some(out));
+                    return Poll::Ready(Some(out.into()));
                 }
                 return Poll::Ready(None);
             }
-            let visible = this.app.storage.current();
-            this.buf.clear();
-            let mut buf = std::mem::take(&mut this.buf);
-            let polled = this.watcher.poll_batch(cx, &mut buf);
-            match polled {
-                Poll::Ready(Ok(())) => {
-                    let mut out = Vec::new();
-                    for ev in &buf {
-                        this.encode(ev, &mut out);
-                    }
-                    this.buf = buf;
-                    if !out.is_empty() {
-                        return Poll::Ready(Some(out));
-                    }
-                }
-                Poll::Ready(Err(e)) => {
-                    this.buf = buf;
+            match this.poll_source(cx) {
+                Step::Chunk(chunk) => return Poll::Ready(Some(chunk)),
+                Step::Nothing => {}
+                Step::Ended(e) => {
                     this.state = State::Ended;
                     let err = ApiError::expired(format!("watch ended: {e}"));
                     let mut out = Vec::new();
                     this.enc.error(&mut out, &err);
-                    return Poll::Ready(Some(out));
+                    return Poll::Ready(Some(out.into()));
                 }
-                Poll::Pending => {
-                    this.buf = buf;
-                    // Everything up to `visible` for this prefix has been delivered.
-                    if let Some(b) = this.bookmarks.as_mut() {
-                        if b.as_mut().poll(cx).is_ready() {
-                            let deadline = tokio::time::Instant::now() + this.app.bookmark_interval;
-                            b.as_mut().reset(deadline);
-                            let _ = b.as_mut().poll(cx);
-                            this.last_sent = this.last_sent.max(visible);
-                            let mut out = Vec::new();
-                            this.enc.bookmark(&mut out, this.last_sent);
-                            return Poll::Ready(Some(out));
-                        }
-                    }
-                    return Poll::Pending;
+                Step::Pending(caught_up) => {
+                    return match this.poll_bookmark(cx, caught_up) {
+                        Some(chunk) => Poll::Ready(Some(chunk)),
+                        None => Poll::Pending,
+                    };
                 }
             }
         }
     }
+}
+
+/// Opens the stream's event source: the core's shared feed for plain JSON watches (`shared`),
+/// else (or if the feed no longer reaches back to `from`) an engine watcher of its own.
+fn open_source(
+    app: &Arc<App>,
+    prefix: &[u8],
+    from: u64,
+    shared: bool,
+) -> Result<Source, keel_engine::Error> {
+    if shared {
+        if let Some(sub) = Subscription::join(app, prefix, from)? {
+            return Ok(Source::Feed(sub));
+        }
+    }
+    let watcher = app.storage.engine.watch(prefix, Revision(from))?;
+    Ok(Source::Own {
+        watcher,
+        buf: Vec::new(),
+    })
 }
 
 /// Starts a watch; the response streams until the timeout or the client leaves.
@@ -301,8 +381,9 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
         _ => respond::JSON,
     };
-    let watcher = match app.storage.engine.watch(&prefix, Revision(from)) {
-        Ok(w) => w,
+    let shared = format == Format::Json && filter.is_empty() && name.is_none();
+    let source = match open_source(&app, &prefix, from, shared) {
+        Ok(s) => s,
         Err(keel_engine::Error::Compacted {
             requested,
             compacted,
@@ -315,7 +396,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
             enc.error(&mut out, &err);
             return Ok(stream_response(
                 content_type,
-                futures_util::stream::iter([out]),
+                futures_util::stream::iter([Chunk::from(out)]),
             ));
         }
         Err(keel_engine::Error::TooManyWatchers { max }) => {
@@ -332,7 +413,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
     let s = WatchStream {
         _guard: app.metrics.watch_opened(c.info.group, c.info.plural),
         app: app.clone(),
-        watcher,
+        source,
         state: State::Initial(initial.into_iter()),
         filter,
         name,
@@ -340,19 +421,18 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         deadline: Box::pin(tokio::time::sleep(timeout)),
         bookmarks,
         last_sent: from,
-        buf: Vec::new(),
     };
     Ok(stream_response(content_type, s))
 }
 
-fn stream_response(content_type: &str, s: impl Stream<Item = Vec<u8>> + 'static) -> Response {
+fn stream_response(content_type: &str, s: impl Stream<Item = Chunk> + 'static) -> Response {
     Response {
         status: 200,
         headers: vec![
             ("Content-Type".into(), content_type.into()),
             ("Cache-Control".into(), "no-cache, private".into()),
         ],
-        body: Body::Stream(Box::pin(s)),
+        body: Body::Chunks(Box::pin(s)),
     }
 }
 

@@ -1,0 +1,559 @@
+//! Shared watch fan-out: on each core, one engine watcher per collection prefix feeds every
+//! plain JSON watch of that prefix (no selectors, no single-object name).
+//!
+//! The feed's task pulls events from the engine, encodes each as its JSON watch line
+//! (`{"type":..,"object":..}\n`) once, and appends the line to a bounded, core-local log.
+//! Subscribers (watch streams on the same core) keep a cursor into the log and hand the lines
+//! to the connection as shared pieces of one chunk, so an event costs one encoding per core
+//! and, per watcher, one reference count and one iovec instead of an allocation and a copy.
+//!
+//! Pacing: subscribers only see lines the task has *announced*. The first line after a quiet
+//! period is announced at once; later ones at most every `WATCH_FEED_INTERVAL`, so under load
+//! each watcher gets one chunk (one write) per interval instead of one per commit, and one
+//! wake-up per interval.
+//!
+//! Bounds: the log keeps at most `WATCH_FEED_EVENTS_MAX` lines and `WATCH_FEED_BYTES_MAX`
+//! bytes. A subscriber whose next line was dropped (it fell that far behind) is ended with
+//! `WatchError::Lagged` (a 410 ERROR event), so a slow watcher never holds the others back
+//! or grows memory. Lines every subscriber has passed are dropped too, except the newest
+//! `WATCH_FEED_RETAIN_EVENTS`, which let watches that start slightly in the past join.
+//!
+//! ```text
+//!   log:   first_seq ......... announced ..... head      (seq numbers of lines)
+//!   sub:            next_seq ^                           reads [next_seq, announced)
+//!   floor: every event with revision > floor is in the log or still to come
+//! ```
+
+use crate::app::App;
+use keel_engine::{Event, EventKind, Revision, Store, WatchError, Watcher};
+use keel_http::{Chunk, Piece};
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use tokio::time::{Instant, Sleep};
+
+/// Least time between two announcements of new lines to a feed's subscribers.
+pub const WATCH_FEED_INTERVAL: Duration = Duration::from_millis(10);
+/// Lines a feed keeps at most; a subscriber further behind is ended as lagged.
+pub const WATCH_FEED_EVENTS_MAX: usize = 1 << 15;
+/// Bytes of lines a feed keeps at most; a subscriber further behind is ended as lagged.
+pub const WATCH_FEED_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Lines kept after every subscriber has passed them, so that watches starting at a recent
+/// revision can join the feed.
+pub const WATCH_FEED_RETAIN_EVENTS: usize = 1024;
+/// Engine batches a feed's task pulls per poll before yielding to other tasks.
+pub const WATCH_FEED_BATCHES_PER_POLL: usize = 8;
+/// Feed subscriptions open in the process at most (each also needs a connection); beyond,
+/// a watch is refused with 429 as when the engine's watcher limit is reached.
+pub const WATCH_FEED_SUBSCRIBERS_MAX: usize = 100_000;
+/// Pieces (events) in one chunk at most: each is one iovec of the write.
+pub const WATCH_CHUNK_PIECES_MAX: usize = 256;
+
+/// One encoded event.
+struct Line {
+    rev: u64,
+    bytes: Arc<[u8]>,
+}
+
+/// A subscriber's slot: its cursor, its start revision and its waker while it waits.
+struct Slot {
+    next_seq: u64,
+    after: u64,
+    waker: Option<Waker>,
+}
+
+struct FeedState {
+    lines: VecDeque<Line>,
+    /// Sequence number of `lines[0]`.
+    first_seq: u64,
+    /// Lines below this sequence number may be read by subscribers.
+    announced: u64,
+    bytes: usize,
+    /// Every event with a revision above `floor` is in `lines` or not yet pulled.
+    floor: u64,
+    /// Every event with a revision up to `synced` has been pulled.
+    synced: u64,
+    /// Set once the feed stops: its engine watcher failed or nobody is subscribed.
+    ended: Option<WatchError>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    subscribers: usize,
+    task: Option<Waker>,
+}
+
+impl FeedState {
+    fn head_seq(&self) -> u64 {
+        self.first_seq + self.lines.len() as u64
+    }
+
+    fn push(&mut self, line: Line) {
+        self.bytes += line.bytes.len();
+        self.lines.push_back(line);
+        while self.lines.len() > WATCH_FEED_EVENTS_MAX || self.bytes > WATCH_FEED_BYTES_MAX {
+            self.drop_first();
+        }
+    }
+
+    fn drop_first(&mut self) {
+        if let Some(old) = self.lines.pop_front() {
+            self.bytes -= old.bytes.len();
+            self.floor = old.rev;
+            self.first_seq += 1;
+            self.announced = self.announced.max(self.first_seq);
+        }
+    }
+
+    /// Drops lines every subscriber has passed, keeping the newest `WATCH_FEED_RETAIN_EVENTS`.
+    fn trim(&mut self) {
+        let slowest = self.slots.iter().flatten().map(|s| s.next_seq).min();
+        let keep_from = self
+            .head_seq()
+            .saturating_sub(WATCH_FEED_RETAIN_EVENTS as u64);
+        let upto = slowest.unwrap_or(u64::MAX).min(keep_from);
+        while self.first_seq < upto && !self.lines.is_empty() {
+            self.drop_first();
+        }
+    }
+
+    /// Makes every pulled line readable and wakes the waiting subscribers.
+    fn announce(&mut self) {
+        self.announced = self.head_seq();
+        for slot in self.slots.iter_mut().flatten() {
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// The shared part of one prefix's fan-out on one core.
+pub struct Feed {
+    state: RefCell<FeedState>,
+}
+
+type FeedKey = (usize, Vec<u8>);
+
+/// Open subscriptions on all cores.
+static SUBSCRIBERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This core's feeds by (engine, prefix).
+    static FEEDS: RefCell<HashMap<FeedKey, Weak<Feed>>> = RefCell::new(HashMap::new());
+}
+
+/// A watch stream's place in a feed. Dropping it leaves the feed.
+pub struct Subscription {
+    feed: Rc<Feed>,
+    slot: usize,
+}
+
+impl Subscription {
+    /// Subscribes to this core's feed for `prefix`, for events after revision `after`,
+    /// starting the feed (and its engine watcher) if there is none. `Ok(None)`: a feed exists
+    /// but no longer holds every event after `after`; the caller watches on its own.
+    pub fn join(
+        app: &Arc<App>,
+        prefix: &[u8],
+        after: u64,
+    ) -> Result<Option<Subscription>, keel_engine::Error> {
+        if SUBSCRIBERS.fetch_add(1, Ordering::Relaxed) >= WATCH_FEED_SUBSCRIBERS_MAX {
+            SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
+            return Err(keel_engine::Error::TooManyWatchers {
+                max: WATCH_FEED_SUBSCRIBERS_MAX,
+            });
+        }
+        let joined = Self::join_feed(app, prefix, after);
+        if !matches!(joined, Ok(Some(_))) {
+            SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
+        }
+        joined
+    }
+
+    fn join_feed(
+        app: &Arc<App>,
+        prefix: &[u8],
+        after: u64,
+    ) -> Result<Option<Subscription>, keel_engine::Error> {
+        let key = (Arc::as_ptr(&app.storage.engine) as usize, prefix.to_vec());
+        let existing = FEEDS.with(|f| f.borrow().get(&key).and_then(Weak::upgrade));
+        let feed = match existing {
+            Some(feed) if feed.state.borrow().ended.is_none() => {
+                if after < feed.state.borrow().floor {
+                    return Ok(None);
+                }
+                feed
+            }
+            _ => {
+                let watcher = app.storage.engine.watch(prefix, Revision(after))?;
+                let feed = start_feed(app.clone(), watcher, after);
+                FEEDS.with(|f| f.borrow_mut().insert(key.clone(), Rc::downgrade(&feed)));
+                feed
+            }
+        };
+        let slot = {
+            let mut st = feed.state.borrow_mut();
+            let idx = st.lines.partition_point(|l| l.rev <= after);
+            let slot = Slot {
+                next_seq: st.first_seq + idx as u64,
+                after,
+                waker: None,
+            };
+            st.subscribers += 1;
+            match st.free.pop() {
+                Some(i) => {
+                    st.slots[i] = Some(slot);
+                    i
+                }
+                None => {
+                    st.slots.push(Some(slot));
+                    st.slots.len() - 1
+                }
+            }
+        };
+        Ok(Some(Subscription { feed, slot }))
+    }
+
+    /// Appends the announced lines not yet read (at most `max_bytes`, and at least one line)
+    /// to `out` as shared pieces. `Ready(Ok(Some(rev)))`: lines up to revision `rev` were
+    /// appended. `Ready(Err)`: the watch is over (lagged, or the feed's watcher failed).
+    pub fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Chunk,
+        max_bytes: usize,
+    ) -> Poll<Result<u64, WatchError>> {
+        let mut st = self.feed.state.borrow_mut();
+        let st = &mut *st;
+        let (first_seq, announced, head) = (st.first_seq, st.announced, st.head_seq());
+        let slot = st.slots[self.slot].as_mut().expect("own slot");
+        if slot.next_seq < first_seq {
+            return Poll::Ready(Err(WatchError::Lagged {
+                behind_events: head - slot.next_seq,
+                max: WATCH_FEED_EVENTS_MAX as u64,
+            }));
+        }
+        let mut last = None;
+        let mut pieces = 0;
+        while slot.next_seq < announced && out.len() < max_bytes && pieces < WATCH_CHUNK_PIECES_MAX
+        {
+            let line = &st.lines[(slot.next_seq - first_seq) as usize];
+            slot.next_seq += 1;
+            if line.rev > slot.after {
+                out.push(Piece::Shared(line.bytes.clone()));
+                last = Some(line.rev);
+                pieces += 1;
+            }
+        }
+        if let Some(rev) = last {
+            return Poll::Ready(Ok(rev));
+        }
+        if slot.next_seq >= announced {
+            if let Some(e) = &st.ended {
+                return Poll::Ready(Err(e.clone()));
+            }
+        }
+        slot.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// The revision up to which this subscriber has been sent every event, if it has read
+    /// everything the feed pulled (for bookmarks).
+    pub fn caught_up_to(&self) -> Option<u64> {
+        let st = self.feed.state.borrow();
+        let slot = st.slots[self.slot].as_ref()?;
+        (slot.next_seq >= st.head_seq()).then_some(st.synced)
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
+        let mut st = self.feed.state.borrow_mut();
+        st.slots[self.slot] = None;
+        st.free.push(self.slot);
+        st.subscribers -= 1;
+        if st.subscribers == 0 {
+            if let Some(w) = st.task.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Appends the JSON watch line of an event without selectors (nothing for a delete of an
+/// unknown previous value).
+fn encode(ev: &Event, out: &mut Vec<u8>) {
+    let rev = ev.revision().get();
+    let (kind, object): (&str, std::borrow::Cow<[u8]>) = match (ev.kind, &ev.prev) {
+        (EventKind::Put, None) => ("ADDED", ev.kv.value().into()),
+        (EventKind::Put, Some(_)) => ("MODIFIED", ev.kv.value().into()),
+        (EventKind::Delete, Some(p)) => (
+            "DELETED",
+            crate::watch::with_resource_version(p.value(), rev).into(),
+        ),
+        (EventKind::Delete, None) => return,
+    };
+    out.reserve(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(&object);
+    out.extend_from_slice(b"}\n");
+}
+
+fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
+    let feed = Rc::new(Feed {
+        state: RefCell::new(FeedState {
+            lines: VecDeque::new(),
+            first_seq: 0,
+            announced: 0,
+            bytes: 0,
+            floor: after,
+            synced: after,
+            ended: None,
+            slots: Vec::new(),
+            free: Vec::new(),
+            subscribers: 0,
+            task: None,
+        }),
+    });
+    tokio::task::spawn_local(FeedTask {
+        app,
+        feed: feed.clone(),
+        watcher,
+        batch: Vec::new(),
+        pace: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        pacing: false,
+    });
+    feed
+}
+
+/// Pulls a feed's events from the engine, encodes and announces them; ends when the feed
+/// has no subscribers left or its watcher fails.
+struct FeedTask {
+    app: Arc<App>,
+    feed: Rc<Feed>,
+    watcher: Watcher,
+    batch: Vec<Arc<Event>>,
+    /// When the next announcement may happen.
+    pace: Pin<Box<Sleep>>,
+    /// Whether an announcement happened less than `WATCH_FEED_INTERVAL` ago.
+    pacing: bool,
+}
+
+impl FeedTask {
+    /// Pulls what the engine has; `Err` once the watcher failed.
+    fn pull(&mut self, cx: &mut Context<'_>) -> Result<(), WatchError> {
+        let mut line = Vec::new();
+        for _ in 0..WATCH_FEED_BATCHES_PER_POLL {
+            let visible = self.app.storage.current();
+            self.batch.clear();
+            match self.watcher.poll_batch(cx, &mut self.batch) {
+                Poll::Ready(Ok(())) => {
+                    let mut st = self.feed.state.borrow_mut();
+                    for ev in &self.batch {
+                        encode(ev, &mut line);
+                        if !line.is_empty() {
+                            let rev = ev.revision().get();
+                            let bytes = Arc::from(std::mem::take(&mut line));
+                            st.push(Line { rev, bytes });
+                        }
+                    }
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => {
+                    let mut st = self.feed.state.borrow_mut();
+                    st.synced = st.synced.max(visible);
+                    return Ok(());
+                }
+            }
+        }
+        cx.waker().wake_by_ref(); // more may be waiting: continue after other tasks ran
+        Ok(())
+    }
+
+    fn stop(&self, e: WatchError) {
+        let mut st = self.feed.state.borrow_mut();
+        st.ended = Some(e);
+        st.task = None;
+        st.announce();
+    }
+}
+
+impl Future for FeedTask {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        {
+            let mut st = this.feed.state.borrow_mut();
+            if st.subscribers == 0 {
+                drop(st);
+                this.stop(WatchError::Closed);
+                return Poll::Ready(());
+            }
+            st.task = Some(cx.waker().clone());
+        }
+        if let Err(e) = this.pull(cx) {
+            this.stop(e);
+            return Poll::Ready(());
+        }
+        let mut st = this.feed.state.borrow_mut();
+        loop {
+            if this.pacing && this.pace.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.pacing = false;
+            if st.announced == st.head_seq() {
+                st.trim();
+                return Poll::Pending;
+            }
+            st.announce();
+            st.trim();
+            this.pacing = true;
+            this.pace
+                .as_mut()
+                .reset(Instant::now() + WATCH_FEED_INTERVAL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(rev: u64, len: usize) -> Line {
+        Line {
+            rev,
+            bytes: vec![b'x'; len].into(),
+        }
+    }
+
+    fn state() -> FeedState {
+        FeedState {
+            lines: VecDeque::new(),
+            first_seq: 0,
+            announced: 0,
+            bytes: 0,
+            floor: 10,
+            synced: 10,
+            ended: None,
+            slots: Vec::new(),
+            free: Vec::new(),
+            subscribers: 0,
+            task: None,
+        }
+    }
+
+    /// A subscription to a feed holding lines for revisions 11..=15, 11..=13 announced.
+    fn subscribed(next_seq: u64, after: u64) -> Subscription {
+        let mut st = state();
+        for rev in 11..=15 {
+            st.push(Line {
+                rev,
+                bytes: rev.to_string().into_bytes().into(),
+            });
+        }
+        st.announced = 3;
+        st.slots.push(Some(Slot {
+            next_seq,
+            after,
+            waker: None,
+        }));
+        st.subscribers = 1;
+        SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
+        let feed = Rc::new(Feed {
+            state: RefCell::new(st),
+        });
+        Subscription { feed, slot: 0 }
+    }
+
+    fn poll(sub: &mut Subscription, max_bytes: usize) -> Poll<Result<(u64, Vec<u8>), WatchError>> {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut chunk = Chunk::new();
+        sub.poll_chunk(&mut cx, &mut chunk, max_bytes)
+            .map(|r| r.map(|rev| (rev, chunk.to_vec())))
+    }
+
+    #[test]
+    fn subscribers_read_announced_lines_after_their_revision() {
+        let mut sub = subscribed(0, 11);
+        assert_eq!(
+            poll(&mut sub, 1 << 20),
+            Poll::Ready(Ok((13, b"1213".to_vec())))
+        );
+        assert_eq!(sub.caught_up_to(), None, "lines 14 and 15 not read yet");
+        assert_eq!(poll(&mut sub, 1 << 20), Poll::Pending);
+        sub.feed.state.borrow_mut().announce();
+        assert_eq!(poll(&mut sub, 2), Poll::Ready(Ok((14, b"14".to_vec()))));
+        assert_eq!(poll(&mut sub, 2), Poll::Ready(Ok((15, b"15".to_vec()))));
+        assert_eq!(sub.caught_up_to(), Some(10));
+        sub.feed.state.borrow_mut().ended = Some(WatchError::Closed);
+        assert_eq!(poll(&mut sub, 2), Poll::Ready(Err(WatchError::Closed)));
+    }
+
+    #[test]
+    fn a_subscriber_whose_lines_were_dropped_has_lagged() {
+        let mut sub = subscribed(0, 10);
+        sub.feed.state.borrow_mut().drop_first();
+        assert!(matches!(
+            poll(&mut sub, 1 << 20),
+            Poll::Ready(Err(WatchError::Lagged {
+                behind_events: 5,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn leaving_frees_the_slot_and_wakes_the_task_when_last() {
+        let sub = subscribed(0, 10);
+        let feed = sub.feed.clone();
+        drop(sub);
+        let st = feed.state.borrow();
+        assert_eq!((st.subscribers, st.free.as_slice()), (0, &[0][..]));
+        assert!(st.slots[0].is_none());
+    }
+
+    #[test]
+    fn the_log_is_bounded_and_raises_its_floor() {
+        let mut st = state();
+        for rev in 11..11 + WATCH_FEED_EVENTS_MAX as u64 + 5 {
+            st.push(line(rev, 1));
+        }
+        assert_eq!(st.lines.len(), WATCH_FEED_EVENTS_MAX);
+        assert_eq!(st.first_seq, 5);
+        assert_eq!(st.floor, 15);
+        assert_eq!(st.bytes, WATCH_FEED_EVENTS_MAX);
+        let mut st = state();
+        st.push(line(11, WATCH_FEED_BYTES_MAX));
+        st.push(line(12, 1));
+        assert_eq!((st.lines.len(), st.floor, st.bytes), (1, 11, 1));
+    }
+
+    #[test]
+    fn trimming_keeps_what_the_slowest_subscriber_and_late_joiners_need() {
+        let mut st = state();
+        let n = WATCH_FEED_RETAIN_EVENTS as u64 * 3;
+        for rev in 11..11 + n {
+            st.push(line(rev, 1));
+        }
+        st.slots.push(Some(Slot {
+            next_seq: 5,
+            after: 0,
+            waker: None,
+        }));
+        st.trim();
+        assert_eq!(st.first_seq, 5, "the slowest subscriber's next line stays");
+        st.slots[0].as_mut().unwrap().next_seq = n;
+        st.trim();
+        assert_eq!(st.first_seq, n - WATCH_FEED_RETAIN_EVENTS as u64);
+        assert_eq!(st.floor, 10 + st.first_seq);
+    }
+}

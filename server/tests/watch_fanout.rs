@@ -1,0 +1,161 @@
+//! Many concurrent watches of one collection (the shared per-core feed):
+//! every watcher gets every event exactly once and in order, with the same bytes as a
+//! selector watch (its own watcher) would send for the same event.
+
+mod common;
+
+use common::Server;
+use serde_json::{json, Value};
+use std::sync::OnceLock;
+
+/// Watchers opened at once.
+const WATCHERS: usize = 24;
+/// Objects created while they watch.
+const OBJECTS: usize = 40;
+
+/// Runs `n` watches of `path` (its query must carry `timeoutSeconds`) while `act` runs;
+/// returns each one's events once the server ends it.
+fn watch_during(s: &'static Server, paths: &[String], act: impl FnOnce()) -> Vec<Vec<Value>> {
+    let threads: Vec<_> = paths
+        .iter()
+        .cloned()
+        .map(|p| std::thread::spawn(move || s.get(&p)))
+        .collect();
+    act();
+    threads
+        .into_iter()
+        .map(|t| {
+            let r = t.join().unwrap();
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+            r.text()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect()
+        })
+        .collect()
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+fn server() -> &'static Server {
+    SERVER.get_or_init(|| Server::start(&[]))
+}
+
+fn list_rv(s: &Server, ns: &str) -> String {
+    let r = s.get(&cms(ns));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn cms(ns: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/configmaps")
+}
+
+fn rv_of(obj: &Value) -> String {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn summary(events: &[Value]) -> Vec<(String, String, String)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                e["object"]["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_watcher_gets_every_event_once_in_order() {
+    let s = server();
+    let ns = s.namespace("fanout");
+    let rv = list_rv(s, &ns);
+    let plain = format!("{}?watch=1&resourceVersion={rv}&timeoutSeconds=8", cms(&ns));
+    let mut paths = vec![plain.clone(); WATCHERS];
+    // A selector matching everything: the stream's own watcher, its own encoding.
+    paths.push(format!("{plain}&labelSelector=app%3Dfan"));
+    let mut want = Vec::new();
+    let mut watches = watch_during(s, &paths, || {
+        for i in 0..OBJECTS {
+            let body = json!({"metadata": {"name": format!("cm-{i}"), "labels": {"app": "fan"}},
+                              "data": {"i": i.to_string()}});
+            let r = s.send_json("POST", &cms(&ns), &body);
+            assert_eq!(r.status, 201, "{}", r.text());
+            want.push(("ADDED".to_string(), format!("cm-{i}"), rv_of(&r.json())));
+        }
+        let r = s.send_json(
+            "PATCH",
+            &format!("{}/cm-0", cms(&ns)),
+            &json!({"data": {"i": "patched"}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        want.push(("MODIFIED".into(), "cm-0".into(), rv_of(&r.json())));
+        let r = s.http("DELETE", &format!("{}/cm-1", cms(&ns)), &[], None);
+        assert_eq!(r.status, 200, "{}", r.text());
+        // The deletion's revision is only known from the events.
+        want.push(("DELETED".into(), "cm-1".into(), String::new()));
+    });
+    let reference = watches.pop().unwrap();
+    let got = summary(&reference);
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    let n = want.len();
+    assert!(got[n - 1].2.parse::<u64>().unwrap() > want[n - 2].2.parse::<u64>().unwrap());
+    want[n - 1].2 = got[n - 1].2.clone();
+    assert_eq!(got, want);
+    for (i, events) in watches.iter().enumerate() {
+        assert_eq!(summary(events), want, "watcher {i}");
+        assert_eq!(
+            events, &reference,
+            "watcher {i}: same bytes as the selector watch"
+        );
+    }
+}
+
+#[test]
+fn watchers_joining_later_start_at_their_own_revision() {
+    let s = server();
+    let ns = s.namespace("fanout-join");
+    let first_rv = list_rv(s, &ns);
+    let path = |rv: &str| format!("{}?watch=1&resourceVersion={rv}&timeoutSeconds=6", cms(&ns));
+    let mut rvs = Vec::new();
+    let mut late = Vec::new();
+    let early = watch_during(s, &[path(&first_rv)], || {
+        for i in 0..6 {
+            let r = s.send_json(
+                "POST",
+                &cms(&ns),
+                &json!({"metadata": {"name": format!("j-{i}")}}),
+            );
+            assert_eq!(r.status, 201);
+            rvs.push(rv_of(&r.json()));
+        }
+        // Starts while the feed runs, in the middle of what it already holds.
+        late = watch_during(s, &[path(&rvs[2])], || {
+            let r = s.send_json("POST", &cms(&ns), &json!({"metadata": {"name": "j-6"}}));
+            assert_eq!(r.status, 201);
+            rvs.push(rv_of(&r.json()));
+        });
+    });
+    let revs = |events: &[Value]| -> Vec<String> {
+        summary(events).into_iter().map(|(_, _, rv)| rv).collect()
+    };
+    assert_eq!(revs(&early[0]), rvs);
+    assert_eq!(revs(&late[0]), rvs[3..]);
+}
