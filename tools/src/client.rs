@@ -142,6 +142,31 @@ impl KubeClient {
             .map_err(|_| format!("no response within {timeout:?}"))?
     }
 
+    /// GETs `path` and hands the body to `each` frame by frame as it arrives (nothing is
+    /// buffered); returns the body's length. A status other than 200 is an error.
+    pub async fn get_streamed(
+        &self,
+        path: &str,
+        mut each: impl FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<u64, String> {
+        let timeout = Duration::from_secs(limits::REQUEST_TIMEOUT_S);
+        let exchange = async {
+            let mut body = self.stream(path).await?;
+            let mut len = 0u64;
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| format!("reading response: {e}"))?;
+                if let Ok(data) = frame.into_data() {
+                    len += data.len() as u64;
+                    each(&data)?;
+                }
+            }
+            Ok(len)
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| format!("no response within {timeout:?}"))?
+    }
+
     /// Opens a streaming GET (a watch); the caller reads the body frame by frame.
     pub async fn stream(&self, path: &str) -> Result<Incoming, String> {
         let resp = self.send(Method::GET, path, None, JSON).await?;

@@ -3,19 +3,12 @@
 //! more than the server spends producing it. Pure functions, checked against serde_json in the
 //! tests.
 //!
-//! The scanner tracks nesting depth and skips string contents with `memchr` (object payloads
-//! are mostly string bytes), so it runs at memory speed. It validates structure (balanced
-//! brackets, terminated strings) but not every JSON rule; a document it cannot read falls back
-//! to serde_json.
+//! The scanners track nesting depth and skip string contents with `memchr`. They validate
+//! structure (balanced brackets, terminated strings) but not every JSON rule. Lists are
+//! scanned as they arrive (`ListScan`), so a 200 MB list is never held in memory; a watch
+//! event line of another shape than the usual one falls back to serde_json.
 
 use memchr::{memchr2, memmem};
-
-/// The top-level fields of a JSON object: for each key, the byte range of its value.
-/// Also counts the elements of the top-level array named `count_key` while scanning.
-struct TopLevel<'a> {
-    fields: Vec<(&'a [u8], std::ops::Range<usize>)>,
-    counted: Option<u64>,
-}
 
 /// Skips a string starting at `at` (which holds `"`); returns the index after its closing
 /// quote.
@@ -34,104 +27,28 @@ fn skip_string(b: &[u8], mut at: usize) -> Option<usize> {
     }
 }
 
-fn skip_ws(b: &[u8], mut at: usize) -> usize {
-    while at < b.len() && matches!(b[at], b' ' | b'\n' | b'\r' | b'\t') {
-        at += 1;
-    }
-    at
-}
-
-/// Skips one value starting at `at`; counts direct children of it when it is an array and
-/// `count` is set. Returns the index after the value.
-fn skip_value(b: &[u8], at: usize, count: Option<&mut u64>) -> Option<usize> {
-    match *b.get(at)? {
-        b'"' => skip_string(b, at),
-        b'{' | b'[' => skip_container(b, at, count),
-        _ => {
-            let mut i = at;
-            while i < b.len() && !matches!(b[i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
-            {
-                i += 1;
-            }
-            (i > at).then_some(i)
-        }
-    }
-}
-
-/// Skips an object or array starting at `at`. With `count`, adds the number of direct
-/// elements of an array (0 for `[]`).
-fn skip_container(b: &[u8], at: usize, mut count: Option<&mut u64>) -> Option<usize> {
+/// Skips the object or array starting at `at`; returns the index after it.
+fn skip_container(b: &[u8], at: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = at;
-    let mut expect_element = b[at] == b'[';
     while i < b.len() {
-        let c = b[i];
-        if depth == 1 && expect_element && !matches!(c, b' ' | b'\n' | b'\r' | b'\t' | b']') {
-            if let Some(n) = count.as_deref_mut() {
-                *n += 1;
-            }
-            expect_element = false;
-        }
-        match c {
+        match b[i] {
             b'"' => {
                 i = skip_string(b, i)?;
                 continue;
             }
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
-                depth -= 1;
+                depth = depth.checked_sub(1)?;
                 if depth == 0 {
                     return Some(i + 1);
                 }
             }
-            b',' if depth == 1 && b[at] == b'[' => expect_element = true,
             _ => {}
         }
         i += 1;
     }
     None
-}
-
-fn top_level<'a>(b: &'a [u8], count_key: &[u8]) -> Option<TopLevel<'a>> {
-    let mut i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = skip_ws(b, i + 1);
-    let mut out = TopLevel {
-        fields: Vec::new(),
-        counted: None,
-    };
-    if b.get(i) == Some(&b'}') {
-        return Some(out);
-    }
-    loop {
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let end = skip_string(b, i)?;
-        let key = &b[i + 1..end - 1];
-        i = skip_ws(b, end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        let start = skip_ws(b, i + 1);
-        let stop = if key == count_key && b.get(start) == Some(&b'[') {
-            let mut n = 0;
-            let stop = skip_value(b, start, Some(&mut n))?;
-            out.counted = Some(n);
-            stop
-        } else {
-            skip_value(b, start, None)?
-        };
-        out.fields.push((key, start..stop));
-        i = skip_ws(b, stop);
-        match b.get(i) {
-            Some(b',') => i = skip_ws(b, i + 1),
-            Some(b'}') => return (skip_ws(b, i + 1) == b.len()).then_some(out),
-            _ => return None,
-        }
-    }
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -140,18 +57,258 @@ struct ListMeta {
     cont: Option<String>,
 }
 
-/// The number of `items` of a JSON `*List` and its non-empty continue token.
+/// The first bytes of a list body kept to read its `metadata` (API servers write it before
+/// `items`).
+pub const LIST_HEAD_BYTES_MAX: usize = 64 << 10;
+/// Bytes of a string scanned byte by byte before handing the rest to `memchr`.
+const SHORT_STRING_BYTES: usize = 32;
+/// Longest top-level key remembered (only `items` and `metadata` matter).
+const KEY_BYTES_MAX: usize = 16;
+
+/// Counts the items of a JSON `*List` as its body arrives, chunk by chunk, without keeping
+/// the body: only its first `LIST_HEAD_BYTES_MAX` bytes are kept, for `metadata.continue`.
+/// Structure is checked (balanced brackets, terminated strings, one top-level object with an
+/// `items` array); string contents are skipped with `memchr`.
+#[derive(Default)]
+pub struct ListScan {
+    pos: u64,
+    depth: u32,
+    in_str: bool,
+    esc: bool,
+    started: bool,
+    done: bool,
+    /// At depth 1: the next string is a key; the key being read; the value it introduces.
+    expect_key: bool,
+    key: Vec<u8>,
+    key_reading: bool,
+    value_of: Option<Field>,
+    in_items: bool,
+    expect_elem: bool,
+    saw_items: bool,
+    items: u64,
+    meta: (Option<u64>, Option<u64>),
+    head: Vec<u8>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Items,
+    Metadata,
+    Other,
+}
+
+impl ListScan {
+    pub fn new() -> ListScan {
+        ListScan::default()
+    }
+
+    /// Scans the next chunk of the body.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let keep = LIST_HEAD_BYTES_MAX
+            .saturating_sub(self.head.len())
+            .min(chunk.len());
+        self.head.extend_from_slice(&chunk[..keep]);
+        let mut i = 0;
+        while i < chunk.len() {
+            if self.in_str {
+                i = self.string_bytes(chunk, i);
+                continue;
+            }
+            if self.in_items && self.depth > 2 {
+                i = self.inside_item(chunk, i);
+                continue;
+            }
+            self.structural(chunk[i], self.pos + i as u64)?;
+            i += 1;
+        }
+        self.pos += chunk.len() as u64;
+        Ok(())
+    }
+
+    /// Inside a string from `chunk[i]`: skips to its end (or the chunk's); returns the next
+    /// index to scan.
+    #[inline(always)]
+    fn string_bytes(&mut self, chunk: &[u8], mut i: usize) -> usize {
+        if self.esc {
+            self.esc = false;
+            return i + 1;
+        }
+        let rest = &chunk[i..];
+        // Most strings of an object (keys, short values) end within a few bytes: a plain loop
+        // beats memchr's setup there; long ones (payloads) go to memchr.
+        let short = rest.len().min(SHORT_STRING_BYTES);
+        let found = match rest[..short].iter().position(|&b| b == b'"' || b == b'\\') {
+            Some(at) => Some(at),
+            None if short < rest.len() => memchr2(b'"', b'\\', &rest[short..]).map(|at| at + short),
+            None => None,
+        };
+        let Some(at) = found else {
+            self.key_bytes(rest);
+            return chunk.len();
+        };
+        self.key_bytes(&rest[..at]);
+        i += at;
+        if chunk[i] == b'\\' {
+            self.esc = true;
+        } else {
+            self.in_str = false;
+            if self.key_reading {
+                self.key_reading = false;
+                self.expect_key = false;
+            }
+        }
+        i + 1
+    }
+
+    fn key_bytes(&mut self, b: &[u8]) {
+        if self.key_reading {
+            let room = KEY_BYTES_MAX.saturating_sub(self.key.len()).min(b.len());
+            self.key.extend_from_slice(&b[..room]);
+        }
+    }
+
+    /// Inside an item (depth > 2): only strings and brackets matter until the depth is back
+    /// to 2. Returns the next index to scan.
+    #[inline(always)]
+    fn inside_item(&mut self, chunk: &[u8], mut i: usize) -> usize {
+        while i < chunk.len() {
+            match chunk[i] {
+                b'"' => {
+                    self.in_str = true;
+                    return i + 1;
+                }
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 2 {
+                        return i + 1;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        i
+    }
+
+    #[inline(always)]
+    fn element(&mut self) {
+        if self.in_items && self.depth == 2 && self.expect_elem {
+            self.items += 1;
+            self.expect_elem = false;
+        }
+    }
+
+    /// One byte outside strings, at absolute offset `at`.
+    #[inline(always)]
+    fn structural(&mut self, c: u8, at: u64) -> Result<(), String> {
+        if matches!(c, b' ' | b'\n' | b'\r' | b'\t') {
+            return Ok(());
+        }
+        if self.done {
+            return Err("data after the list".into());
+        }
+        if !self.started {
+            if c != b'{' {
+                return Err("list is not a JSON object".into());
+            }
+            self.started = true;
+            self.depth = 1;
+            self.expect_key = true;
+            return Ok(());
+        }
+        match c {
+            b'"' => {
+                self.element();
+                self.in_str = true;
+                if self.depth == 1 && self.expect_key {
+                    self.key_reading = true;
+                    self.key.clear();
+                }
+            }
+            b':' if self.depth == 1 => {
+                self.value_of = Some(match self.key.as_slice() {
+                    b"items" => Field::Items,
+                    b"metadata" => Field::Metadata,
+                    _ => Field::Other,
+                });
+            }
+            b'{' | b'[' => {
+                self.element();
+                if self.depth == 1 {
+                    match self.value_of.take() {
+                        Some(Field::Items) if c == b'[' => {
+                            self.in_items = true;
+                            self.saw_items = true;
+                            self.expect_elem = true;
+                        }
+                        Some(Field::Metadata) if c == b'{' => self.meta.0 = Some(at),
+                        _ => {}
+                    }
+                }
+                self.depth += 1;
+            }
+            b'}' | b']' => {
+                self.depth -= 1;
+                if self.depth == 1 {
+                    self.in_items = false;
+                    if self.meta.0.is_some() && self.meta.1.is_none() {
+                        self.meta.1 = Some(at + 1);
+                    }
+                }
+                if self.depth == 0 {
+                    self.done = true;
+                }
+            }
+            b',' => {
+                if self.depth == 1 {
+                    self.expect_key = true;
+                    self.value_of = None;
+                } else if self.in_items && self.depth == 2 {
+                    self.expect_elem = true;
+                }
+            }
+            _ => {
+                self.element();
+                if self.depth == 1 {
+                    self.value_of = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of items and the non-empty continue token, once the whole body was pushed.
+    pub fn finish(self) -> Result<(u64, Option<String>), String> {
+        if !self.done || self.in_str {
+            return Err("list body ended early".into());
+        }
+        if !self.saw_items {
+            return Err("list has no items array".into());
+        }
+        let cont = match self.meta {
+            (Some(a), Some(b)) if b as usize <= self.head.len() => {
+                serde_json::from_slice::<ListMeta>(&self.head[a as usize..b as usize])
+                    .map_err(|e| format!("list metadata: {e}"))?
+                    .cont
+                    .filter(|c| !c.is_empty())
+            }
+            (Some(_), _) => {
+                return Err(format!(
+                    "list metadata does not end within the first {LIST_HEAD_BYTES_MAX} bytes"
+                ))
+            }
+            (None, _) => None,
+        };
+        Ok((self.items, cont))
+    }
+}
+
+/// The number of `items` of a whole JSON `*List` and its non-empty continue token.
 pub fn list_page(body: &[u8]) -> Result<(u64, Option<String>), String> {
-    let t = top_level(body, b"items").ok_or("list is not a JSON object")?;
-    let items = t.counted.ok_or("list has no items array")?;
-    let cont = match t.fields.iter().find(|(k, _)| *k == b"metadata") {
-        Some((_, r)) => serde_json::from_slice::<ListMeta>(&body[r.clone()])
-            .map_err(|e| format!("list metadata: {e}"))?
-            .cont
-            .filter(|c| !c.is_empty()),
-        None => None,
-    };
-    Ok((items, cont))
+    let mut s = ListScan::new();
+    s.push(body)?;
+    s.finish()
 }
 
 /// The fields one watch event line yields to the load generator.
@@ -179,7 +336,7 @@ pub fn watch_event<'a>(line: &'a [u8], annotation: &str) -> Option<EventFields<'
     let rest = rest[end..].strip_prefix(b"\",\"object\":{")?;
     const META: &[u8] = b"\"metadata\":";
     let meta = memmem::find(rest, b"\"metadata\":{")? + META.len();
-    let rest = &rest[meta..skip_container(rest, meta, None)?];
+    let rest = &rest[meta..skip_container(rest, meta)?];
     let quoted = |at: usize| -> Option<&'a str> {
         let end = memchr::memchr(b'"', &rest[at..])?;
         std::str::from_utf8(&rest[at..at + end]).ok()
@@ -229,6 +386,25 @@ mod tests {
                 assert_eq!(list_page(&text).unwrap(), (want_n, want_c), "{d}");
             }
         }
+    }
+
+    #[test]
+    fn lists_scan_the_same_in_any_chunking() {
+        let d = json!({"kind":"PodList","metadata":{"continue":"c\\\"x","resourceVersion":"5"},
+            "items":[{"a":"q\\\"]}"},{"b":[1,{"c":null}]},"s",7,true]});
+        let text = serde_json::to_vec(&d).unwrap();
+        let want = list_page(&text).unwrap();
+        assert_eq!(want, (5, Some("c\\\"x".to_string())));
+        for size in 1..text.len() {
+            let mut s = ListScan::new();
+            for chunk in text.chunks(size) {
+                s.push(chunk).unwrap();
+            }
+            assert_eq!(s.finish().unwrap(), want, "chunks of {size}");
+        }
+        let mut cut = ListScan::new();
+        cut.push(&text[..text.len() - 1]).unwrap();
+        assert!(cut.finish().is_err(), "a truncated list is an error");
     }
 
     #[test]

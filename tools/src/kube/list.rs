@@ -2,13 +2,13 @@
 
 use crate::client::KubeClient;
 use crate::driver::{self, Outcome, Plan};
+use crate::jsonscan::ListScan;
 use crate::report::Report;
-use hyper::Method;
 use std::sync::Arc;
 
 /// Items and the continue token of one list page (a JSON `*List`). Counted by a structural
 /// scan (`jsonscan`): a full parse of a 100 MB list costs the load generator more CPU than the
-/// server spends producing it.
+/// server spends producing it. (The `list` workload scans each body as it arrives.)
 pub fn parse_page(body: &[u8]) -> Result<(u64, Option<String>), String> {
     crate::jsonscan::list_page(body)
 }
@@ -41,9 +41,9 @@ pub async fn list(
                     (Some(l), None) => format!("{coll}{sep}limit={l}"),
                     (Some(l), Some(t)) => format!("{coll}{sep}limit={l}&continue={}", urlencode(t)),
                 };
-                let resp = c.request(Method::GET, &path, None).await?.ok()?;
-                let (n, next) = parse_page(&resp.body)?;
-                out.bytes += resp.body.len() as u64;
+                let mut scan = ListScan::new();
+                out.bytes += c.get_streamed(&path, |chunk| scan.push(chunk)).await?;
+                let (n, next) = scan.finish()?;
                 out.objects += n;
                 pages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 match next {
