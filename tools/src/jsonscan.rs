@@ -10,6 +10,39 @@
 
 use memchr::{memchr2, memmem};
 
+/// Where a string whose contents start at `from` ends within a chunk.
+enum StringEnd {
+    /// Index after the closing quote.
+    At(usize),
+    /// Not in this chunk; `escaped` when the chunk ends right after a backslash.
+    Open { escaped: bool },
+}
+
+/// Finds the end of a string whose contents start at `chunk[from]`.
+#[inline(always)]
+fn string_end(chunk: &[u8], mut from: usize) -> StringEnd {
+    loop {
+        let rest = &chunk[from.min(chunk.len())..];
+        let short = rest.len().min(SHORT_STRING_BYTES);
+        let found = match rest[..short].iter().position(|&b| b == b'"' || b == b'\\') {
+            Some(at) => Some(at),
+            None if short < rest.len() => memchr2(b'"', b'\\', &rest[short..]).map(|at| at + short),
+            None => None,
+        };
+        let Some(at) = found else {
+            return StringEnd::Open { escaped: false };
+        };
+        let k = from + at;
+        if chunk[k] == b'"' {
+            return StringEnd::At(k + 1);
+        }
+        if k + 1 >= chunk.len() {
+            return StringEnd::Open { escaped: true };
+        }
+        from = k + 2;
+    }
+}
+
 /// Skips a string starting at `at` (which holds `"`); returns the index after its closing
 /// quote.
 fn skip_string(b: &[u8], mut at: usize) -> Option<usize> {
@@ -173,10 +206,17 @@ impl ListScan {
     fn inside_item(&mut self, chunk: &[u8], mut i: usize) -> usize {
         while i < chunk.len() {
             match chunk[i] {
-                b'"' => {
-                    self.in_str = true;
-                    return i + 1;
-                }
+                b'"' => match string_end(chunk, i + 1) {
+                    StringEnd::At(end) => {
+                        i = end;
+                        continue;
+                    }
+                    StringEnd::Open { escaped } => {
+                        self.in_str = true;
+                        self.esc = escaped;
+                        return chunk.len();
+                    }
+                },
                 b'{' | b'[' => self.depth += 1,
                 b'}' | b']' => {
                     self.depth -= 1;
