@@ -456,6 +456,46 @@ pub fn raw_baseline(
     })
 }
 
+/// Bytes per append of the disk-sync probe: one engine value.
+pub const DISK_PROBE_CHUNK_BYTES: usize = VALUE_BYTES;
+/// The disk-sync probe stops after this many appends even if its time is not up.
+pub const DISK_PROBE_SYNCS_MAX: u64 = 200_000;
+
+/// The disk alone: latency of appending one small chunk to a file and `fdatasync`ing it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DiskSyncResult {
+    pub chunk_bytes: usize,
+    pub elapsed_s: f64,
+    /// Each append + `fdatasync`, timed from before the write to after the sync returned.
+    pub latency: Latency,
+}
+
+/// Appends `DISK_PROBE_CHUNK_BYTES` + `fdatasync` to a fresh file in `dir`, from one thread,
+/// one after another, for `duration` (at most `DISK_PROBE_SYNCS_MAX` times), timing each.
+pub fn disk_sync_probe(dir: &Path, duration: Duration) -> BenchResult<DiskSyncResult> {
+    let buf = vec![0x5au8; DISK_PROBE_CHUNK_BYTES];
+    let file = tempfile::Builder::new()
+        .prefix("disk-probe-")
+        .tempfile_in(dir)
+        .map_err(err("disk probe file"))?;
+    let mut f = file.as_file();
+    let mut h = hist::new_hist();
+    let t0 = Instant::now();
+    let mut done = 0u64;
+    while done < DISK_PROBE_SYNCS_MAX && t0.elapsed() < duration {
+        let t = Instant::now();
+        f.write_all(&buf).map_err(err("disk probe append"))?;
+        f.sync_data().map_err(err("disk probe fdatasync"))?;
+        hist::record(&mut h, t.elapsed().as_nanos() as u64);
+        done += 1;
+    }
+    Ok(DiskSyncResult {
+        chunk_bytes: DISK_PROBE_CHUNK_BYTES,
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        latency: hist::summarize(&h),
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenarios 2-4: one store of N keys: load, heap per key, full and paginated scans, reopen.
 
@@ -870,6 +910,9 @@ pub struct WatchConfig {
     pub keys: u64,
     /// How long watchers may take to drain after the last write was acknowledged.
     pub drain_timeout: Duration,
+    /// Length of the raw disk-sync probe run in the same directory before the store opens
+    /// (`disk_sync_probe`); zero skips it.
+    pub disk_probe: Duration,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -887,12 +930,16 @@ pub struct WatchResult {
     /// Largest delay of a submission behind its schedule.
     pub max_pacing_lag_us: f64,
     pub write_latency: Latency,
-    /// Receive instant minus the submit timestamp embedded in the value (primary figure).
+    /// Receive instant minus `Event::visible_at` (the instant the engine published the
+    /// revision, committed, to its watchers): the figure held to the target.
+    pub delivery_from_commit: Latency,
+    /// Receive instant minus the submit timestamp embedded in the value: includes the commit
+    /// (group commit and `fdatasync`).
     pub delivery_from_submit: Latency,
-    /// Receive instant minus the instant the harness saw the write acknowledged.
-    pub delivery_from_ack: Latency,
-    /// Deliveries that arrived before the harness had seen the write's acknowledgement.
-    pub delivered_before_ack_seen: u64,
+    /// Deliveries whose event had no `visible_at` (not timed from commit; expected 0).
+    pub deliveries_without_visible_at: u64,
+    /// The disk alone in the same directory: 1 KiB append + `fdatasync` latency.
+    pub disk_sync: Option<DiskSyncResult>,
     pub complete_watchers: usize,
     pub watchers_with_missing: usize,
     pub watchers_with_dups: usize,
@@ -922,15 +969,52 @@ struct WatcherStat {
 
 struct WatchAgg {
     stats: Vec<WatcherStat>,
+    from_commit: Histogram<u64>,
     from_submit: Histogram<u64>,
-    from_ack: Histogram<u64>,
-    before_ack: u64,
+    unstamped: u64,
+}
+
+impl WatchAgg {
+    fn new(watchers: usize) -> WatchAgg {
+        WatchAgg {
+            stats: vec![WatcherStat::default(); watchers],
+            from_commit: hist::new_hist(),
+            from_submit: hist::new_hist(),
+            unstamped: 0,
+        }
+    }
+
+    /// Times one delivery received at `received` (`received_ns` after the shared base).
+    fn record_delivery(&mut self, ev: &Event, received: Instant, received_ns: u64) {
+        match ev.visible_at() {
+            Some(at) => {
+                let ns = received.saturating_duration_since(at).as_nanos();
+                hist::record(&mut self.from_commit, u64::try_from(ns).unwrap_or(u64::MAX));
+            }
+            None => self.unstamped += 1,
+        }
+        let v = ev.kv.value();
+        if v.len() >= 8 {
+            let ts = u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
+            hist::record(&mut self.from_submit, received_ns.saturating_sub(ts));
+        }
+    }
+
+    fn merge(&mut self, other: &WatchAgg) -> BenchResult<()> {
+        self.from_commit
+            .add(&other.from_commit)
+            .map_err(err("merge"))?;
+        self.from_submit
+            .add(&other.from_submit)
+            .map_err(err("merge"))?;
+        self.unstamped += other.unstamped;
+        Ok(())
+    }
 }
 
 struct WatchShared {
     base: Instant,
     rev0: u64,
-    acks: Vec<AtomicU64>,
     finished: AtomicUsize,
 }
 
@@ -947,16 +1031,17 @@ async fn watch_task(
     let mut last = sh.rev0;
     loop {
         let r = std::future::poll_fn(|cx| w.poll_batch(cx, &mut out)).await;
-        let now = sh.base.elapsed().as_nanos() as u64;
+        let received = Instant::now();
+        let received_ns = received.saturating_duration_since(sh.base).as_nanos() as u64;
         let mut guard = agg.borrow_mut();
         let a = &mut *guard;
         if let Err(e) = r {
             a.stats[idx].error = Some(e.to_string());
             break;
         }
-        let st = &mut a.stats[idx];
         let mut done = false;
         for ev in out.drain(..) {
+            let st = &mut a.stats[idx];
             let rev = ev.revision().get();
             if rev <= last {
                 st.dups += 1;
@@ -972,24 +1057,11 @@ async fn watch_task(
             }
             st.count += 1;
             st.rev_sum += rev as u128;
-            let v = ev.kv.value();
-            if v.len() >= 8 {
-                let ts = u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
-                hist::record(&mut a.from_submit, now.saturating_sub(ts));
-            }
-            let ack = sh
-                .acks
-                .get((rev - sh.rev0) as usize)
-                .map_or(0, |a| a.load(Relaxed));
-            if ack == 0 {
-                a.before_ack += 1;
-            } else {
-                hist::record(&mut a.from_ack, now.saturating_sub(ack - 1));
-            }
+            a.record_delivery(&ev, received, received_ns);
         }
-        st.last = last;
+        a.stats[idx].last = last;
         if done {
-            st.finished = true;
+            a.stats[idx].finished = true;
             sh.finished.fetch_add(1, Relaxed);
             break;
         }
@@ -1010,13 +1082,16 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
         .prefix("watch-")
         .tempdir_in(parent)
         .map_err(err("tempdir"))?;
+    let disk_sync = if cfg.disk_probe.is_zero() {
+        None
+    } else {
+        Some(disk_sync_probe(dir.path(), cfg.disk_probe)?)
+    };
     let store = Arc::new(open_store::<B>(dir.path(), cfg.shards, SyncMode::Always)?);
     let rev0 = store.current_revision();
-    let planned = cfg.rate * cfg.duration.as_secs_f64().ceil() as u64 + 16;
     let sh = Arc::new(WatchShared {
         base: Instant::now(),
         rev0: rev0.get(),
-        acks: (0..planned * 2 + 1024).map(|_| AtomicU64::new(0)).collect(),
         finished: AtomicUsize::new(0),
     });
 
@@ -1050,12 +1125,7 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
                             .map_err(err("runtime"))?;
                         let local = tokio::task::LocalSet::new();
                         let ids: Vec<usize> = ws.iter().map(|(i, _)| *i).collect();
-                        let agg = Rc::new(RefCell::new(WatchAgg {
-                            stats: vec![WatcherStat::default(); ws.len()],
-                            from_submit: hist::new_hist(),
-                            from_ack: hist::new_hist(),
-                            before_ack: 0,
-                        }));
+                        let agg = Rc::new(RefCell::new(WatchAgg::new(ws.len())));
                         local.block_on(&rt, async {
                             let hs: Vec<_> = ws
                                 .into_iter()
@@ -1116,9 +1186,6 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
                     match r {
                         Ok(w) => {
                             let rev = w.revision.get();
-                            if let Some(slot) = sh.acks.get((rev - sh.rev0) as usize) {
-                                slot.store(now + 1, Relaxed);
-                            }
                             if sentinel {
                                 o.sentinel_rev = Some(rev);
                             } else {
@@ -1195,9 +1262,7 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
         s.notify_one();
     }
     let mut stats: Vec<WatcherStat> = vec![WatcherStat::default(); cfg.watchers];
-    let mut from_submit = hist::new_hist();
-    let mut from_ack = hist::new_hist();
-    let mut before_ack = 0;
+    let mut all = WatchAgg::new(0);
     for h in handles {
         let (st, agg) = h
             .join()
@@ -1205,9 +1270,7 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
         for (i, s) in st {
             stats[i] = s;
         }
-        from_submit.add(&agg.from_submit).map_err(err("merge"))?;
-        from_ack.add(&agg.from_ack).map_err(err("merge"))?;
-        before_ack += agg.before_ack;
+        all.merge(&agg)?;
     }
     drop(sh);
     close_store(store)?;
@@ -1226,9 +1289,10 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
         achieved_rate: per_sec(submitted as f64, write_elapsed),
         max_pacing_lag_us: max_lag.as_secs_f64() * 1e6,
         write_latency: hist::summarize(&outcome.latency),
-        delivery_from_submit: hist::summarize(&from_submit),
-        delivery_from_ack: hist::summarize(&from_ack),
-        delivered_before_ack_seen: before_ack,
+        delivery_from_commit: hist::summarize(&all.from_commit),
+        delivery_from_submit: hist::summarize(&all.from_submit),
+        deliveries_without_visible_at: all.unstamped,
+        disk_sync,
         drain_s: drain.as_secs_f64(),
         cpu_cores_busy: cpu / write_elapsed.as_secs_f64().max(1e-9),
         min_events_per_watcher: u64::MAX,
@@ -1266,4 +1330,63 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
         r.first_write_error = Some("end-of-benchmark sentinel write failed".into());
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_engine::{EventKind, KeyValue, Limits, MemStore, Store};
+
+    #[test]
+    fn disk_probe_times_each_sync_and_cleans_up() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = disk_sync_probe(dir.path(), Duration::from_millis(100)).expect("probe");
+        assert_eq!(r.chunk_bytes, DISK_PROBE_CHUNK_BYTES);
+        assert!(r.latency.count > 0);
+        assert!(r.latency.p50_us <= r.latency.p99_us && r.latency.p99_us <= r.latency.max_us);
+        // Every timed sync happened inside the probe's wall time.
+        assert!(r.latency.mean_us * r.latency.count as f64 <= r.elapsed_s * 1e6 * 1.01);
+        assert_eq!(std::fs::read_dir(dir.path()).expect("read_dir").count(), 0);
+    }
+
+    #[test]
+    fn deliveries_are_timed_from_visible_at_and_from_the_submit_stamp() {
+        let store = MemStore::new(Limits::default());
+        let mut w = store.watch(b"/p/", Revision::ZERO).expect("watch");
+        let base = Instant::now();
+        let mut value = vec![0u8; 16];
+        let submit_ns = base.elapsed().as_nanos() as u64;
+        value[..8].copy_from_slice(&submit_ns.to_le_bytes());
+        store.create(b"/p/a", &value).wait().expect("create");
+        let mut out = Vec::new();
+        assert!(w
+            .next_batch_timeout(&mut out, Duration::from_secs(5))
+            .expect("batch"));
+        std::thread::sleep(Duration::from_millis(2));
+        let received = Instant::now();
+        let received_ns = received.duration_since(base).as_nanos() as u64;
+
+        let mut agg = WatchAgg::new(1);
+        agg.record_delivery(&out[0], received, received_ns);
+        let unpublished = Event::new(
+            EventKind::Put,
+            KeyValue::from_parts(b"/p/b", &value, Revision(2)),
+            None,
+        );
+        agg.record_delivery(&unpublished, received, received_ns);
+
+        assert_eq!(agg.unstamped, 1);
+        assert_eq!(agg.from_commit.len(), 1);
+        assert_eq!(agg.from_submit.len(), 2);
+        let from_commit = agg.from_commit.max();
+        let at = out[0].visible_at().expect("published");
+        let expect = received.duration_since(at).as_nanos() as u64;
+        // 3 significant digits.
+        assert!(
+            from_commit.abs_diff(expect) <= expect / 500 + 1,
+            "{from_commit} vs {expect}"
+        );
+        assert!(from_commit >= 2_000_000);
+        assert!(agg.from_submit.min() >= from_commit - from_commit / 500);
+    }
 }

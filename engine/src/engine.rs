@@ -334,11 +334,25 @@ impl Engine {
 
 /// Full lists of stores with at least this many live keys scan their shards in parallel.
 const PARALLEL_LIST_ITEMS_MIN: usize = 50_000;
+/// ... and whose listed range holds at least this many keys.
+const PARALLEL_LIST_RANGE_MIN: usize = 20_000;
 
 impl Engine {
-    /// Whether the store holds enough keys for a full walk to be worth a thread per shard.
-    fn is_big(&self) -> bool {
-        self.live_keys() >= PARALLEL_LIST_ITEMS_MIN as u64
+    /// Whether a full walk of `prefix` is worth a thread per shard: the store is big and so is
+    /// the range (a small collection in a big store is walked on the calling thread). The range
+    /// is measured by counting at most `PARALLEL_LIST_RANGE_MIN` index keys.
+    fn is_big(&self, prefix: &[u8]) -> bool {
+        if self.live_keys() < PARALLEL_LIST_ITEMS_MIN as u64 {
+            return false;
+        }
+        let mut left = PARALLEL_LIST_RANGE_MIN;
+        for s in &self.inner.shards {
+            left -= s.keys_under_capped(prefix, left);
+            if left == 0 {
+                return true;
+            }
+        }
+        false
     }
 
     fn live_keys(&self) -> u64 {
@@ -613,7 +627,7 @@ impl Store for Engine {
         let compacted = &self.inner.compacted;
         let multi = self.inner.shards.len() > 1;
         let skip = if multi { self.sort_skip(req) } else { 0 };
-        if req.limit == 0 && self.is_big() {
+        if req.limit == 0 && self.is_big(req.prefix) {
             let items = self.list_streamed(req, snap, multi.then_some(skip))?;
             return Ok(ListResult {
                 items,
@@ -643,7 +657,7 @@ impl Store for Engine {
                         .shards
                         .iter()
                         .any(|s| !s.has_rank_marks(req.prefix, snap));
-                let counts = self.on_shards(building && self.is_big(), |s| {
+                let counts = self.on_shards(building && self.is_big(req.prefix), |s| {
                     s.count_after(req.prefix, key, snap, compacted)
                 })?;
                 counts.iter().sum()

@@ -264,17 +264,15 @@ impl MemStore {
             }
         };
         m.revision = revision;
-        let event = Arc::new(Event {
-            kind: if new.is_some() {
-                EventKind::Put
-            } else {
-                EventKind::Delete
-            },
-            kv: new
-                .clone()
-                .unwrap_or_else(|| KeyValue::from_parts(key, &[], revision)),
-            prev: current.clone(),
-        });
+        let kind = if new.is_some() {
+            EventKind::Put
+        } else {
+            EventKind::Delete
+        };
+        let kv = new
+            .clone()
+            .unwrap_or_else(|| KeyValue::from_parts(key, &[], revision));
+        let event = Arc::new(Event::new(kind, kv, current.clone()));
         m.keys
             .entry(key.to_vec())
             .or_default()

@@ -7,7 +7,8 @@
 //! that order and only then acknowledges their writers (and after them wakes the watchers:
 //! waking a thousand watchers costs more than acknowledging a batch, and the writers need not
 //! wait for it). Hence a reader that sees N sees every change at or below N, and no watcher
-//! sees N before N-1.
+//! sees N before N-1. The push into the hub is when a run of events becomes visible; it stamps
+//! each event's `visible_at` with one clock read for the whole run.
 //!
 //! ```text
 //! allocate: 10 11 12 13         slots [10:pending 11:pending 12:pending 13:pending]
@@ -119,7 +120,8 @@ impl Sequencer {
                 self.visible_changed.notify_all();
                 return;
             }
-            // Published under the lock so the ring receives events in revision order.
+            // Published under the lock so the ring receives events in revision order; the
+            // push stamps them visible (`Event::visible_at`, one clock read for the run).
             self.hub.push(ready.iter().filter_map(|f| f.event.clone()));
             self.visible.store(st.base - 1, Ordering::Release);
         }

@@ -840,7 +840,7 @@ impl Shard {
             prev_revision: prev.as_ref().map(|p| p.mod_revision),
         };
         Some(Finished {
-            event: Some(Arc::new(Event { kind, kv, prev })),
+            event: Some(Arc::new(Event::new(kind, kv, prev))),
             result: Ok(written),
             completion,
         })
@@ -978,6 +978,22 @@ impl Shard {
     }
 
     /// Whether the rank marks of (`prefix`, `at`) are cached (counting is then cheap).
+    /// Keys under `prefix` in the index (history included), counting at most `cap`: a cheap
+    /// estimate of a range's size.
+    pub fn keys_under_capped(&self, prefix: &[u8], cap: usize) -> usize {
+        let end = prefix_successor(prefix);
+        let (lower, upper) = prefix_bounds(prefix, None, end.as_deref());
+        if range_is_empty(lower, upper) {
+            return 0;
+        }
+        self.index
+            .read()
+            .keys
+            .range::<[u8], _>((lower, upper))
+            .take(cap)
+            .count()
+    }
+
     pub fn has_rank_marks(&self, prefix: &[u8], at: Revision) -> bool {
         self.ranks.lock().get(prefix, at).is_some()
     }
@@ -1227,7 +1243,7 @@ impl Shard {
                     } else {
                         EventKind::Put
                     };
-                    out.push(Arc::new(Event { kind, kv, prev }));
+                    out.push(Arc::new(Event::new(kind, kv, prev)));
                     n += 1;
                     if n == max {
                         return Ok(Some(r.revision));

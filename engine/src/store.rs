@@ -9,8 +9,20 @@
 //!   `Error::Compacted`, reads at C still work.
 //! - Watching `prefix` after R delivers, in revision order, every change with revision > R
 //!   whose key starts with `prefix`, each exactly once, with its previous value.
+//!
+//! Each `Event` also records when it became visible: `Event::visible_at` is the instant the
+//! store published it to its watchers (the engine's sequencer, once the revision and every
+//! one below it are durable; the model, when the write is applied). It is stamped once per
+//! publish, with one clock read for the whole run of events published together, just before
+//! they enter the watch ring, so every event a live watcher receives carries it. Events read
+//! back from disk for a watch that starts before the ring (`HistorySource`) were published by
+//! an earlier process or long ago and carry `None`. Delivery latency as the store is
+//! responsible for it is `received - visible_at`; the time before it is the write's commit.
 
 use crate::{Error, Pending, Revision, Value, Watcher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 /// Boxed error a value builder returns to abort a write.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -126,17 +138,91 @@ pub enum EventKind {
 }
 
 /// One committed change. For `Delete`, `kv.value()` is empty and `kv.mod_revision` is the
-/// deletion's revision.
+/// deletion's revision. Equality compares the change (kind, key-values), not `visible_at`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     pub kind: EventKind,
     pub kv: KeyValue,
     pub prev: Option<KeyValue>,
+    visible_at: VisibleAt,
 }
 
 impl Event {
+    /// A change not yet published (`visible_at()` is `None`).
+    pub fn new(kind: EventKind, kv: KeyValue, prev: Option<KeyValue>) -> Event {
+        Event {
+            kind,
+            kv,
+            prev,
+            visible_at: VisibleAt::default(),
+        }
+    }
+
     pub fn revision(&self) -> Revision {
         self.kv.mod_revision
+    }
+
+    /// When the store published this event to its watchers (see the module docs); `None` if
+    /// it was not published by this process (history read back from disk) or not yet.
+    pub fn visible_at(&self) -> Option<Instant> {
+        match self.visible_at.0.load(Ordering::Acquire) {
+            0 => None,
+            stamp => Some(clock_epoch() + Duration::from_nanos(stamp - 1)),
+        }
+    }
+
+    /// Records the publish instant (a `VisibleStamp::now()` shared by the events published
+    /// together).
+    pub(crate) fn set_visible_at(&self, at: VisibleStamp) {
+        self.visible_at.0.store(at.0, Ordering::Release);
+    }
+}
+
+/// The process-wide origin of `visible_at` stamps.
+fn clock_epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// A publish instant: 1 + nanoseconds since `clock_epoch()`, so never 0 (0 means unpublished).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct VisibleStamp(u64);
+
+impl VisibleStamp {
+    /// One clock read.
+    pub(crate) fn now() -> VisibleStamp {
+        let epoch = clock_epoch();
+        let ns = Instant::now().saturating_duration_since(epoch).as_nanos();
+        // u64 nanoseconds last 584 years.
+        VisibleStamp(u64::try_from(ns).unwrap_or(u64::MAX - 1) + 1)
+    }
+}
+
+/// `Event::visible_at` storage: a `VisibleStamp` or 0. Set once, by the publisher, before
+/// the event is reachable by watchers; clones copy it; it takes no part in equality.
+#[derive(Default)]
+struct VisibleAt(AtomicU64);
+
+impl Clone for VisibleAt {
+    fn clone(&self) -> Self {
+        VisibleAt(AtomicU64::new(self.0.load(Ordering::Acquire)))
+    }
+}
+
+impl PartialEq for VisibleAt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for VisibleAt {}
+
+impl std::fmt::Debug for VisibleAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.load(Ordering::Relaxed) {
+            0 => f.write_str("unpublished"),
+            stamp => write!(f, "{} ns after the clock epoch", stamp - 1),
+        }
     }
 }
 

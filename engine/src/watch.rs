@@ -7,6 +7,10 @@
 //! watcher more than `watcher_backlog_events_max` events behind the head (or whose next event
 //! has left the ring) is ended with `WatchError::Lagged`.
 //!
+//! Pushing events into the ring is what makes them visible to watchers, so `Hub::push` stamps
+//! them (`Event::visible_at`, one clock read per push): the delivery latency the engine is
+//! responsible for is from that stamp to the watcher receiving the event.
+//!
 //! A watch that starts before the ring's floor first reads history from a `HistorySource`
 //! (the engine's segments on disk, the model's log) up to the floor, then switches to the ring.
 //!
@@ -16,6 +20,7 @@
 //!   watch(after = 120): Live from the first event with rev > 120
 //! ```
 
+use crate::store::VisibleStamp;
 use crate::{Event, Limits, Revision, WatchError};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, VecDeque};
@@ -101,11 +106,15 @@ impl Hub {
     }
 
     /// Appends committed events to the ring without waking anyone. Callers push in revision
-    /// order, one at a time (the sequencer holds its lock).
+    /// order, one at a time (the sequencer holds its lock). This is the instant the events
+    /// become visible to watchers: each is stamped with it (`Event::visible_at`, one clock
+    /// read per push, taken under the ring's write lock so no watcher sees an unstamped event).
     pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>) {
         {
             let mut ring = self.ring.write();
+            let stamp = VisibleStamp::now();
             for e in events {
+                e.set_visible_at(stamp);
                 if let Some(last) = ring.events.back() {
                     assert!(
                         e.revision() > last.revision(),
@@ -382,5 +391,103 @@ impl Watcher {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{
+        Engine, Event, EventKind, KeyValue, Limits, MemStore, Options, Revision, Store, SyncMode,
+    };
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    fn open_engine(dir: &std::path::Path) -> Engine {
+        let mut opts = Options::new(dir);
+        opts.shards = 2;
+        opts.sync = SyncMode::Always;
+        opts.maintenance_interval = None;
+        Engine::open(opts).expect("Engine::open")
+    }
+
+    /// Writes `n` keys one at a time; each received event must have been stamped visible
+    /// after its write was submitted and no later than the watcher received it.
+    fn assert_stamped_between_submit_and_receive(store: &impl Store, n: usize) {
+        let mut w = store
+            .watch(b"/w/", store.current_revision())
+            .expect("watch");
+        let mut out: Vec<Arc<Event>> = Vec::new();
+        for i in 0..n {
+            let submitted = Instant::now();
+            let written = store
+                .create(format!("/w/k{i}").as_bytes(), b"v")
+                .wait()
+                .expect("create");
+            out.clear();
+            assert!(w.next_batch_timeout(&mut out, WAIT).expect("watch batch"));
+            let received = Instant::now();
+            assert_eq!(out.len(), 1);
+            assert_eq!(out[0].revision(), written.revision);
+            let visible = out[0]
+                .visible_at()
+                .expect("a received event has visible_at");
+            assert!(
+                visible >= submitted,
+                "visible before the write was submitted"
+            );
+            assert!(visible <= received, "visible after the watcher received it");
+        }
+    }
+
+    #[test]
+    fn engine_events_are_stamped_visible_between_submit_and_receive() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = open_engine(dir.path());
+        assert_stamped_between_submit_and_receive(&engine, 20);
+        engine.close().expect("close");
+    }
+
+    #[test]
+    fn model_events_are_stamped_visible_between_submit_and_receive() {
+        assert_stamped_between_submit_and_receive(&MemStore::new(Limits::default()), 20);
+    }
+
+    #[test]
+    fn history_read_back_from_disk_has_no_visible_at() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine = open_engine(dir.path());
+        for i in 0..5 {
+            engine
+                .create(format!("/w/k{i}").as_bytes(), b"v")
+                .wait()
+                .expect("create");
+        }
+        engine.close().expect("close");
+        let engine = open_engine(dir.path());
+        let mut w = engine.watch(b"/w/", Revision::ZERO).expect("watch");
+        let mut out = Vec::new();
+        assert!(w.next_batch_timeout(&mut out, WAIT).expect("watch batch"));
+        assert_eq!(out.len(), 5);
+        assert!(out.iter().all(|e| e.visible_at().is_none()));
+        drop(w);
+        engine.close().expect("close");
+    }
+
+    #[test]
+    fn visible_at_survives_clone_and_is_ignored_by_equality() {
+        let hub = super::Hub::new(&Limits::default(), Revision::ZERO);
+        let kv = KeyValue::from_parts(b"/w/a", b"v", Revision(1));
+        let unpublished = Event::new(EventKind::Put, kv.clone(), None);
+        assert_eq!(unpublished.visible_at(), None);
+        let before = Instant::now();
+        let published = Arc::new(Event::new(EventKind::Put, kv, None));
+        hub.push([published.clone()]);
+        let at = published.visible_at().expect("pushed events are stamped");
+        assert!(at >= before && at <= Instant::now());
+        let copy = (*published).clone();
+        assert_eq!(copy.visible_at(), Some(at));
+        assert_eq!(copy, unpublished);
     }
 }
