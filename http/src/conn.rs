@@ -58,7 +58,7 @@ pub(crate) struct CoreState {
     pub connections: Cell<usize>,
     /// Signalled when `connections` drops to zero.
     pub drained: rt::Notify,
-    pub stop: rt::StopSignal,
+    pub stop: rt::LocalStop,
 }
 
 /// Facts about a connection fixed when it was accepted.

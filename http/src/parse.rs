@@ -96,7 +96,13 @@ fn build_head(req: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
     let method = Method::from_token(req.method.unwrap_or_default());
     let target = req.path.unwrap_or_default().to_string();
     let version_minor = req.version.unwrap_or(1);
-    let mut headers = Headers::new();
+    let mut headers = Headers::with_capacity(
+        req.headers.len(),
+        req.headers
+            .iter()
+            .map(|h| h.name.len() + h.value.len())
+            .sum(),
+    );
     for h in req.headers.iter() {
         let value = std::str::from_utf8(h.value)
             .map_err(|_| HeadError::Malformed("header value is not valid UTF-8"))?;

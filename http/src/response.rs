@@ -3,14 +3,20 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-/// A piece of a [`Chunk`]: bytes of its own, or bytes shared with other responses (one
-/// encoded watch event sent to many watchers), which are written without being copied.
-#[derive(Clone, Debug)]
+/// A piece of a [`Chunk`]: bytes of its own, or bytes it shares or borrows (one encoded watch
+/// event sent to many watchers, a stored value in a memory-mapped store, a constant), which are
+/// written without being copied.
+#[derive(Clone)]
 pub enum Piece {
     /// Bytes owned by this chunk.
     Owned(Vec<u8>),
     /// Bytes shared with other chunks.
     Shared(Arc<[u8]>),
+    /// Constant bytes (separators, brackets).
+    Static(&'static [u8]),
+    /// Bytes that something else owns and keeps alive for as long as the piece lives (e.g. a
+    /// value read out of a store's memory-mapped segment).
+    Held(Arc<dyn AsRef<[u8]> + Send + Sync>),
 }
 
 impl std::ops::Deref for Piece {
@@ -20,7 +26,21 @@ impl std::ops::Deref for Piece {
         match self {
             Piece::Owned(v) => v,
             Piece::Shared(a) => a,
+            Piece::Static(s) => s,
+            Piece::Held(h) => (**h).as_ref(),
         }
+    }
+}
+
+impl std::fmt::Debug for Piece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            Piece::Owned(_) => "Owned",
+            Piece::Shared(_) => "Shared",
+            Piece::Static(_) => "Static",
+            Piece::Held(_) => "Held",
+        };
+        write!(f, "Piece::{kind}({} bytes)", self.len())
     }
 }
 

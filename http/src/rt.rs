@@ -102,15 +102,54 @@ impl StopTrigger {
 }
 
 impl StopSignal {
-    /// Whether stop was triggered.
-    pub fn is_stopped(&self) -> bool {
-        *self.rx.borrow()
-    }
-
     /// Completes once stop is triggered (or the trigger is dropped).
     pub async fn stopped(&self) {
         let mut rx = self.rx.clone();
         let _ = rx.wait_for(|stopped| *stopped).await;
+    }
+}
+
+/// A core's own view of the [`StopSignal`]: waiting on it registers with this core only, so
+/// the many idle connections of two cores never contend for the global signal's wait list.
+#[derive(Clone)]
+pub(crate) struct LocalStop(std::rc::Rc<LocalStopInner>);
+
+struct LocalStopInner {
+    stopped: Cell<bool>,
+    notify: Notify,
+}
+
+impl LocalStop {
+    /// Follows `global` from a task on the calling core (which must be a server core).
+    pub fn follow(global: StopSignal) -> LocalStop {
+        let local = LocalStop(std::rc::Rc::new(LocalStopInner {
+            stopped: Cell::new(false),
+            notify: Notify::new(),
+        }));
+        let l = local.clone();
+        spawn_local(async move {
+            global.stopped().await;
+            l.0.stopped.set(true);
+            l.0.notify.notify_waiters();
+        });
+        local
+    }
+
+    /// Whether stop was triggered.
+    pub fn is_stopped(&self) -> bool {
+        self.0.stopped.get()
+    }
+
+    /// Completes once stop is triggered.
+    pub async fn stopped(&self) {
+        loop {
+            // Created before the check: a `notify_waiters` after it still wakes this one.
+            let notified = self.0.notify.notified();
+            if self.0.stopped.get() {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 

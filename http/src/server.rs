@@ -166,7 +166,7 @@ async fn core_main(
         in_flight: Cell::new(0),
         connections: Cell::new(0),
         drained: rt::Notify::new(),
-        stop,
+        stop: rt::LocalStop::follow(stop),
     });
     for b in bound {
         match rt::TcpListener::from_std(b.socket) {
