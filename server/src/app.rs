@@ -346,7 +346,11 @@ impl App {
             "/metrics" => Ok(respond::response(
                 200,
                 "text/plain; version=0.0.4; charset=utf-8",
-                self.metrics.render(&self.object_counts()).into_bytes(),
+                {
+                    let mut text = self.metrics.render(&self.object_counts());
+                    crate::metrics::render_store(&mut text, &self.storage.engine.stats());
+                    text.into_bytes()
+                },
             )),
             "/openapi/v2" => {
                 let accept = req.headers.get("accept").unwrap_or("");

@@ -2,9 +2,10 @@
 //! histograms, stored objects and open watches, named as upstream's apiserver metrics.
 
 use parking_lot::Mutex;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ pub const SERIES_MAX: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Series {
-    verb: String,
+    verb: &'static str,
     group: String,
     version: String,
     resource: String,
@@ -27,23 +28,95 @@ struct Series {
     code: u16,
 }
 
-#[derive(Default)]
+impl Series {
+    fn of(l: &RequestLabels<'_>, code: u16) -> Series {
+        Series {
+            verb: reported_verb(l.verb),
+            group: l.group.into(),
+            version: l.version.into(),
+            resource: l.resource.into(),
+            subresource: l.subresource.into(),
+            scope: l.scope,
+            code,
+        }
+    }
+
+    fn matches(&self, l: &RequestLabels<'_>, code: u16) -> bool {
+        self.code == code
+            && self.resource == l.resource
+            && self.verb == reported_verb(l.verb)
+            && self.subresource == l.subresource
+            && self.version == l.version
+            && self.group == l.group
+            && self.scope == l.scope
+    }
+}
+
+#[derive(Clone)]
 struct Hist {
     count: u64,
     sum: f64,
-    buckets: Vec<u64>,
+    buckets: [u64; LATENCY_BUCKETS.len()],
+}
+
+impl Hist {
+    fn new() -> Hist {
+        Hist {
+            count: 0,
+            sum: 0.0,
+            buckets: [0; LATENCY_BUCKETS.len()],
+        }
+    }
+
+    fn add(&mut self, secs: f64) {
+        self.count += 1;
+        self.sum += secs;
+        for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.buckets[i] += 1;
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &Hist) {
+        self.count += o.count;
+        self.sum += o.sum;
+        for (a, b) in self.buckets.iter_mut().zip(o.buckets.iter()) {
+            *a += b;
+        }
+    }
 }
 
 /// Open watches per (group, resource).
 type WatchGauges = BTreeMap<(String, String), Arc<AtomicI64>>;
 /// Request histograms merged over response codes.
-type Merged =
-    BTreeMap<(String, String, String, String, String, &'static str), (u64, f64, Vec<u64>)>;
+type Merged = BTreeMap<(&'static str, String, String, String, String, &'static str), Hist>;
 
+/// Request series are recorded in one of these per thread slot, so the serving cores never
+/// contend for a lock or allocate on the hot path; `render` merges them.
+const SLOTS: usize = 8;
+
+/// One slot's series, bucketed by a hash of their labels.
 #[derive(Default)]
+struct Slot {
+    series: HashMap<u64, Vec<(Series, Hist)>>,
+}
+
 pub struct Metrics {
-    requests: Mutex<BTreeMap<Series, Hist>>,
+    slots: Vec<Mutex<Slot>>,
+    /// Distinct series over all slots (bounded by `SERIES_MAX`).
+    series: AtomicUsize,
     watches: Arc<Mutex<WatchGauges>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            slots: (0..SLOTS).map(|_| Mutex::new(Slot::default())).collect(),
+            series: AtomicUsize::new(0),
+            watches: Arc::default(),
+        }
+    }
 }
 
 /// Decrements the open-watch gauge when the stream ends.
@@ -80,34 +153,66 @@ pub fn reported_verb(verb: &str) -> &'static str {
     }
 }
 
+/// This thread's slot index.
+fn slot_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+    }
+    SLOT.with(|s| *s)
+}
+
+fn label_hash(l: &RequestLabels<'_>, code: u16) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (
+        l.verb,
+        l.group,
+        l.version,
+        l.resource,
+        l.subresource,
+        l.scope,
+        code,
+    )
+        .hash(&mut h);
+    h.finish()
+}
+
 impl Metrics {
     pub fn observe(&self, l: &RequestLabels<'_>, code: u16, took: Duration) {
-        let mut s = Series {
-            verb: reported_verb(l.verb).into(),
-            group: l.group.into(),
-            version: l.version.into(),
-            resource: l.resource.into(),
-            subresource: l.subresource.into(),
-            scope: l.scope,
-            code,
-        };
-        let mut map = self.requests.lock();
-        if map.len() >= SERIES_MAX && !map.contains_key(&s) {
+        let secs = took.as_secs_f64();
+        let hash = label_hash(l, code);
+        let mut slot = self.slots[slot_index()].lock();
+        let bucket = slot.series.entry(hash).or_default();
+        if let Some((_, h)) = bucket.iter_mut().find(|(s, _)| s.matches(l, code)) {
+            h.add(secs);
+            return;
+        }
+        let mut s = Series::of(l, code);
+        if self.series.fetch_add(1, Ordering::Relaxed) >= SERIES_MAX {
+            self.series.fetch_sub(1, Ordering::Relaxed);
             s.resource = "other".into();
             s.subresource.clear();
-        }
-        let h = map.entry(s).or_insert_with(|| Hist {
-            buckets: vec![0; LATENCY_BUCKETS.len()],
-            ..Default::default()
-        });
-        let secs = took.as_secs_f64();
-        h.count += 1;
-        h.sum += secs;
-        for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                h.buckets[i] += 1;
+            if let Some((_, h)) = bucket.iter_mut().find(|(o, _)| *o == s) {
+                h.add(secs);
+                return;
             }
         }
+        let mut h = Hist::new();
+        h.add(secs);
+        bucket.push((s, h));
+    }
+
+    /// Every series, merged over the slots.
+    fn snapshot(&self) -> BTreeMap<Series, Hist> {
+        let mut all: BTreeMap<Series, Hist> = BTreeMap::new();
+        for slot in &self.slots {
+            for (s, h) in slot.lock().series.values().flatten() {
+                all.entry(s.clone())
+                    .and_modify(|a| a.merge(h))
+                    .or_insert_with(|| h.clone());
+            }
+        }
+        all
     }
 
     pub fn watch_opened(&self, group: &str, resource: &str) -> WatchGuard {
@@ -125,7 +230,7 @@ impl Metrics {
     pub fn render(&self, objects: &[(String, String, u64)]) -> String {
         let mut out = String::new();
         out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
-        let map = self.requests.lock();
+        let map = self.snapshot();
         for (s, h) in map.iter() {
             let _ = writeln!(
                 out,
@@ -136,24 +241,20 @@ impl Metrics {
         out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         let mut merged: Merged = BTreeMap::new();
         for (s, h) in map.iter() {
-            let e = merged
+            merged
                 .entry((
-                    s.verb.clone(),
+                    s.verb,
                     s.group.clone(),
                     s.version.clone(),
                     s.resource.clone(),
                     s.subresource.clone(),
                     s.scope,
                 ))
-                .or_insert_with(|| (0, 0.0, vec![0; LATENCY_BUCKETS.len()]));
-            e.0 += h.count;
-            e.1 += h.sum;
-            for (i, b) in h.buckets.iter().enumerate() {
-                e.2[i] += b;
-            }
+                .and_modify(|m| m.merge(h))
+                .or_insert_with(|| h.clone());
         }
-        drop(map);
-        for ((verb, group, version, resource, sub, scope), (count, sum, buckets)) in merged {
+        for ((verb, group, version, resource, sub, scope), h) in merged {
+            let (count, sum, buckets) = (h.count, h.sum, h.buckets);
             let labels = format!("component=\"apiserver\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\"");
             for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
                 let _ = writeln!(
@@ -194,6 +295,71 @@ impl Metrics {
         }
         out
     }
+}
+
+/// Appends keel's own storage metrics (the embedded engine's counters) to `out`.
+pub fn render_store(out: &mut String, st: &keel_engine::Stats) {
+    let metrics: [(&str, &str, &str, u64); 8] = [
+        (
+            "keel_storage_revision",
+            "gauge",
+            "Newest visible resource version.",
+            st.revision.get(),
+        ),
+        (
+            "keel_storage_compacted_revision",
+            "gauge",
+            "Revision below which history has been compacted.",
+            st.compacted.get(),
+        ),
+        (
+            "keel_storage_keys",
+            "gauge",
+            "Live keys in the store.",
+            st.keys,
+        ),
+        (
+            "keel_storage_versions",
+            "gauge",
+            "Versions held in the index, history included.",
+            st.versions,
+        ),
+        (
+            "keel_storage_segment_bytes",
+            "gauge",
+            "Bytes of segment files on disk.",
+            st.segment_bytes,
+        ),
+        (
+            "keel_storage_batches_written_total",
+            "counter",
+            "Write batches (group commits) written since start.",
+            st.batches_written,
+        ),
+        (
+            "keel_storage_syncs_total",
+            "counter",
+            "fdatasync calls since start.",
+            st.syncs,
+        ),
+        (
+            "keel_storage_bytes_written_total",
+            "counter",
+            "Bytes written by batches since start.",
+            st.bytes_written,
+        ),
+    ];
+    for (name, kind, help, v) in metrics {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP keel_storage_watchers Open engine watchers.\n# TYPE keel_storage_watchers gauge\nkeel_storage_watchers {}",
+        st.watchers
+    );
 }
 
 #[cfg(test)]
@@ -239,5 +405,61 @@ mod tests {
         assert!(text.contains("verb=\"WATCH\"} 1"));
         drop(g);
         assert!(m.render(&[]).contains("verb=\"WATCH\"} 0"));
+    }
+
+    #[test]
+    fn series_from_many_threads_are_merged() {
+        let m = Arc::new(Metrics::default());
+        let threads: Vec<_> = (0..SLOTS + 3)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    let l = RequestLabels {
+                        verb: "create",
+                        group: "apps",
+                        version: "v1",
+                        resource: "deployments",
+                        subresource: "",
+                        scope: "resource",
+                    };
+                    m.observe(&l, 201, Duration::from_millis(1));
+                    m.observe(&l, 201, Duration::from_secs(2));
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = m.render(&[]);
+        let n = 2 * (SLOTS + 3);
+        assert!(text.contains(&format!("code=\"201\",component=\"apiserver\",group=\"apps\",resource=\"deployments\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"}} {n}")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "verb=\"POST\",version=\"v1\",le=\"0.005\"}} {}",
+                n / 2
+            )),
+            "{text}"
+        );
+        assert!(text.contains(&format!("verb=\"POST\",version=\"v1\"}} {n}")));
+    }
+
+    #[test]
+    fn series_beyond_the_bound_fold_into_other() {
+        let m = Metrics::default();
+        for i in 0..SERIES_MAX + 5 {
+            let resource = format!("r{i}");
+            let l = RequestLabels {
+                verb: "get",
+                group: "example.com",
+                version: "v1",
+                resource: &resource,
+                subresource: "status",
+                scope: "resource",
+            };
+            m.observe(&l, 404, Duration::from_millis(1));
+        }
+        assert_eq!(m.series.load(Ordering::Relaxed), SERIES_MAX);
+        let text = m.render(&[]);
+        assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
     }
 }

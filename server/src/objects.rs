@@ -10,8 +10,11 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// A random (version 4) UUID, from the thread's CSPRNG (no system call per UID).
 pub fn new_uid() -> String {
-    uuid::Uuid::new_v4().to_string()
+    uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string()
 }
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -105,52 +108,85 @@ pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
     meta_mut(obj).insert(field.to_string(), value);
 }
 
-/// Reorders metadata keys as upstream serializes `ObjectMeta`, so `kubectl get -o yaml`
+/// Metadata keys in the order upstream serializes `ObjectMeta`, so `kubectl get -o yaml`
 /// output reads the same.
-pub fn canonical_meta_order(obj: &mut Value) {
-    const ORDER: &[&str] = &[
-        "name",
-        "generateName",
-        "namespace",
-        "selfLink",
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "labels",
-        "annotations",
-        "ownerReferences",
-        "finalizers",
-        "managedFields",
-    ];
-    let m = meta_mut(obj);
-    let mut old = std::mem::take(m);
-    for k in ORDER {
-        if let Some(v) = old.shift_remove(*k) {
-            m.insert((*k).to_string(), v);
+const META_ORDER: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+/// Top-level keys upstream writes first; the rest follow in the object's order.
+const TOP_ORDER: &[&str] = &["kind", "apiVersion", "metadata"];
+
+/// An object serialized in upstream's key order (see `TOP_ORDER`, `META_ORDER`), without
+/// reordering the parsed map itself.
+struct Canonical<'a>(&'a Value);
+/// `metadata` in upstream's key order.
+struct CanonicalMeta<'a>(&'a Value);
+
+fn serialize_ordered<S: serde::Serializer>(
+    s: S,
+    m: &Map<String, Value>,
+    order: &[&str],
+    nested: impl Fn(&str, &Value, &mut S::SerializeMap) -> Result<(), S::Error>,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut out = s.serialize_map(Some(m.len()))?;
+    for k in order {
+        if let Some(v) = m.get(*k) {
+            nested(k, v, &mut out)?;
         }
     }
-    for (k, v) in old {
-        m.insert(k, v);
+    for (k, v) in m {
+        if !order.contains(&k.as_str()) {
+            out.serialize_entry(k, v)?;
+        }
+    }
+    out.end()
+}
+
+impl serde::Serialize for Canonical<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(root) = self.0.as_object() else {
+            return self.0.serialize(s);
+        };
+        serialize_ordered(s, root, TOP_ORDER, |k, v, out| {
+            if k == "metadata" {
+                out.serialize_entry(k, &CanonicalMeta(v))
+            } else {
+                out.serialize_entry(k, v)
+            }
+        })
     }
 }
 
-/// Reorders the top level as upstream: kind, apiVersion, metadata, then the rest.
-pub fn canonical_top_order(obj: &mut Value) {
-    let Some(root) = obj.as_object_mut() else {
-        return;
-    };
-    let mut old = std::mem::take(root);
-    for k in ["kind", "apiVersion", "metadata"] {
-        if let Some(v) = old.shift_remove(k) {
-            root.insert(k.to_string(), v);
-        }
+impl serde::Serialize for CanonicalMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(m) = self.0.as_object() else {
+            return self.0.serialize(s);
+        };
+        serialize_ordered(s, m, META_ORDER, |k, v, out| out.serialize_entry(k, v))
     }
-    for (k, v) in old {
-        root.insert(k, v);
-    }
+}
+
+/// `obj` as JSON in upstream's key order: kind, apiVersion, metadata (as `ObjectMeta`), then
+/// the rest as they are.
+pub fn to_canonical_json(obj: &Value) -> Vec<u8> {
+    serde_json::to_vec(&Canonical(obj)).expect("JSON values serialize")
 }
 
 /// A per-process marker no client can predict; stands in for the resourceVersion while the
@@ -182,16 +218,12 @@ impl Spliced {
             "resourceVersion",
             Value::String(rv_marker().to_string()),
         );
-        canonical_meta_order(obj);
-        canonical_top_order(obj);
-        let bytes = serde_json::to_vec(obj).expect("JSON values serialize");
-        let needle = format!("\"{}\"", rv_marker());
-        let at = find(&bytes, needle.as_bytes()).expect("marker present");
-        let split = at + 1;
+        let bytes = to_canonical_json(obj);
+        let at = memchr::memmem::find(&bytes, rv_marker().as_bytes()).expect("marker present");
         Spliced {
             bytes,
-            split,
-            tail: split + rv_marker().len(),
+            split: at,
+            tail: at + rv_marker().len(),
         }
     }
 
@@ -211,10 +243,6 @@ impl Spliced {
         out.extend_from_slice(revision.to_string().as_bytes());
         out.extend_from_slice(&self.bytes[self.tail..]);
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Replaces `metadata.resourceVersion` in a parsed object.
@@ -237,6 +265,33 @@ mod tests {
         );
     }
     use serde_json::json;
+
+    #[test]
+    fn uids_are_random_version_4_uuids() {
+        let a = uuid::Uuid::parse_str(&new_uid()).unwrap();
+        let b = uuid::Uuid::parse_str(&new_uid()).unwrap();
+        assert_eq!(a.get_version_num(), 4);
+        assert_eq!(a.get_variant(), uuid::Variant::RFC4122);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn canonical_json_orders_top_level_and_metadata_only() {
+        let o = json!({"data": {"z": "1", "a": "2"}, "metadata": {"labels": {"b": "1", "a": "2"},
+            "x-extra": 1, "uid": "u", "name": "n", "creationTimestamp": "t"},
+            "apiVersion": "v1", "kind": "ConfigMap", "immutable": true});
+        let text = String::from_utf8(to_canonical_json(&o)).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","uid":"u","creationTimestamp":"t","labels":{"b":"1","a":"2"},"x-extra":1},"data":{"z":"1","a":"2"},"immutable":true}"#
+        );
+        // Not an object, or metadata not an object: written as is.
+        assert_eq!(to_canonical_json(&json!([1, 2])), b"[1,2]");
+        assert_eq!(
+            to_canonical_json(&json!({"metadata": 3, "kind": "K"})),
+            br#"{"kind":"K","metadata":3}"#
+        );
+    }
 
     #[test]
     fn splice_writes_revision() {

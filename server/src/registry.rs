@@ -176,7 +176,7 @@ pub async fn read_page(app: &App, c: &Call<'_>, filter: &Filter) -> Result<Page,
         at = ReadPoint::Exact(revision);
         more = r.more;
         remaining = r.remaining;
-        let mut last_key = None;
+        let mut last_seen = None;
         let mut taken_all = true;
         let n = r.items.len();
         for (i, kv) in r.items.into_iter().enumerate() {
@@ -187,11 +187,21 @@ pub async fn read_page(app: &App, c: &Call<'_>, filter: &Filter) -> Result<Page,
                 more = true;
                 break;
             }
-            last_key = Some(kv.key().to_vec());
             if filter.matches_bytes(kv.value()) {
                 items.push(kv);
+                last_seen = None;
+            } else {
+                last_seen = Some(kv);
             }
         }
+        // The last key examined: the newest kept item, or a later one the filter dropped.
+        let last_key = match n {
+            0 => None,
+            _ => last_seen
+                .as_ref()
+                .or(items.last())
+                .map(|kv| kv.key().to_vec()),
+        };
         if !more || (want > 0 && items.len() == want) || !taken_all {
             break;
         }
@@ -664,9 +674,7 @@ pub async fn create_object(
     check_namespace(app, c, objects::name(obj))?;
     let allocation = app.alloc.allocate(c.info, obj, dry_run)?;
     if dry_run {
-        objects::canonical_meta_order(obj);
-        objects::canonical_top_order(obj);
-        return Ok((serde_json::to_vec(obj).expect("JSON"), 0));
+        return Ok((objects::to_canonical_json(obj), 0));
     }
     let mut attempts = 0;
     loop {

@@ -2,7 +2,7 @@
 //! keel-proto, Tables through keel-catalog, errors as `metav1.Status`.
 
 use keel_api::status::ApiError;
-use keel_http::{Body, Response};
+use keel_http::{Body, Chunk, Piece, Response};
 use serde_json::Value;
 
 pub const JSON: &str = "application/json";
@@ -175,14 +175,27 @@ pub fn parse_stored(bytes: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::internal(format!("stored object is not valid JSON: {e}")))
 }
 
-/// Lists whose items exceed this many bytes are streamed in chunks instead of built whole.
-pub const LIST_STREAM_THRESHOLD_BYTES: usize = 1024 * 1024;
-/// Bytes of one streamed list chunk.
+/// Lists whose items exceed this many bytes are sent as a chunked stream of the stored values
+/// themselves (no copy into a response buffer); smaller ones are built whole.
+pub const LIST_STREAM_THRESHOLD_BYTES: usize = 64 * 1024;
+/// Bytes of one streamed list chunk (about; it ends after the item that reaches it).
 pub const LIST_CHUNK_BYTES: usize = 256 * 1024;
+/// Pieces of one streamed list chunk (two per item: separator and value), so that a chunk is
+/// written with one vectored write.
+pub const LIST_CHUNK_PIECES_MAX: usize = 500;
 
-/// Chunks of a streamed `<Kind>List`: the head, then items copied straight from the store's
-/// mapped bytes a chunk at a time, then the closing bytes. The server holds one chunk, not the
-/// whole response.
+/// A stored value as a response piece: the bytes stay in the store's mapping.
+struct StoredValue(keel_engine::KeyValue);
+
+impl AsRef<[u8]> for StoredValue {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
+}
+
+/// Chunks of a streamed `<Kind>List`: the head, then the items as pieces that point into the
+/// store's mapped bytes (written to the socket, or handed to TLS, without an intermediate
+/// copy), then the closing bytes.
 struct ListChunks {
     head: Option<Vec<u8>>,
     items: std::vec::IntoIter<keel_engine::KeyValue>,
@@ -191,27 +204,29 @@ struct ListChunks {
 }
 
 impl Iterator for ListChunks {
-    type Item = Vec<u8>;
+    type Item = Chunk;
 
-    fn next(&mut self) -> Option<Vec<u8>> {
+    fn next(&mut self) -> Option<Chunk> {
         if let Some(h) = self.head.take() {
-            return Some(h);
+            return Some(Chunk::from(h));
         }
         if self.done {
             return None;
         }
-        let mut out = Vec::with_capacity(LIST_CHUNK_BYTES + 4096);
+        let mut out = Chunk::new();
+        let mut pieces = 0;
         for kv in self.items.by_ref() {
             if !self.first {
-                out.push(b',');
+                out.push(Piece::Static(b","));
             }
             self.first = false;
-            out.extend_from_slice(kv.value());
-            if out.len() >= LIST_CHUNK_BYTES {
+            out.push(Piece::Held(std::sync::Arc::new(StoredValue(kv))));
+            pieces += 2;
+            if out.len() >= LIST_CHUNK_BYTES || pieces >= LIST_CHUNK_PIECES_MAX {
                 return Some(out);
             }
         }
-        out.extend_from_slice(b"]}");
+        out.push(Piece::Static(b"]}"));
         self.done = true;
         Some(out)
     }
@@ -236,7 +251,7 @@ pub fn json_list_stream(
     Response {
         status: 200,
         headers: vec![("Content-Type".into(), JSON.into())],
-        body: Body::Stream(Box::pin(futures_util::stream::iter(chunks))),
+        body: Body::Chunks(Box::pin(futures_util::stream::iter(chunks))),
     }
 }
 
@@ -372,19 +387,24 @@ mod tests {
             0,
         );
         let r = json_list_stream("v1", "ConfigMapList", &meta, items);
-        let Body::Stream(s) = r.body else {
+        let Body::Chunks(s) = r.body else {
             panic!("not streamed")
         };
-        let chunks: Vec<Vec<u8>> = futures_executor::block_on(futures_util::StreamExt::collect(s));
+        let chunks: Vec<Chunk> = futures_executor::block_on(futures_util::StreamExt::collect(s));
         assert!(chunks.len() > 2, "{} chunks", chunks.len());
         assert!(chunks.iter().all(|c| c.len() <= LIST_CHUNK_BYTES + 4096));
-        assert_eq!(chunks.concat(), whole);
+        assert!(chunks
+            .iter()
+            .all(|c| c.pieces().len() <= LIST_CHUNK_PIECES_MAX + 1));
+        let bytes: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
+        assert_eq!(bytes, whole);
         let empty = json_list_stream("v1", "ConfigMapList", &meta, Vec::new());
-        let Body::Stream(s) = empty.body else {
+        let Body::Chunks(s) = empty.body else {
             panic!()
         };
-        let out: Vec<Vec<u8>> = futures_executor::block_on(futures_util::StreamExt::collect(s));
-        let v: Value = serde_json::from_slice(&out.concat()).unwrap();
+        let out: Vec<Chunk> = futures_executor::block_on(futures_util::StreamExt::collect(s));
+        let bytes: Vec<u8> = out.iter().flat_map(|c| c.to_vec()).collect();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["items"].as_array().unwrap().len(), 0);
     }
 
