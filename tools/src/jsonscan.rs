@@ -362,40 +362,65 @@ pub struct EventFields<'a> {
     pub annotation: Option<&'a str>,
 }
 
-/// Reads a JSON watch event line of the shape every API server writes,
+/// Reads JSON watch event lines of the shape every API server writes,
 /// `{"type":"<T>","object":{...,"metadata":{...}...}}`, without parsing the object: only the
-/// object's first `"metadata":{...}` is scanned, where `resourceVersion` and the annotation are
+/// object's first `"metadata":{...}` is scanned, where `resourceVersion` and one annotation are
 /// found by their quoted keys (a quote inside a JSON string is always escaped, so string
-/// contents cannot match). `None` when the line is not of that shape (the
-/// caller then parses it fully).
+/// contents cannot match). The searchers are built once, for many lines.
+pub struct EventScanner {
+    metadata: memmem::Finder<'static>,
+    rv: memmem::Finder<'static>,
+    annotation: memmem::Finder<'static>,
+}
+
+const META_KEY: &[u8] = b"\"metadata\":";
+const RV_KEY: &[u8] = b"\"resourceVersion\":\"";
+
+impl EventScanner {
+    /// A scanner reading the value of annotation `annotation`.
+    pub fn new(annotation: &str) -> EventScanner {
+        let key = format!("\"{annotation}\":\"");
+        EventScanner {
+            metadata: memmem::Finder::new(b"\"metadata\":{").into_owned(),
+            rv: memmem::Finder::new(RV_KEY).into_owned(),
+            annotation: memmem::Finder::new(key.as_bytes()).into_owned(),
+        }
+    }
+
+    /// The fields of one event line; `None` when the line is not of the usual shape (the
+    /// caller then parses it fully).
+    pub fn scan<'a>(&self, line: &'a [u8]) -> Option<EventFields<'a>> {
+        const HEAD: &[u8] = b"{\"type\":\"";
+        let rest = line.strip_prefix(HEAD)?;
+        let end = memchr::memchr(b'"', rest)?;
+        let kind = std::str::from_utf8(&rest[..end]).ok()?;
+        let rest = rest[end..].strip_prefix(b"\",\"object\":{")?;
+        let meta = self.metadata.find(rest)? + META_KEY.len();
+        let rest = &rest[meta..skip_container(rest, meta)?];
+        let quoted = |at: usize| -> Option<&'a str> {
+            let end = memchr::memchr(b'"', &rest[at..])?;
+            std::str::from_utf8(&rest[at..at + end]).ok()
+        };
+        let rv = match self.rv.find(rest) {
+            Some(i) => Some(quoted(i + RV_KEY.len())?),
+            None => None,
+        };
+        let key_len = self.annotation.needle().len();
+        let annotation = match self.annotation.find(rest) {
+            Some(i) => Some(quoted(i + key_len)?),
+            None => None,
+        };
+        Some(EventFields {
+            kind,
+            rv,
+            annotation,
+        })
+    }
+}
+
+/// `EventScanner::new(annotation).scan(line)`, for one line.
 pub fn watch_event<'a>(line: &'a [u8], annotation: &str) -> Option<EventFields<'a>> {
-    const HEAD: &[u8] = b"{\"type\":\"";
-    let rest = line.strip_prefix(HEAD)?;
-    let end = memchr::memchr(b'"', rest)?;
-    let kind = std::str::from_utf8(&rest[..end]).ok()?;
-    let rest = rest[end..].strip_prefix(b"\",\"object\":{")?;
-    const META: &[u8] = b"\"metadata\":";
-    let meta = memmem::find(rest, b"\"metadata\":{")? + META.len();
-    let rest = &rest[meta..skip_container(rest, meta)?];
-    let quoted = |at: usize| -> Option<&'a str> {
-        let end = memchr::memchr(b'"', &rest[at..])?;
-        std::str::from_utf8(&rest[at..at + end]).ok()
-    };
-    const RV: &[u8] = b"\"resourceVersion\":\"";
-    let rv = match memmem::find(rest, RV) {
-        Some(i) => Some(quoted(i + RV.len())?),
-        None => None,
-    };
-    let key = format!("\"{annotation}\":\"");
-    let annotation = match memmem::find(rest, key.as_bytes()) {
-        Some(i) => Some(quoted(i + key.len())?),
-        None => None,
-    };
-    Some(EventFields {
-        kind,
-        rv,
-        annotation,
-    })
+    EventScanner::new(annotation).scan(line)
 }
 
 #[cfg(test)]

@@ -121,11 +121,64 @@ pub fn object(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) ->
     }
 }
 
+/// `object(...)` serialized as JSON, the same document. ConfigMaps (the objects written at
+/// the highest rates) are written straight into the buffer: building a `Value` and
+/// serializing it cost the load generator as much CPU as sending the request.
+pub fn object_json(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) -> Vec<u8> {
+    if naming.kind != Kind::Configmaps {
+        return serde_json::to_vec(&object(naming, i, payload_bytes, generation))
+            .unwrap_or_default();
+    }
+    let (ns, name) = (naming.namespace(i), naming.name(i));
+    let mut out = Vec::with_capacity(payload_bytes + 400);
+    field(
+        &mut out,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"#,
+        &name,
+    );
+    field(&mut out, r#","namespace":"#, &ns);
+    field(
+        &mut out,
+        &format!(r#","labels":{{"{LOADGEN_LABEL}":"1","app":"#),
+        app_label(&name),
+    );
+    let sent = now_unix_nanos().to_string();
+    field(
+        &mut out,
+        &format!(r#"}},"annotations":{{"{SENT_ANNOTATION}":"#),
+        &sent,
+    );
+    field(
+        &mut out,
+        r#","loadgen.keel.dev/generation":"#,
+        &generation.to_string(),
+    );
+    out.extend_from_slice(br#"}},"data":{"payload":""#);
+    out.resize(out.len() + payload_bytes, payload_fill(generation));
+    out.extend_from_slice(br#""}}"#);
+    out
+}
+
+/// Appends `raw` and then `value` as a JSON string.
+fn field(out: &mut Vec<u8>, raw: &str, value: &str) {
+    out.extend_from_slice(raw.as_bytes());
+    // Serializing a str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn app_label(name: &str) -> &str {
+    name.rsplit_once('-').map_or(name, |p| p.0)
+}
+
+fn payload_fill(generation: u64) -> u8 {
+    b'a' + (generation % 26) as u8
+}
+
 fn metadata(ns: &str, name: &str, generation: u64) -> Value {
     json!({
         "name": name,
         "namespace": ns,
-        "labels": {LOADGEN_LABEL: "1", "app": name.rsplit_once('-').map_or(name, |p| p.0)},
+        "labels": {LOADGEN_LABEL: "1", "app": app_label(name)},
         "annotations": {
             SENT_ANNOTATION: now_unix_nanos().to_string(),
             "loadgen.keel.dev/generation": generation.to_string(),
@@ -135,7 +188,7 @@ fn metadata(ns: &str, name: &str, generation: u64) -> Value {
 
 /// A ConfigMap whose `data.payload` is `payload_bytes` long.
 pub fn configmap(ns: &str, name: &str, payload_bytes: usize, generation: u64) -> Value {
-    let fill = char::from(b'a' + (generation % 26) as u8);
+    let fill = char::from(payload_fill(generation));
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -340,6 +393,36 @@ mod tests {
         let sizes: Vec<usize> = (0..1000).map(|i| spread_size(1000, 0.5, i)).collect();
         assert!(sizes.iter().all(|s| (500..=1500).contains(s)));
         assert!(sizes.iter().any(|s| *s < 800) && sizes.iter().any(|s| *s > 1200));
+    }
+
+    #[test]
+    fn object_json_is_the_object() {
+        let without_time = |mut v: Value| {
+            let ann = v["metadata"]["annotations"].as_object_mut().unwrap();
+            assert!(ann
+                .remove(SENT_ANNOTATION)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .parse::<u128>()
+                .is_ok());
+            v
+        };
+        for (kind, prefix, size, generation) in [
+            (Kind::Configmaps, "lg", 1024, 0),
+            (Kind::Configmaps, "we\"ird", 0, 27),
+            (Kind::Pods, "p", 10, 3),
+        ] {
+            let n = Naming {
+                kind,
+                prefix: prefix.into(),
+                ns_prefix: "ns".into(),
+                namespaces: 3,
+            };
+            let got: Value = serde_json::from_slice(&object_json(&n, 7, size, generation)).unwrap();
+            let want = object(&n, 7, size, generation);
+            assert_eq!(without_time(got), without_time(want), "{kind:?} {prefix}");
+        }
     }
 
     #[test]

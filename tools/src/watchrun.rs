@@ -7,7 +7,7 @@ use crate::report::{OpSummary, Recorder, Report};
 use crate::watchcheck::{self, Delivery};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch as signal;
 use tokio::task::JoinHandle;
@@ -17,8 +17,11 @@ use tokio::task::JoinHandle;
 pub struct WatcherOut {
     /// Revisions of the events, in arrival order (at most `WATCH_EVENTS_PER_WATCHER_MAX`).
     pub rvs: Vec<u64>,
-    /// Delivery latency: receipt time minus the writer's send time in the object.
-    pub latency: Recorder,
+    /// Delivery latencies (receipt time minus the writer's send time in the object, in
+    /// microseconds) not yet added to the shared histograms (`WatcherCtx::latency`).
+    pub pending_latency_us: Vec<u64>,
+    /// Events without a send time.
+    pub unstamped: u64,
     pub last_event: Option<Instant>,
     /// Why the watch ended early, if it did.
     pub error: Option<String>,
@@ -35,12 +38,82 @@ pub struct WatcherCtx {
     pub events: Arc<AtomicU64>,
     /// Becomes true when the watcher must stop.
     pub stop: signal::Receiver<bool>,
+    /// Delivery latencies of all watchers.
+    pub latency: Arc<LatencyShards>,
+}
+
+/// A few delivery-latency histograms shared by all watchers: one per watcher would be
+/// hundreds of megabytes for a thousand watchers, and every record a cache miss. Watchers add
+/// latencies in batches, each to the next shard in turn.
+pub struct LatencyShards {
+    shards: Vec<Mutex<Recorder>>,
+    next: AtomicUsize,
+}
+
+impl Default for LatencyShards {
+    fn default() -> LatencyShards {
+        LatencyShards {
+            shards: (0..limits::WATCH_LATENCY_SHARDS)
+                .map(|_| Mutex::new(Recorder::default()))
+                .collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl LatencyShards {
+    /// Records `latencies_us` (and empties it).
+    pub fn add(&self, latencies_us: &mut Vec<u64>) {
+        let shard = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+        let mut rec = self.shards[shard].lock().unwrap_or_else(|e| e.into_inner());
+        for &l in latencies_us.iter() {
+            rec.ok(l, 0, 1);
+        }
+        latencies_us.clear();
+    }
+
+    /// All latencies recorded.
+    pub fn total(&self) -> Recorder {
+        let mut total = Recorder::default();
+        for s in &self.shards {
+            total.merge(&s.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+        total
+    }
+}
+
+/// When a batch of events was received: every event of one read shares it, so the clocks are
+/// read once per read rather than once per event.
+pub struct Receipt {
+    pub at: Instant,
+    pub unix_nanos: u128,
+}
+
+impl Receipt {
+    pub fn now() -> Receipt {
+        Receipt {
+            at: Instant::now(),
+            unix_nanos: crate::objects::now_unix_nanos(),
+        }
+    }
 }
 
 impl WatcherOut {
-    /// Records one event of revision `rv` whose object was sent at `sent_unix_nanos`.
+    /// Records one event of revision `rv` whose object was sent at `sent_unix_nanos`, received
+    /// now, and counts it in `ctx.events`.
     pub fn record(&mut self, ctx: &WatcherCtx, rv: u64, sent_unix_nanos: Option<u128>) {
-        let now = Instant::now();
+        self.record_at(ctx, &Receipt::now(), rv, sent_unix_nanos);
+        ctx.events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records one event received at `at` (the caller counts it in `WatcherCtx::events`).
+    pub fn record_at(
+        &mut self,
+        ctx: &WatcherCtx,
+        at: &Receipt,
+        rv: u64,
+        sent_unix_nanos: Option<u128>,
+    ) {
         if self.rvs.len() < limits::WATCH_EVENTS_PER_WATCHER_MAX {
             self.rvs.push(rv);
         } else {
@@ -48,13 +121,20 @@ impl WatcherOut {
         }
         match sent_unix_nanos {
             Some(sent) => {
-                let lat_us = crate::objects::now_unix_nanos().saturating_sub(sent) / 1000;
-                self.latency.ok(lat_us as u64, 0, 1);
+                let lat_us = at.unix_nanos.saturating_sub(sent) / 1000;
+                self.pending_latency_us.push(lat_us as u64);
+                if self.pending_latency_us.len() >= limits::WATCH_LATENCY_BATCH {
+                    ctx.latency.add(&mut self.pending_latency_us);
+                }
             }
-            None => self.latency.ops += 1,
+            None => self.unstamped += 1,
         }
-        self.last_event = Some(now);
-        ctx.events.fetch_add(1, Ordering::Relaxed);
+        self.last_event = Some(at.at);
+    }
+
+    /// Events recorded so far.
+    pub fn received(&self) -> u64 {
+        self.rvs.len() as u64 + self.dropped
     }
 }
 
@@ -75,6 +155,7 @@ where
         connected: Arc::new(AtomicUsize::new(0)),
         events: Arc::new(AtomicU64::new(0)),
         stop: stop_rx,
+        latency: Arc::new(LatencyShards::default()),
     };
     let handles: Vec<_> = (0..watchers).map(|w| open(w, ctx.clone())).collect();
     let established = wait_until(Duration::from_secs(120), || {
@@ -105,30 +186,33 @@ where
     for h in handles {
         outs.push(h.await.map_err(|e| format!("watcher failed: {e}"))?);
     }
+    for o in &mut outs {
+        ctx.latency.add(&mut o.pending_latency_us);
+    }
+    let mut latency = ctx.latency.total();
+    latency.ops += outs.iter().map(|o| o.unstamped).sum::<u64>();
     Ok(account(
-        target, watchers, t_write, write_sum, written, outs, drained,
+        target, t_write, write_sum, written, outs, latency, drained,
     ))
 }
 
 fn account(
     target: &str,
-    watchers: usize,
     t_write: Instant,
     write_sum: OpSummary,
     mut written: Vec<u64>,
     outs: Vec<WatcherOut>,
+    latency: Recorder,
     drained: bool,
 ) -> Report {
     written.sort_unstable();
     let mut total = Delivery::default();
-    let mut latency = Recorder::default();
     let (mut worst_missing, mut errors, mut dropped) = (0u64, Vec::new(), 0u64);
     let mut last = t_write;
     for o in &outs {
         let d = watchcheck::check(&written, &o.rvs);
         worst_missing = worst_missing.max(d.missing);
         total.add(&d);
-        latency.merge(&o.latency);
         dropped += o.dropped;
         if let Some(e) = &o.error {
             if errors.len() < limits::ERROR_SAMPLES_MAX {
@@ -137,6 +221,7 @@ fn account(
         }
         last = last.max(o.last_event.unwrap_or(t_write));
     }
+    let watchers = outs.len();
     let watcher_errors = outs.iter().filter(|o| o.error.is_some()).count();
     let mut deliver = latency.summary("deliver", (last - t_write).as_secs_f64());
     deliver.ops = total.received;

@@ -1,12 +1,12 @@
 //! create, get, update, patch and delete of objects named by a `Naming`.
 
-use super::{ensure_namespaces, json_body, one_object};
-use crate::client::{KubeClient, MERGE_PATCH};
+use super::{ensure_namespaces, one_object};
+use crate::client::Method;
+use crate::client::{KubeClient, JSON, MERGE_PATCH};
 use crate::driver::{self, Plan};
 use crate::objects::{self, Naming, SENT_ANNOTATION};
 use crate::report::Report;
 use bytes::Bytes;
-use hyper::Method;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -31,10 +31,10 @@ pub async fn create(c: &KubeClient, spec: &CreateSpec, plan: &Plan) -> Result<Re
         async move {
             let i = spec.first + i;
             let size = objects::spread_size(spec.size, spec.size_spread, i);
-            let obj = objects::object(&spec.naming, i, size, 0);
+            let obj = objects::object_json(&spec.naming, i, size, 0);
             let path = spec.naming.collection_path(&spec.naming.namespace(i));
             let resp = c
-                .request(Method::POST, &path, Some(json_body(&obj)))
+                .request(Method::POST, &path, Some((JSON, obj.into())))
                 .await?
                 .ok()?;
             Ok(one_object(&resp))
@@ -85,10 +85,10 @@ pub async fn update(
         async move {
             let idx = spec.first + i % count;
             let size = objects::spread_size(spec.size, spec.size_spread, idx);
-            let obj = objects::object(&spec.naming, idx, size, i / count + 1);
+            let obj = objects::object_json(&spec.naming, idx, size, i / count + 1);
             let path = spec.naming.item_path(idx);
             let resp = c
-                .request(Method::PUT, &path, Some(json_body(&obj)))
+                .request(Method::PUT, &path, Some((JSON, obj.into())))
                 .await?
                 .ok()?;
             Ok(one_object(&resp))

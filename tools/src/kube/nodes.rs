@@ -4,14 +4,13 @@
 //! `Running`, and finishes graceful deletions of its pods with a grace-0 delete.
 
 use super::{create_if_absent, current_rv, json_body, resource_version};
+use crate::client::Method;
 use crate::client::{KubeClient, STRATEGIC_MERGE_PATCH};
 use crate::driver::{self, Outcome, Plan};
 use crate::limits;
 use crate::objects;
 use crate::report::{Recorder, Report};
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use hyper::Method;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -292,12 +291,12 @@ impl PodController {
             let path = format!("/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=600");
             let mut body = self.c.stream(&path).await?;
             let mut lines = super::watch::LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| format!("pod watch: {e}"))?;
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                for line in lines.push(&data)? {
+            while let Some(data) = body
+                .next_chunk()
+                .await
+                .map_err(|e| format!("pod watch: {e}"))?
+            {
+                for line in lines.push(data)? {
                     let ev: Value =
                         serde_json::from_slice(&line).map_err(|e| format!("pod watch: {e}"))?;
                     if ev["type"] == "ERROR" {

@@ -2,16 +2,17 @@
 //! collection's current resourceVersion, while writers create ConfigMaps carrying their send
 //! time.
 
-use super::{current_rv, ensure_namespaces, json_body, response_rv};
-use crate::client::KubeClient;
+use super::{current_rv, ensure_namespaces, response_rv};
+use crate::client::Method;
+use crate::client::{KubeClient, JSON};
 use crate::driver::{self, Outcome, Plan};
+use crate::jsonscan::EventScanner;
 use crate::limits;
 use crate::objects::{self, Naming, SENT_ANNOTATION};
 use crate::report::Report;
-use crate::watchrun::{self, WatcherCtx, WatcherOut};
-use http_body_util::BodyExt;
-use hyper::Method;
+use crate::watchrun::{self, Receipt, WatcherCtx, WatcherOut};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -101,21 +102,21 @@ struct EventMeta {
 
 /// One parsed watch event: its type, revision and the writer's send time if stamped.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Parsed {
-    pub kind: String,
+pub struct Parsed<'a> {
+    pub kind: Cow<'a, str>,
     pub rv: u64,
     pub sent_unix_nanos: Option<u128>,
 }
 
 /// Parses one watch event line; an ERROR event is an error carrying its message. Lines of the
-/// usual shape are read by a scan of the object's metadata (`jsonscan::watch_event`), others
-/// by a full parse.
-pub fn parse_event(line: &[u8]) -> Result<Parsed, String> {
-    if let Some(f) = crate::jsonscan::watch_event(line, SENT_ANNOTATION) {
+/// usual shape are read by a scan of the object's metadata (`jsonscan::EventScanner`, built
+/// for `SENT_ANNOTATION`), others by a full parse.
+pub fn parse_event<'a>(scan: &EventScanner, line: &'a [u8]) -> Result<Parsed<'a>, String> {
+    if let Some(f) = scan.scan(line) {
         if f.kind != "ERROR" {
             let rv = f.rv.unwrap_or_default();
             return Ok(Parsed {
-                kind: f.kind.to_string(),
+                kind: Cow::Borrowed(f.kind),
                 rv: rv
                     .parse()
                     .map_err(|_| format!("event resourceVersion {rv:?} is not a number"))?,
@@ -126,7 +127,7 @@ pub fn parse_event(line: &[u8]) -> Result<Parsed, String> {
     parse_event_slow(line)
 }
 
-fn parse_event_slow(line: &[u8]) -> Result<Parsed, String> {
+fn parse_event_slow(line: &[u8]) -> Result<Parsed<'static>, String> {
     let e: Event = serde_json::from_slice(line).map_err(|e| format!("bad watch event: {e}"))?;
     if e.kind == "ERROR" {
         return Err(format!(
@@ -147,7 +148,7 @@ fn parse_event_slow(line: &[u8]) -> Result<Parsed, String> {
         .get(SENT_ANNOTATION)
         .and_then(|s| s.parse().ok());
     Ok(Parsed {
-        kind: e.kind,
+        kind: Cow::Owned(e.kind),
         rv,
         sent_unix_nanos: sent,
     })
@@ -195,10 +196,10 @@ async fn writer(
         let (c, n, written) = (c2.clone(), n.clone(), w2.clone());
         async move {
             let i = first + i;
-            let obj = objects::object(&n, i, size, 0);
+            let obj = objects::object_json(&n, i, size, 0);
             let path = n.collection_path(&n.namespace(i));
             let resp = c
-                .request(Method::POST, &path, Some(json_body(&obj)))
+                .request(Method::POST, &path, Some((JSON, obj.into())))
                 .await?
                 .ok()?;
             written
@@ -229,32 +230,43 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
     ctx.connected
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut lines = LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
+    let scan = EventScanner::new(SENT_ANNOTATION);
+    // Registered once for the whole stream rather than once per read.
+    let stopped = stop.changed();
+    tokio::pin!(stopped);
     loop {
-        let frame = tokio::select! {
-            _ = stop.changed() => break,
-            f = body.frame() => f,
+        let more = tokio::select! {
+            biased;
+            more = body.fill() => more,
+            _ = &mut stopped => break,
         };
-        let data = match frame {
-            None => {
+        match more {
+            Ok(true) => {}
+            Ok(false) => {
                 out.error = Some("watch ended by the server".into());
                 break;
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 out.error = Some(format!("watch stream: {e}"));
                 break;
             }
-            Some(Ok(f)) => match f.into_data() {
-                Ok(d) => d,
-                Err(_) => continue,
-            },
-        };
-        let parsed = lines.each_line(&data, |l| {
-            let e = parse_event(l)?;
-            if e.kind != "BOOKMARK" {
-                out.record(&ctx, e.rv, e.sent_unix_nanos);
-            }
-            Ok(())
+        }
+        // Every event of one read arrived at the same time.
+        let at = Receipt::now();
+        let before = out.received();
+        let parsed = body.drain(|data| {
+            lines.each_line(data, |l| {
+                let e = parse_event(&scan, l)?;
+                if e.kind != "BOOKMARK" {
+                    out.record_at(&ctx, &at, e.rv, e.sent_unix_nanos);
+                }
+                Ok(())
+            })
         });
+        ctx.events.fetch_add(
+            out.received() - before,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         if let Err(e) = parsed {
             out.error = Some(e);
             break;
@@ -281,9 +293,10 @@ mod tests {
 
     #[test]
     fn events_parse() {
+        let scan = EventScanner::new(SENT_ANNOTATION);
         let ok = br#"{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"resourceVersion":"42","annotations":{"loadgen.keel.dev/sent-unix-nanos":"1000"}}}}"#;
         assert_eq!(
-            parse_event(ok).unwrap(),
+            parse_event(&scan, ok).unwrap(),
             Parsed {
                 kind: "ADDED".into(),
                 rv: 42,
@@ -291,13 +304,14 @@ mod tests {
             }
         );
         let plain = br#"{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"7"}}}"#;
-        assert_eq!(parse_event(plain).unwrap().sent_unix_nanos, None);
+        assert_eq!(parse_event(&scan, plain).unwrap().sent_unix_nanos, None);
         let err = br#"{"type":"ERROR","object":{"kind":"Status","message":"too old resource version","code":410}}"#;
-        assert!(parse_event(err).unwrap_err().contains("too old"));
-        assert!(
-            parse_event(br#"{"type":"ADDED","object":{"metadata":{"resourceVersion":"x"}}}"#)
-                .is_err()
-        );
-        assert!(parse_event(b"{").is_err());
+        assert!(parse_event(&scan, err).unwrap_err().contains("too old"));
+        assert!(parse_event(
+            &scan,
+            br#"{"type":"ADDED","object":{"metadata":{"resourceVersion":"x"}}}"#
+        )
+        .is_err());
+        assert!(parse_event(&scan, b"{").is_err());
     }
 }

@@ -90,7 +90,7 @@ impl Keel {
 /// Items of a list at `path` (a JSON list), read over HTTP.
 pub async fn list_items(c: &KubeClient, path: &str) -> Vec<serde_json::Value> {
     let resp = c
-        .request(hyper::Method::GET, path, None)
+        .request(keel_tools::client::Method::GET, path, None)
         .await
         .unwrap()
         .ok()
