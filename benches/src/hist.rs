@@ -12,6 +12,11 @@ pub fn record(h: &mut Histogram<u64>, ns: u64) {
     h.saturating_record(ns.max(1));
 }
 
+/// Records `n` samples of `ns` nanoseconds at once.
+pub fn record_n(h: &mut Histogram<u64>, ns: u64, n: u64) {
+    h.saturating_record_n(ns.max(1), n);
+}
+
 /// Percentiles in microseconds.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Latency {

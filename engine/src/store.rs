@@ -171,6 +171,13 @@ impl Event {
         }
     }
 
+    /// The raw publish stamp (0: not published by this process). Events published together
+    /// share one stamp, so a consumer can time a run of equal stamps once; `visible_at` turns
+    /// it into an `Instant`.
+    pub fn visible_stamp(&self) -> u64 {
+        self.visible_at.0.load(Ordering::Acquire)
+    }
+
     /// Records the publish instant (a `VisibleStamp::now()` shared by the events published
     /// together).
     pub(crate) fn set_visible_at(&self, at: VisibleStamp) {
