@@ -73,6 +73,13 @@ pub struct CompareArgs {
     /// etcd client connections (requests are multiplexed over them).
     #[arg(long, default_value_t = 4)]
     pub etcd_connections: usize,
+    /// keel's HTTP ceiling server (default: `keel-ceiling` next to loadgen, if built):
+    /// keel's own HTTP/TLS stack answering with no API work. When given, the create and get
+    /// workloads also run against it, over HTTP and HTTPS, and the report shows keel's share
+    /// of that ceiling: what the machine, the kernel's loopback TCP, TLS and this load
+    /// generator leave for the API itself.
+    #[arg(long)]
+    pub ceiling_server: Option<PathBuf>,
 }
 
 /// Sizes of one run.
@@ -278,6 +285,48 @@ fn start_keel(bin: &Path, dir: &Path) -> Result<(Started, KeelEndpoints), String
     ))
 }
 
+/// The ceiling server's two endpoints (no credentials: it does not authenticate).
+fn start_ceiling(bin: &Path, dir: &Path) -> Result<(Proc, KeelEndpoints), String> {
+    let pki = dir.join("ceiling");
+    let (http_port, https_port) = (free_port()?, free_port()?);
+    let log = std::fs::File::create(dir.join("ceiling.log")).map_err(|e| e.to_string())?;
+    let mut child = Command::new(bin)
+        .args(["--pki", &pki.to_string_lossy()])
+        .args(["--https", &format!("127.0.0.1:{https_port}")])
+        .args(["--http", &format!("127.0.0.1:{http_port}")])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    wait_http_ok(http_port, "/healthz", None, &mut child, "ceiling server")?;
+    let ca = std::fs::read(pki.join("ca.crt")).map_err(|e| format!("ceiling CA: {e}"))?;
+    let endpoint = |server: String, ca_pem: Option<Vec<u8>>| Endpoint {
+        server,
+        ca_pem,
+        token: None,
+        client_cert_pem: None,
+        client_key_pem: None,
+        tls_server_name: None,
+        namespace: None,
+    };
+    Ok((
+        Proc {
+            child,
+            _stdin: None,
+        },
+        KeelEndpoints {
+            http: endpoint(format!("http://127.0.0.1:{http_port}"), None),
+            https: endpoint(format!("https://127.0.0.1:{https_port}"), Some(ca)),
+        },
+    ))
+}
+
+/// `name` next to this executable, if it is there.
+fn sibling(name: &str) -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.join(name)).filter(|p| p.exists())
+}
+
 fn default_apiserver() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let dir = exe.parent().ok_or("no directory for loadgen")?;
@@ -394,6 +443,9 @@ const WORKLOADS: &[(&str, &str)] = &[
 /// Workloads that run once per server, not once per keel endpoint: their objects are shared.
 const ONCE_PER_SERVER: &[&str] = &["create-pods"];
 
+/// Workloads also run against the ceiling server.
+const CEILING_WORKLOADS: &[&str] = &["create", "get"];
+
 impl Api<'_> {
     async fn run(&self, w: &str) -> Result<Report, String> {
         let (s, cm) = (self.sizes, cm_spec(self.tag));
@@ -474,6 +526,8 @@ pub struct Results {
 pub const KEEL_HTTP: &str = "keel";
 pub const KEEL_HTTPS: &str = "keel-https";
 pub const ETCD: &str = "etcd";
+pub const CEILING_HTTP: &str = "ceiling";
+pub const CEILING_HTTPS: &str = "ceiling-https";
 
 /// Runs the comparison and writes the report.
 pub fn run(args: &CompareArgs) -> Result<(), String> {
@@ -507,6 +561,19 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         args.etcd_connections,
         "/registry",
     ))?;
+    let ceiling_bin = match &args.ceiling_server {
+        Some(p) => Some(p.clone()),
+        None => sibling("keel-ceiling"),
+    };
+    let ceiling = match &ceiling_bin {
+        Some(bin) => {
+            let (proc, ep) = start_ceiling(bin, tmp.path())?;
+            let http = KubeClient::new(&ep.http, args.concurrency)?;
+            let https = KubeClient::new(&ep.https, args.concurrency)?;
+            Some((proc, http, https))
+        }
+        None => None,
+    };
     let third = match &args.third_kubeconfig {
         Some(p) => Some(KubeClient::new(
             &kubeconfig::load(p, None)?,
@@ -556,6 +623,19 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
                 measure(&rt, args.third_pid, api(t, "").run(w))?,
             ));
         }
+        if let Some((proc, http, https)) =
+            ceiling.as_ref().filter(|_| CEILING_WORKLOADS.contains(w))
+        {
+            let pid = Some(proc.pid());
+            row.push((
+                CEILING_HTTP.to_string(),
+                measure(&rt, pid, api(http, "c").run(w))?,
+            ));
+            row.push((
+                CEILING_HTTPS.to_string(),
+                measure(&rt, pid, api(https, "cs").run(w))?,
+            ));
+        }
         res.workloads.push((w.to_string(), row));
     }
     for (name, pid) in [
@@ -569,7 +649,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     }
     res.load_after = loadavg();
     res.total_s = started.elapsed().as_secs_f64();
-    drop((keel_srv, etcd_srv));
+    drop((keel_srv, etcd_srv, ceiling));
     let section = markdown(&res, args, sizes, &etcd_version(&args.etcd_bin));
     print!("{section}");
     write_report(&args.out, &section)?;
@@ -997,6 +1077,7 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         mib(rss(ETCD)),
         ratio(rss(KEEL_HTTP) as f64, rss(ETCD) as f64)
     );
+    ceiling_table(&mut out, res);
     let _ = writeln!(out, "Memory and CPU per workload (server process, from `/proc`; client = the load generator):\n");
     let _ = writeln!(out, "| Workload | target | ops | wall s | server peak RSS | server CPU s | server CPU µs/op | client CPU s | errors |");
     let _ = writeln!(
@@ -1034,6 +1115,46 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         "\n(lists: ops = objects listed; watches: ops = events delivered to all watchers.)\n"
     );
     out
+}
+
+/// keel beside the ceiling server (keel's HTTP/TLS stack with no API work, same load
+/// generator, same run), when it ran.
+fn ceiling_table(out: &mut String, res: &Results) {
+    let rows: Vec<_> = res
+        .workloads
+        .iter()
+        .filter(|(_, row)| row.iter().any(|(t, _)| t == CEILING_HTTP))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "The machine's request ceiling for the same load: keel's HTTP/1.1 and TLS stack answering with no API work behind it (`keel-ceiling`: a create is echoed back with 201, a GET gets a stored-ConfigMap-sized body), driven by the same load generator in the same run. keel's share of it is what is left to win in the API path; the rest is loopback TCP, TLS and the load generator on the same 2 cores.\n");
+    let _ = writeln!(out, "| Workload | {KEEL_HTTP} | {CEILING_HTTP} | {KEEL_HTTP}/{CEILING_HTTP} | {KEEL_HTTPS} | {CEILING_HTTPS} | {KEEL_HTTPS}/{CEILING_HTTPS} |");
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (w, row) in rows {
+        let get = |t: &str| {
+            row.iter()
+                .find(|(n, _)| n == t)
+                .map_or(0.0, |(_, m)| op(m, w))
+        };
+        let (k, c, ks, cs) = (
+            get(KEEL_HTTP),
+            get(CEILING_HTTP),
+            get(KEEL_HTTPS),
+            get(CEILING_HTTPS),
+        );
+        let _ = writeln!(
+            out,
+            "| {w} ops/s | {} | {} | {} | {} | {} | {} |",
+            num(k),
+            num(c),
+            ratio(k, c),
+            num(ks),
+            num(cs),
+            ratio(ks, cs)
+        );
+    }
+    out.push('\n');
 }
 
 /// Marker after which sections are inserted, newest first.

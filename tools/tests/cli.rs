@@ -370,6 +370,10 @@ fn compare_smoke_writes_a_report() {
         "full list of all Pods",
         "peak RSS over the run",
         "Load average",
+        // keel-ceiling is built beside loadgen, so compare runs it by default.
+        "| Workload | keel | ceiling | keel/ceiling | keel-https | ceiling-https | keel-https/ceiling-https |",
+        "| create ops/s |",
+        "| get ops/s |",
     ] {
         assert!(report.contains(want), "missing {want:?} in\n{report}");
     }

@@ -1,10 +1,11 @@
 //! The HTTP ceiling of this machine for API-shaped traffic: keel's own HTTP/1.1 + TLS front end
 //! (same runtime, parser, limits and rustls setup as the API server) with *no* API work behind
-//! it. `loadgen compare --ceiling-server` runs the create and get workloads against it beside
+//! it. `loadgen compare` runs the create and get workloads against it (`--ceiling-server`, by default
+//! `keel-ceiling` next to `loadgen`) beside
 //! keel, so the report shows what fraction of the machine's request-handling capacity is left
 //! for the API itself once loopback TCP, TLS and the load generator have taken theirs.
 //!
-//! `ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]`: `POST` answers `201` echoing the
+//! `keel-ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]`: `POST` answers `201` echoing the
 //! request body (a create's response is about the size of its request); `GET` answers `200`
 //! with a stored-ConfigMap-shaped JSON object of about 1.4 KB; anything else `200 {}`. No
 //! authentication. Certificates (a CA and a serving certificate for 127.0.0.1) are created in
@@ -14,6 +15,10 @@ use keel_http::{handler_fn, serve, Listener, Method, Request, Response, ServeCon
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The API server's allocator, so the two are compared on equal terms.
+#[global_allocator]
+static GLOBAL: keel_server::Allocator = keel_server::Allocator {};
 
 /// A ConfigMap as keel stores it, with a 1 KiB payload (what `loadgen get` fetches).
 fn get_body() -> Vec<u8> {
@@ -66,13 +71,13 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
-                "ceiling: {e}\nusage: ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]"
+                "keel-ceiling: {e}\nusage: keel-ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]"
             );
             std::process::exit(2);
         }
     };
     if let Err(e) = run(args) {
-        eprintln!("ceiling: {e}");
+        eprintln!("keel-ceiling: {e}");
         std::process::exit(1);
     }
 }
