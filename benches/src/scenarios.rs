@@ -1045,13 +1045,17 @@ async fn watch_task(
     loop {
         let mut done = false;
         let r = std::future::poll_fn(|cx| {
-            let received = Instant::now();
-            let received_ns = received.saturating_duration_since(sh.base).as_nanos() as u64;
+            // The clock is read when the first event is seen, not on polls that find none.
+            let mut clock: Option<(Instant, u64)> = None;
             let mut guard = agg.borrow_mut();
             let a = &mut *guard;
             // Events published together share a stamp: time each such run once.
             let mut group: Option<(Arc<Event>, u64)> = None;
             let polled = w.poll_visit(cx, |ev| {
+                let (received, received_ns) = *clock.get_or_insert_with(|| {
+                    let r = Instant::now();
+                    (r, r.saturating_duration_since(sh.base).as_nanos() as u64)
+                });
                 let st = &mut a.stats[idx];
                 let rev = ev.revision().get();
                 if rev <= last {
@@ -1080,7 +1084,7 @@ async fn watch_task(
                     None => Some((ev.clone(), 1)),
                 };
             });
-            if let Some((g, n)) = group {
+            if let (Some((g, n)), Some((received, _))) = (group, clock) {
                 a.record_commit_group(&g, n, received);
             }
             a.stats[idx].last = last;

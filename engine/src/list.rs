@@ -180,6 +180,38 @@ fn stream_less(a: &Stream, b: &Stream, skip: usize) -> bool {
 
 /// The 16 bytes of `key` after its first `skip` bytes, big-endian, zero-padded: comparing two
 /// of these orders keys correctly unless they are equal (then compare the keys).
+/// Keys this far ahead in a batch are prefetched while a sort prefix is computed, so that
+/// their cache misses (index keys live in separate heap blocks) overlap instead of queuing.
+pub const PREFETCH_AHEAD: usize = 16;
+
+/// Hints the CPU to fetch the cache line at `p` (no effect on correctness; never faults).
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it does not access memory architecturally and does
+    // not fault on any address. SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Appends the sort prefixes of `keys` (see `sort_prefix`) to `out`, prefetching
+/// `PREFETCH_AHEAD` keys ahead.
+pub fn sort_prefixes<'a, I>(keys: I, skip: usize, out: &mut impl Extend<u128>)
+where
+    I: Iterator<Item = &'a [u8]> + Clone,
+{
+    let mut ahead = keys.clone().skip(PREFETCH_AHEAD);
+    out.extend(keys.map(|k| {
+        if let Some(a) = ahead.next() {
+            prefetch(a.as_ptr().wrapping_add(skip.min(a.len())));
+        }
+        sort_prefix(k, skip)
+    }));
+}
+
 pub fn sort_prefix(key: &[u8], skip: usize) -> u128 {
     let rest = key.get(skip..).unwrap_or(&[]);
     let n = rest.len();
@@ -330,6 +362,19 @@ mod tests {
                     "len {len} skip {skip}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn sort_prefixes_with_prefetch_match_one_at_a_time() {
+        let keys: Vec<Vec<u8>> = (0..3 * PREFETCH_AHEAD as u32)
+            .map(|i| format!("/k/{:x}", i * 7919).into_bytes())
+            .collect();
+        for skip in [0, 3, 40] {
+            let mut got = std::collections::VecDeque::new();
+            sort_prefixes(keys.iter().map(|k| k.as_slice()), skip, &mut got);
+            let want: Vec<u128> = keys.iter().map(|k| sort_prefix(k, skip)).collect();
+            assert_eq!(got.into_iter().collect::<Vec<_>>(), want, "skip {skip}");
         }
     }
 

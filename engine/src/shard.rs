@@ -13,7 +13,7 @@
 
 use crate::format::{self, Op, Record, BATCH_HEADER_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::index::{compact_chain, version_at, Chain, KeyMap, Loc, Version};
-use crate::list::{self, sort_prefix, Hit, RankCache, RankMarks, ShardScan};
+use crate::list::{self, Hit, RankCache, RankMarks, ShardScan};
 use crate::pending::Pending;
 use crate::segment::{self, Segment};
 use crate::sequencer::{Finished, Sequencer, WriteCompletion};
@@ -894,8 +894,7 @@ impl Shard {
         let more = self.walk_live(lower, upper, at, compacted, cap, |idx, batch| {
             if let Some(skip) = sort_skip {
                 // A pass of its own: its key loads are independent, so their misses overlap.
-                scan.prefixes
-                    .extend(batch.iter().map(|(k, _)| sort_prefix(k, skip)));
+                list::sort_prefixes(batch.iter().map(|(k, _)| *k), skip, &mut scan.prefixes);
             }
             for (k, v) in batch {
                 let seg = v.loc().seg;
@@ -936,9 +935,7 @@ impl Shard {
             let mut chunk = spare();
             if let Some(skip) = sort_skip {
                 // A pass of its own: its key loads are independent, so their misses overlap.
-                chunk
-                    .prefixes
-                    .extend(batch.iter().map(|(k, _)| sort_prefix(k, skip)));
+                list::sort_prefixes(batch.iter().map(|(k, _)| *k), skip, &mut chunk.prefixes);
             }
             chunk.kvs.extend(
                 batch

@@ -417,7 +417,7 @@ impl Watcher {
                     let end = (start + crate::limits::WATCH_SCAN_EVENTS_MAX).min(ring.events.len());
                     for e in ring.events.range(start..end) {
                         seq += 1;
-                        if e.kv.key().starts_with(&self.prefix) {
+                        if has_prefix(e.kv.key(), &self.prefix) {
                             visit(e);
                             appended += 1;
                             if appended >= max {
@@ -437,8 +437,48 @@ impl Watcher {
     }
 }
 
+/// `key.starts_with(prefix)`, without a `memcmp` call for the usual short prefix (every watcher
+/// tests every event of the ring).
+#[inline]
+fn has_prefix(key: &[u8], prefix: &[u8]) -> bool {
+    match (key.first_chunk::<16>(), prefix.len()) {
+        (Some(k), n @ 1..=16) => {
+            let mut p = [0u8; 16];
+            p[..n].copy_from_slice(prefix);
+            let mask = u128::MAX << (8 * (16 - n));
+            (u128::from_be_bytes(*k) ^ u128::from_be_bytes(p)) & mask == 0
+        }
+        _ => key.starts_with(prefix),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn has_prefix_agrees_with_starts_with() {
+        let keys: [&[u8]; 5] = [
+            b"",
+            b"/a",
+            b"/core/pods/ns/name-0001",
+            b"/core/pods/",
+            b"/core/podsX/ns/long-name",
+        ];
+        let prefixes: [&[u8]; 7] = [
+            b"",
+            b"/",
+            b"/core/pods/",
+            b"/core/pods/ns/name-0",
+            b"/core/pods/ns/na",
+            b"/core/podsX",
+            b"x",
+        ];
+        for k in keys {
+            for p in prefixes {
+                assert_eq!(super::has_prefix(k, p), k.starts_with(p), "{k:?} {p:?}");
+            }
+        }
+    }
+
     use crate::{
         Engine, Event, EventKind, KeyValue, Limits, MemStore, Options, Revision, Store, SyncMode,
     };
