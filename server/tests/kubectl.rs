@@ -473,6 +473,18 @@ fn namespace_deletion_removes_contents() {
     let s = server();
     let ns = s.namespace("doomed");
     s.ok(&["create", "configmap", "x", "-n", &ns]);
+    // A finalizer nobody removes holds the ConfigMap, and so the namespace, in deletion: the
+    // namespace stays Terminating (observably, however fast the controller is) until it goes.
+    s.ok(&[
+        "patch",
+        "configmap",
+        "x",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
     s.ok(&["create", "deployment", "d", "-n", &ns, "--image=nginx"]);
     s.ok(&[
         "create",
@@ -485,10 +497,37 @@ fn namespace_deletion_removes_contents() {
     ]);
     s.ok(&["delete", "namespace", &ns, "--wait=false"]);
     let phase = s.json(&["get", "ns", &ns]);
+    assert_eq!(phase["status"]["phase"], "Terminating", "{phase}");
     assert!(
-        phase["status"]["phase"] == "Terminating" || phase["status"].is_null(),
-        "{phase}"
+        eventually(Duration::from_secs(15), || {
+            !s.kubectl(&["get", "deployment", "d", "-n", &ns])
+                .status
+                .success()
+                && !s
+                    .kubectl(&["get", "service", "svc", "-n", &ns])
+                    .status
+                    .success()
+        }),
+        "the namespace's contents were not deleted"
     );
+    let held = s.json(&["get", "configmap", "x", "-n", &ns]);
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    assert_eq!(
+        s.json(&["get", "ns", &ns])["status"]["phase"],
+        "Terminating"
+    );
+    let err = s.fails(&["create", "configmap", "y", "-n", &ns]);
+    assert!(err.contains("is being terminated"), "{err}");
+    s.ok(&[
+        "patch",
+        "configmap",
+        "x",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
     assert!(
         eventually(Duration::from_secs(15), || !s
             .kubectl(&["get", "ns", &ns])
