@@ -551,9 +551,10 @@ fn validation_errors(c: &Call<'_>, obj: &Value, old: Option<&Value>) -> Vec<Stat
         c.info.namespaced,
         name_rule(c.info),
     );
+    // Object metadata was validated just above; the strategy adds the type's own rules.
     let errs = match old {
-        None => keel_strategy::validate(c.info.group, c.info.plural, obj),
-        Some(old) => keel_strategy::validate_update(c.info.group, c.info.plural, obj, old),
+        None => keel_strategy::validate_type(c.info.group, c.info.plural, obj),
+        Some(old) => keel_strategy::validate_update_type(c.info.group, c.info.plural, obj, old),
     };
     for e in errs {
         let cause = StatusCause {
@@ -561,7 +562,6 @@ fn validation_errors(c: &Call<'_>, obj: &Value, old: Option<&Value>) -> Vec<Stat
             message: error_body(&e.field, &e.message).to_string(),
             field: e.field,
         };
-        // Object metadata is validated here and by the type's own rules: report it once.
         if !causes.contains(&cause) {
             causes.push(cause);
         }

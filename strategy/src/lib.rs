@@ -176,35 +176,59 @@ pub fn validate(group: &str, resource: &str, obj: &Value) -> Vec<FieldErr> {
     let tr = registry::traits(group, resource);
     let kind = registry::kind(group, resource);
     let mut errs = meta::validate(obj, tr.namespaced, name_rule(kind));
-    match kind {
+    errs.extend(validate_type(group, resource, obj));
+    errs
+}
+
+/// The type's own rules for create, without the object's metadata: for callers that validate
+/// `ObjectMeta` themselves (the API server does, for every type), so it is not checked twice.
+pub fn validate_type(group: &str, resource: &str, obj: &Value) -> Vec<FieldErr> {
+    match registry::kind(group, resource) {
         K::Pod => {
             let spec = obj.get("spec").unwrap_or(&Value::Null);
-            errs.extend(podspec_validation::validate_pod_spec(spec, "spec"));
+            podspec_validation::validate_pod_spec(spec, "spec")
         }
-        K::Service => errs.extend(service::validate(obj)),
-        K::Node => errs.extend(node::validate(obj)),
-        K::ConfigMap => errs.extend(config::validate_config_map(obj)),
-        K::Secret => errs.extend(config::validate_secret(obj)),
-        K::Namespace | K::Event | K::Other => {}
-        workload => errs.extend(workload_validation::validate(workload, obj)),
+        K::Service => service::validate(obj),
+        K::Node => node::validate(obj),
+        K::ConfigMap => config::validate_config_map(obj),
+        K::Secret => config::validate_secret(obj),
+        K::Namespace | K::Event | K::Other => Vec::new(),
+        workload => workload_validation::validate(workload, obj),
     }
-    errs
 }
 
 /// Validates an update: the new object as for create, plus the type's update rules.
 pub fn validate_update(group: &str, resource: &str, new: &Value, old: &Value) -> Vec<FieldErr> {
     let mut errs = validate(group, resource, new);
-    match registry::kind(group, resource) {
-        K::Pod => errs.extend(pod::validate_update(new, old)),
-        K::Service => errs.extend(service::validate_update(new, old)),
-        K::ConfigMap => errs.extend(config::validate_update(new, old, &["data", "binaryData"])),
-        K::Secret => {
-            errs.extend(config::validate_update(new, old, &["data"]));
-            errs.extend(config::validate_secret_type_update(new, old));
-        }
-        kind => errs.extend(workload_validation::validate_update(kind, new, old)),
-    }
+    errs.extend(update_rules(group, resource, new, old));
     errs
+}
+
+/// `validate_update` without the new object's metadata (see `validate_type`).
+pub fn validate_update_type(
+    group: &str,
+    resource: &str,
+    new: &Value,
+    old: &Value,
+) -> Vec<FieldErr> {
+    let mut errs = validate_type(group, resource, new);
+    errs.extend(update_rules(group, resource, new, old));
+    errs
+}
+
+/// The type's rules on what an update may change.
+fn update_rules(group: &str, resource: &str, new: &Value, old: &Value) -> Vec<FieldErr> {
+    match registry::kind(group, resource) {
+        K::Pod => pod::validate_update(new, old),
+        K::Service => service::validate_update(new, old),
+        K::ConfigMap => config::validate_update(new, old, &["data", "binaryData"]),
+        K::Secret => {
+            let mut errs = config::validate_update(new, old, &["data"]);
+            errs.extend(config::validate_secret_type_update(new, old));
+            errs
+        }
+        kind => workload_validation::validate_update(kind, new, old),
+    }
 }
 
 /// Upstream `AllowCreateOnUpdate`: whether PUT to a missing object creates it.
