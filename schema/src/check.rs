@@ -2,37 +2,29 @@
 //! strict decoder (sigs.k8s.io/json) reports: unknown and duplicate fields with paths like
 //! `spec.containers[0].foo`, and Go-style type errors.
 
-use std::collections::HashSet;
-
 use crate::compile::{Compiled, Kind, NodeId};
 use crate::raw::Raw;
-use crate::{FieldReport, STRICT_ERRORS_MAX, TYPE_ERRORS_MAX};
+use std::collections::HashSet;
+
+use crate::findings::Findings;
+use crate::FieldReport;
 
 /// Walk `raw` against the schema rooted at `root`.
 pub(crate) fn run(compiled: &Compiled, root: NodeId, raw: &Raw) -> FieldReport {
     let mut walker = Walker {
         c: compiled,
-        report: FieldReport::default(),
-        seen: HashSet::new(),
-        path: String::new(),
+        f: Findings::new(),
         go_path: Vec::new(),
-        go_struct: None,
     };
     walker.value(root, raw);
-    walker.report
+    walker.f.report
 }
 
 struct Walker<'a> {
     c: &'a Compiled,
-    report: FieldReport,
-    /// Strict messages already reported (upstream deduplicates them).
-    seen: HashSet<String>,
-    /// Strict path: fields joined by `.`, list indexes as `[i]`, map keys as fields.
-    path: String,
+    f: Findings<'a>,
     /// Go decoder path: struct field names only (no indexes, no map keys).
     go_path: Vec<&'a str>,
-    /// Name of the innermost Go struct whose field is being decoded.
-    go_struct: Option<&'a str>,
 }
 
 impl<'a> Walker<'a> {
@@ -88,8 +80,12 @@ impl<'a> Walker<'a> {
     }
 
     fn number_error(&mut self, bits: u32, literal: &str) -> bool {
-        let msg = self.type_message(&format!("number {literal}"), &format!("int{bits}"));
-        self.push_type_error(msg);
+        let go_path = self.go_path.join(".");
+        self.f.type_error(
+            &go_path,
+            &format!("number {literal}"),
+            &format!("int{bits}"),
+        );
         true // already reported
     }
 
@@ -102,20 +98,20 @@ impl<'a> Walker<'a> {
         let mut keys = HashSet::new();
         for (key, value) in members {
             if !keys.insert(key.as_str()) {
-                self.strict("duplicate", key);
+                self.f.strict("duplicate", key);
             }
             let Some(field) = fields.get(key) else {
-                self.strict("unknown", key);
+                self.f.strict("unknown", key);
                 continue;
             };
-            let mark = self.path.len();
-            self.push_key(key);
+            let mark = self.f.path.len();
+            self.f.push_key(key);
             self.go_path.push(key);
-            let outer = self.go_struct.replace(name);
+            let outer = self.f.go_struct.replace(name);
             self.value(field.node, value);
-            self.go_struct = outer;
+            self.f.go_struct = outer;
             self.go_path.pop();
-            self.path.truncate(mark);
+            self.f.path.truncate(mark);
         }
     }
 
@@ -123,70 +119,27 @@ impl<'a> Walker<'a> {
         let mut keys = HashSet::new();
         for (key, value) in members {
             if !keys.insert(key.as_str()) {
-                self.strict("duplicate", key);
+                self.f.strict("duplicate", key);
             }
-            let mark = self.path.len();
-            self.push_key(key);
+            let mark = self.f.path.len();
+            self.f.push_key(key);
             self.value(values, value);
-            self.path.truncate(mark);
+            self.f.path.truncate(mark);
         }
     }
 
     fn array(&mut self, items: NodeId, elems: &'a [Raw]) {
         for (i, elem) in elems.iter().enumerate() {
-            let mark = self.path.len();
-            self.path.push_str(&format!("[{i}]"));
+            let mark = self.f.path.len();
+            self.f.path.push_str(&format!("[{i}]"));
             self.value(items, elem);
-            self.path.truncate(mark);
-        }
-    }
-
-    fn push_key(&mut self, key: &str) {
-        if !self.path.is_empty() {
-            self.path.push('.');
-        }
-        self.path.push_str(key);
-    }
-
-    /// Record `unknown field "<path>.<key>"` or `duplicate field ...`.
-    fn strict(&mut self, what: &str, key: &str) {
-        if self.report.strict.len() >= STRICT_ERRORS_MAX {
-            return;
-        }
-        let path = if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        };
-        let msg = format!("{what} field {path:?}");
-        if !self.seen.insert(msg.clone()) {
-            return;
-        }
-        self.report.strict.push(msg.clone());
-        match what {
-            "unknown" => self.report.unknown.push(msg),
-            _ => self.report.duplicate.push(msg),
+            self.f.path.truncate(mark);
         }
     }
 
     fn type_error(&mut self, node: NodeId, raw: &Raw) {
-        let msg = self.type_message(&raw.json_kind(), &self.c.node(node).go_type);
-        self.push_type_error(msg);
-    }
-
-    fn type_message(&self, value: &str, go_type: &str) -> String {
-        match self.go_struct {
-            Some(st) => format!(
-                "json: cannot unmarshal {value} into Go struct field {st}.{} of type {go_type}",
-                self.go_path.join(".")
-            ),
-            None => format!("json: cannot unmarshal {value} into Go value of type {go_type}"),
-        }
-    }
-
-    fn push_type_error(&mut self, msg: String) {
-        if self.report.type_errors.len() < TYPE_ERRORS_MAX {
-            self.report.type_errors.push(msg);
-        }
+        let go_path = self.go_path.join(".");
+        self.f
+            .type_error(&go_path, &raw.json_kind(), &self.c.node(node).go_type);
     }
 }

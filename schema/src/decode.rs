@@ -2,7 +2,6 @@
 //! `serde_json::from_slice` yields while checking it against the schema exactly as `check` does
 //! (same messages, same order), so the server parses a body once instead of twice.
 
-use std::collections::HashSet;
 use std::fmt::{self, Write as _};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -10,7 +9,8 @@ use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::compile::{Compiled, Kind, NodeId};
-use crate::{FieldReport, STRICT_ERRORS_MAX, TYPE_ERRORS_MAX};
+use crate::findings::Findings;
+use crate::FieldReport;
 
 /// Decodes `body` while checking it against the schema rooted at `root`. The error is
 /// serde_json's syntax error text (the same text `check` and `from_slice` give).
@@ -21,11 +21,8 @@ pub(crate) fn run(
 ) -> Result<(Value, FieldReport), String> {
     let mut st = State {
         c: compiled,
-        report: FieldReport::default(),
-        seen: HashSet::new(),
-        path: String::new(),
+        f: Findings::new(),
         go_path: String::new(),
-        go_struct: None,
     };
     let mut de = serde_json::Deserializer::from_slice(body);
     let value = NodeSeed {
@@ -35,20 +32,15 @@ pub(crate) fn run(
     .deserialize(&mut de)
     .map_err(|e| e.to_string())?;
     de.end().map_err(|e| e.to_string())?;
-    Ok((value, st.report))
+    Ok((value, st.f.report))
 }
 
 /// The walker state of `check::Walker`, with the Go path kept as one joined string.
 struct State<'c> {
     c: &'c Compiled,
-    report: FieldReport,
-    seen: HashSet<String>,
-    /// Strict path: fields joined by `.`, list indexes as `[i]`, map keys as fields.
-    path: String,
+    f: Findings<'c>,
     /// Go decoder path: struct field names joined by `.`.
     go_path: String,
-    /// Name of the innermost Go struct whose field is being decoded.
-    go_struct: Option<&'c str>,
 }
 
 /// A decoded scalar, for the type checks.
@@ -98,59 +90,17 @@ impl State<'_> {
     }
 
     fn number_error(&mut self, bits: u32, literal: &str) -> bool {
-        let msg = self.type_message(&format!("number {literal}"), &format!("int{bits}"));
-        self.push_type_error(msg);
+        self.f.type_error(
+            &self.go_path,
+            &format!("number {literal}"),
+            &format!("int{bits}"),
+        );
         true
     }
 
     fn type_error(&mut self, node: NodeId, json_kind: &str) {
         let go_type = &self.c.node(node).go_type;
-        let msg = self.type_message(json_kind, go_type);
-        self.push_type_error(msg);
-    }
-
-    fn type_message(&self, value: &str, go_type: &str) -> String {
-        match self.go_struct {
-            Some(st) => format!(
-                "json: cannot unmarshal {value} into Go struct field {st}.{} of type {go_type}",
-                self.go_path
-            ),
-            None => format!("json: cannot unmarshal {value} into Go value of type {go_type}"),
-        }
-    }
-
-    fn push_type_error(&mut self, msg: String) {
-        if self.report.type_errors.len() < TYPE_ERRORS_MAX {
-            self.report.type_errors.push(msg);
-        }
-    }
-
-    fn push_key(&mut self, key: &str) {
-        if !self.path.is_empty() {
-            self.path.push('.');
-        }
-        self.path.push_str(key);
-    }
-
-    /// Records `unknown field "<path>.<key>"` or `duplicate field ...`.
-    fn strict(&mut self, what: &str, key: &str) {
-        if self.report.strict.len() >= STRICT_ERRORS_MAX {
-            return;
-        }
-        let path = if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        };
-        let msg = format!("{what} field {path:?}");
-        if !self.seen.insert(msg.clone()) {
-            return;
-        }
-        self.report.strict.push(msg.clone());
-        match what {
-            "unknown" => self.report.unknown.push(msg),
-            _ => self.report.duplicate.push(msg),
-        }
+        self.f.type_error(&self.go_path, json_kind, go_type);
     }
 }
 
@@ -224,13 +174,13 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
         let mut out = Vec::new();
         let mut i = 0usize;
         loop {
-            let mark = self.st.path.len();
-            let _ = write!(self.st.path, "[{i}]");
+            let mark = self.st.f.path.len();
+            let _ = write!(self.st.f.path, "[{i}]");
             let elem = seq.next_element_seed(NodeSeed {
                 st: self.st,
                 node: items,
             })?;
-            self.st.path.truncate(mark);
+            self.st.f.path.truncate(mark);
             match elem {
                 Some(v) => out.push(v),
                 None => break,
@@ -266,28 +216,28 @@ fn structure<'de, 'c, A: MapAccess<'de>>(
         let entry = out.entry(key);
         let key = entry.key();
         if matches!(entry, Entry::Occupied(_)) {
-            st.strict("duplicate", key);
+            st.f.strict("duplicate", key);
         }
         let Some(field) = fields.get(key) else {
-            st.strict("unknown", key);
+            st.f.strict("unknown", key);
             put(entry, map.next_value()?);
             continue;
         };
-        let mark = st.path.len();
-        st.push_key(key);
+        let mark = st.f.path.len();
+        st.f.push_key(key);
         let go_mark = st.go_path.len();
         if !st.go_path.is_empty() {
             st.go_path.push('.');
         }
         st.go_path.push_str(key);
-        let outer = st.go_struct.replace(name);
+        let outer = st.f.go_struct.replace(name);
         let v = map.next_value_seed(NodeSeed {
             st: &mut *st,
             node: field.node,
         })?;
-        st.go_struct = outer;
+        st.f.go_struct = outer;
         st.go_path.truncate(go_mark);
-        st.path.truncate(mark);
+        st.f.path.truncate(mark);
         put(entry, v);
     }
     Ok(Value::Object(out))
@@ -314,15 +264,15 @@ fn members<'de, A: MapAccess<'de>>(
     while let Some(key) = map.next_key::<String>()? {
         let entry = out.entry(key);
         if matches!(entry, Entry::Occupied(_)) {
-            st.strict("duplicate", entry.key());
+            st.f.strict("duplicate", entry.key());
         }
-        let mark = st.path.len();
-        st.push_key(entry.key());
+        let mark = st.f.path.len();
+        st.f.push_key(entry.key());
         let v = map.next_value_seed(NodeSeed {
             st: &mut *st,
             node: values,
         })?;
-        st.path.truncate(mark);
+        st.f.path.truncate(mark);
         put(entry, v);
     }
     Ok(Value::Object(out))

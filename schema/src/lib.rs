@@ -13,6 +13,7 @@ mod check;
 mod compile;
 mod data;
 mod decode;
+mod findings;
 mod names;
 mod openapi;
 mod prune;
