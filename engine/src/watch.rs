@@ -240,9 +240,7 @@ impl Watcher {
     /// Appends available events (at most `WATCH_BATCH_EVENTS_MAX`) to `out` without waiting.
     /// Returns how many were appended.
     pub fn try_batch(&mut self, out: &mut Vec<Arc<Event>>) -> Result<usize, WatchError> {
-        let before = out.len();
-        self.fill(out)?;
-        Ok(out.len() - before)
+        self.fill_with(&mut |e: &Arc<Event>| out.push(e.clone()))
     }
 
     /// Polls for a batch: `Ready(Ok(()))` once at least one event was appended to `out`.
@@ -251,25 +249,8 @@ impl Watcher {
         cx: &mut Context<'_>,
         out: &mut Vec<Arc<Event>>,
     ) -> Poll<Result<(), WatchError>> {
-        let before = out.len();
-        loop {
-            if let Err(e) = self.fill(out) {
-                return Poll::Ready(Err(e));
-            }
-            if out.len() > before {
-                return Poll::Ready(Ok(()));
-            }
-            // Register, then check again so a publish between the two is not missed.
-            let seq_seen = match self.state {
-                WatchState::Live { next_seq } => next_seq,
-                _ => continue,
-            };
-            self.hub.wakers.lock().insert(self.id, cx.waker().clone());
-            let head = self.hub.ring.read().head_seq();
-            if head == seq_seen && !self.hub.closed.load(Ordering::SeqCst) {
-                return Poll::Pending;
-            }
-        }
+        self.poll_visit(cx, |e| out.push(e.clone()))
+            .map(|r| r.map(|_| ()))
     }
 
     /// Like `poll_batch`, but hands each event to `visit` by reference instead of cloning it
@@ -329,11 +310,6 @@ impl Watcher {
     fn end(&mut self, e: WatchError) -> Result<(), WatchError> {
         self.state = WatchState::Ended(e.clone());
         Err(e)
-    }
-
-    fn fill(&mut self, out: &mut Vec<Arc<Event>>) -> Result<(), WatchError> {
-        self.fill_with(&mut |e: &Arc<Event>| out.push(e.clone()))
-            .map(|_| ())
     }
 
     /// Visits available events (at most `WATCH_BATCH_EVENTS_MAX`); returns how many.
@@ -560,13 +536,7 @@ mod tests {
 
     /// Collects `n` events with `poll_visit`, parking between polls.
     fn visit_n(w: &mut super::Watcher, n: usize) -> Vec<(u64, Vec<u8>)> {
-        struct Unpark(std::thread::Thread);
-        impl std::task::Wake for Unpark {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+        let waker = std::task::Waker::from(Arc::new(super::ThreadWaker(std::thread::current())));
         let mut cx = std::task::Context::from_waker(&waker);
         let deadline = Instant::now() + WAIT;
         let mut got = Vec::new();
