@@ -162,30 +162,18 @@ impl Conn {
         dec: &mut BodyDecoder,
     ) -> Result<Option<Range<usize>>, String> {
         loop {
-            if dec.is_done() {
+            if !self.fill(dec).await? {
                 return Ok(None);
             }
-            if self.start < self.end {
-                let (used, payload) = dec.decode(&self.buf[self.start..self.end])?;
-                // The payload is always the last of the bytes consumed.
-                let (len, at) = (payload.len(), self.start + used);
-                self.start = at;
-                if len > 0 {
-                    return Ok(Some(at - len..at));
-                }
-                if used == 0 {
-                    return Err("response body decoder made no progress".into());
-                }
-                continue;
+            let (used, payload) = dec.decode(&self.buf[self.start..self.end])?;
+            // The payload is always the last of the bytes consumed.
+            let (len, at) = (payload.len(), self.start + used);
+            self.start = at;
+            if len > 0 {
+                return Ok(Some(at - len..at));
             }
-            (self.start, self.end) = (0, 0);
-            let n = self
-                .read_more()
-                .await
-                .map_err(|e| format!("reading response body: {e}"))?;
-            if n == 0 {
-                dec.at_eof()?;
-                return Ok(None);
+            if used == 0 {
+                return Err("response body decoder made no progress".into());
             }
         }
     }
