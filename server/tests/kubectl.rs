@@ -473,18 +473,21 @@ fn namespace_deletion_removes_contents() {
     let s = server();
     let ns = s.namespace("doomed");
     s.ok(&["create", "configmap", "x", "-n", &ns]);
+    let set_finalizers = |patch: &str| {
+        s.ok(&[
+            "patch",
+            "configmap",
+            "x",
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            patch,
+        ]);
+    };
     // A finalizer nobody removes holds the ConfigMap, and so the namespace, in deletion: the
     // namespace stays Terminating (observably, however fast the controller is) until it goes.
-    s.ok(&[
-        "patch",
-        "configmap",
-        "x",
-        "-n",
-        &ns,
-        "--type=merge",
-        "-p",
-        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
-    ]);
+    set_finalizers(r#"{"metadata":{"finalizers":["example.com/hold"]}}"#);
     s.ok(&["create", "deployment", "d", "-n", &ns, "--image=nginx"]);
     s.ok(&[
         "create",
@@ -518,16 +521,7 @@ fn namespace_deletion_removes_contents() {
     );
     let err = s.fails(&["create", "configmap", "y", "-n", &ns]);
     assert!(err.contains("is being terminated"), "{err}");
-    s.ok(&[
-        "patch",
-        "configmap",
-        "x",
-        "-n",
-        &ns,
-        "--type=merge",
-        "-p",
-        r#"{"metadata":{"finalizers":null}}"#,
-    ]);
+    set_finalizers(r#"{"metadata":{"finalizers":null}}"#);
     assert!(
         eventually(Duration::from_secs(15), || !s
             .kubectl(&["get", "ns", &ns])
