@@ -127,8 +127,15 @@ pub fn compact_chain(chain: &mut Chain, c: Revision, dropped: &mut Vec<Version>)
     chain.is_empty()
 }
 
+/// Index keys up to `KEY_INLINE_BYTES` long live inside the tree's nodes (most Kubernetes keys
+/// are shorter): a scan in key order then reads nodes, not one scattered allocation per key.
+pub const KEY_INLINE_BYTES: usize = 40;
+
+/// A key as the index stores it.
+pub type IndexKey = SmallVec<[u8; KEY_INLINE_BYTES]>;
+
 /// One shard's key index.
-pub type KeyMap = BTreeMap<Box<[u8]>, Chain>;
+pub type KeyMap = BTreeMap<IndexKey, Chain>;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 //! of the newest segment can be torn.
 
 use crate::format::{self, Op, Record, BATCH_HEADER_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
-use crate::index::{compact_chain, version_at, Chain, KeyMap, Loc, Version};
+use crate::index::{compact_chain, version_at, Chain, IndexKey, KeyMap, Loc, Version};
 use crate::list::{self, Hit, RankCache, RankMarks, ShardScan};
 use crate::pending::Pending;
 use crate::segment::{self, Segment};
@@ -302,7 +302,7 @@ pub fn recover(
     let mut dropped = Vec::new();
     let seg_by_id = |id: u32| &segs[id as usize];
     let mut i = 0;
-    let mut built: Vec<(Box<[u8]>, Chain)> = Vec::new();
+    let mut built: Vec<(IndexKey, Chain)> = Vec::new();
     while i < entries.len() {
         let key = entries[i].0;
         let mut chain = Chain::new();
@@ -326,7 +326,7 @@ pub fn recover(
         if !chain.last().expect("non-empty").is_tombstone() {
             live_keys += 1;
         }
-        built.push((key.into(), chain));
+        built.push((IndexKey::from_slice(key), chain));
     }
     drop(entries);
     keys.extend(built);
@@ -661,7 +661,7 @@ impl Shard {
                 None => {
                     let mut chain = Chain::new();
                     chain.push(ver);
-                    idx.keys.insert(key.into(), chain);
+                    idx.keys.insert(IndexKey::from_slice(key), chain);
                 }
             }
             idx.versions += 1;
@@ -1052,7 +1052,7 @@ impl Shard {
             check_compacted(at, compacted)?;
             return Ok(false);
         }
-        let mut cursor: Option<Box<[u8]>> = None;
+        let mut cursor: Option<IndexKey> = None;
         let mut seen = 0usize;
         loop {
             let idx = self.index.read();
@@ -1110,17 +1110,17 @@ impl Shard {
         }
         let idx = self.index.read();
         let mut r = idx.keys.range::<[u8], _>((lower, upper));
-        let first = r.next()?.0.clone();
+        let first: Box<[u8]> = r.next()?.0[..].into();
         let last = r
             .next_back()
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| k[..].into())
             .unwrap_or_else(|| first.clone());
         Some((first, last))
     }
 
     /// Compacts the index at `c`, `INDEX_STEP_KEYS` keys per lock hold.
     pub fn compact(&self, c: Revision) {
-        let mut cursor: Option<Box<[u8]>> = None;
+        let mut cursor: Option<IndexKey> = None;
         loop {
             let mut idx = self.index.write();
             let idx = &mut *idx;
@@ -1129,7 +1129,7 @@ impl Shard {
                 None => Bound::Unbounded,
             };
             let mut dropped = Vec::new();
-            let mut empties: Vec<Box<[u8]>> = Vec::new();
+            let mut empties: Vec<IndexKey> = Vec::new();
             let mut steps = 0;
             let mut stopped_at = None;
             let mut n_dropped = 0u64;
