@@ -77,13 +77,10 @@ impl ShardIndex {
 /// A key-value view of a stored version.
 pub fn kv_at(seg: &Arc<Segment>, key_len: usize, v: &Version) -> KeyValue {
     let loc = v.loc();
-    let backing: Arc<dyn Backing> = seg.clone();
     let start = loc.off as usize + RECORD_HEADER_LEN;
-    KeyValue::new_trusted(
-        Value::new_trusted(backing, start, key_len + loc.value_len as usize),
-        key_len,
-        v.rev,
-    )
+    let view = &seg.bytes()[start..start + key_len + loc.value_len as usize];
+    let backing: Arc<dyn Backing> = seg.clone();
+    KeyValue::new_trusted(Value::of_view(backing, view), key_len, v.rev)
 }
 
 struct Meta {

@@ -3,9 +3,14 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// Something that owns stable bytes (a segment mapping, a heap buffer).
+///
+/// Contract: `bytes` returns the same slice (address and length) for as long as the object
+/// lives, and those bytes never change. `Value` keeps a pointer into that slice next to its
+/// `Arc` of the backing, so reading a value costs no dynamic call.
 pub trait Backing: Send + Sync + 'static {
     fn bytes(&self) -> &[u8];
 }
@@ -19,35 +24,48 @@ impl Backing for Vec<u8> {
 /// Immutable bytes of one stored version.
 #[derive(Clone)]
 pub struct Value {
+    /// Keeps `ptr..ptr + len` alive (held, never read).
+    #[allow(dead_code)]
     backing: Arc<dyn Backing>,
-    start: u32,
+    ptr: NonNull<u8>,
     len: u32,
 }
+
+// SAFETY: `ptr` points into the immutable bytes `backing` owns (see `Backing`), and
+// `backing` is `Send + Sync`: sharing or sending the view is sharing or sending `&[u8]`.
+unsafe impl Send for Value {}
+unsafe impl Sync for Value {}
 
 impl Value {
     /// A view of `backing[start..start + len]`. Panics if the range is outside the backing:
     /// callers compute ranges from verified records.
     pub fn new(backing: Arc<dyn Backing>, start: usize, len: usize) -> Value {
+        let bytes = backing.bytes();
         assert!(
-            start + len <= backing.bytes().len(),
+            start + len <= bytes.len(),
             "value range {start}+{len} outside backing of {}",
-            backing.bytes().len()
+            bytes.len()
         );
+        let ptr = NonNull::from(&bytes[start..start + len]).cast::<u8>();
         Value {
             backing,
-            start: start as u32,
+            ptr,
             len: len as u32,
         }
     }
 
-    /// A view the caller guarantees to be inside `backing` (computed from a verified record):
-    /// the scan path builds millions of these and skips the bounds check's dynamic call.
-    pub(crate) fn new_trusted(backing: Arc<dyn Backing>, start: usize, len: usize) -> Value {
-        debug_assert!(start + len <= backing.bytes().len());
+    /// A view of `view`, which the caller took from `backing.bytes()` through the concrete
+    /// type (the scan path builds millions of these without a dynamic call).
+    pub(crate) fn of_view(backing: Arc<dyn Backing>, view: &[u8]) -> Value {
+        debug_assert!({
+            let b = backing.bytes().as_ptr_range();
+            let v = view.as_ptr_range();
+            b.start <= v.start && v.end <= b.end
+        });
         Value {
             backing,
-            start: start as u32,
-            len: len as u32,
+            ptr: NonNull::from(view).cast::<u8>(),
+            len: view.len() as u32,
         }
     }
 
@@ -69,8 +87,9 @@ impl Value {
 impl Deref for Value {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        let s = self.start as usize;
-        &self.backing.bytes()[s..s + self.len as usize]
+        // SAFETY: `ptr..ptr + len` lies inside `backing.bytes()` (checked or taken from it at
+        // construction), which stays at the same address, unchanged, while `backing` lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len as usize) }
     }
 }
 
