@@ -128,6 +128,9 @@ fn bind_all(
     let mut addrs = Vec::with_capacity(listeners.len());
     for l in listeners {
         let mut addr = l.addr;
+        if addr.port() != 0 {
+            probe_unused(addr)?;
+        }
         for core in per_core.iter_mut() {
             let socket = bind_reuseport(addr)?;
             addr = socket.local_addr()?; // later cores bind the port the first one got
@@ -137,6 +140,30 @@ fn bind_all(
         addrs.push(addr);
     }
     Ok((per_core, addrs))
+}
+
+/// Fails with `AddrInUse` if any socket already holds `addr`. `SO_REUSEPORT` would otherwise
+/// let this process share a port with another server started by the same user (an earlier
+/// instance still running, say), splitting connections between the two without a word; a
+/// socket bound without it is refused while any other socket holds the port, as
+/// kube-apiserver's listener would be. The probe is closed before the cores bind.
+fn probe_unused(addr: SocketAddr) -> io::Result<()> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // Like the real listeners, ignore connections of an earlier run in TIME_WAIT.
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into()).map_err(|e| {
+        if e.kind() == io::ErrorKind::AddrInUse {
+            io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("{addr} is already in use by another process"),
+            )
+        } else {
+            e
+        }
+    })
 }
 
 fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {

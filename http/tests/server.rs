@@ -467,6 +467,42 @@ fn every_core_binds_the_same_port() {
 }
 
 #[test]
+fn a_port_held_by_another_server_is_refused_not_shared() {
+    let (first, addr) = start(test_limits(), Arc::new(TestHandler::default()));
+    let cfg = ServeConfig {
+        listeners: vec![Listener { addr, tls: None }],
+        cores: 2,
+        pin: false,
+        limits: test_limits(),
+    };
+    let err = match serve(cfg, Arc::new(TestHandler::default())) {
+        Ok(second) => {
+            second.shutdown();
+            panic!("a second server bound {addr}, which the first still holds");
+        }
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
+    assert!(err.to_string().contains("already in use"), "{err}");
+    // The first server still answers, alone.
+    let mut s = connect(addr);
+    s.write_all(b"GET /p HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(status_of(&read_to_close(&mut s)), 200);
+    // Once it has stopped, the port can be bound again.
+    first.shutdown();
+    let cfg = ServeConfig {
+        listeners: vec![Listener { addr, tls: None }],
+        cores: 2,
+        pin: false,
+        limits: test_limits(),
+    };
+    serve(cfg, Arc::new(TestHandler::default()))
+        .expect("the port is free again")
+        .shutdown();
+}
+
+#[test]
 fn full_body_larger_than_the_write_buffer_is_sent_whole() {
     struct Big;
     impl Handler for Big {
