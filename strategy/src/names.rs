@@ -1,23 +1,19 @@
 //! Name and key syntax checks (upstream `k8s.io/apimachinery/pkg/util/validation`).
 //!
-//! Each `is_*` returns the list of problems in upstream's wording; empty means valid.
+//! Each `is_*` returns the list of problems in upstream's wording; empty means valid. The
+//! name rules shared with object metadata come from `keel_api::names` (one implementation);
+//! the checks only type rules use (data keys, port names) live here.
 
-/// Longest DNS-1123 / DNS-1035 label.
-pub const DNS1123_LABEL_LEN_MAX: usize = 63;
-/// Longest DNS-1123 subdomain.
-pub const DNS1123_SUBDOMAIN_LEN_MAX: usize = 253;
-/// Longest label value and qualified-name name part.
-pub const LABEL_VALUE_LEN_MAX: usize = 63;
+pub use keel_api::names::{
+    is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
+    is_valid_label_value as is_label_value,
+};
+
 /// Longest ConfigMap / Secret key.
 pub const CONFIG_KEY_LEN_MAX: usize = 253;
 /// Longest named port.
 pub const PORT_NAME_LEN_MAX: usize = 15;
 
-const LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
-const QNAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
 
 /// Upstream's `RegexError`: message, examples, and the regex.
@@ -40,133 +36,6 @@ fn lower_alnum(c: u8) -> bool {
 
 fn alnum(c: u8) -> bool {
     c.is_ascii_alphanumeric()
-}
-
-fn label_shape(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && lower_alnum(b[0])
-        && lower_alnum(b[b.len() - 1])
-        && b.iter().all(|&c| lower_alnum(c) || c == b'-')
-}
-
-/// RFC 1123 label (namespace names, container names, port names of services).
-pub fn is_dns1123_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1123_LABEL_LEN_MAX {
-        errs.push(max_len_error(DNS1123_LABEL_LEN_MAX));
-    }
-    if !label_shape(s) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-            LABEL_FMT,
-            &["my-name", "123-abc"],
-        ));
-    }
-    errs
-}
-
-/// RFC 1123 subdomain (most object names).
-pub fn is_dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1123_SUBDOMAIN_LEN_MAX {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_LEN_MAX));
-    }
-    if !s.split('.').all(label_shape) {
-        errs.push(regex_error(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
-    }
-    errs
-}
-
-/// RFC 1035 label (service names).
-pub fn is_dns1035_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > DNS1123_LABEL_LEN_MAX {
-        errs.push(max_len_error(DNS1123_LABEL_LEN_MAX));
-    }
-    let starts_alpha = s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
-    if !(label_shape(s) && starts_alpha) {
-        errs.push(regex_error(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
-            DNS1035_FMT,
-            &["my-name", "abc-123"],
-        ));
-    }
-    errs
-}
-
-fn qname_shape(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && alnum(b[0])
-        && alnum(b[b.len() - 1])
-        && b.iter()
-            .all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
-}
-
-const QNAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-/// Qualified name: `[prefix/]name` (label keys, annotation keys, finalizers).
-pub fn is_qualified_name(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = s.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                for msg in is_dns1123_subdomain(prefix) {
-                    errs.push(format!("prefix part {msg}"));
-                }
-            }
-            *name
-        }
-        _ => {
-            let msg = regex_error(
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                QNAME_FMT,
-                &["MyName", "my.name", "123-abc"],
-            );
-            errs.push(format!(
-                "{msg} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > LABEL_VALUE_LEN_MAX {
-        errs.push(format!("name part {}", max_len_error(LABEL_VALUE_LEN_MAX)));
-    }
-    if !name.is_empty() && !qname_shape(name) {
-        errs.push(regex_error(
-            QNAME_MSG,
-            QNAME_FMT,
-            &["MyName", "my.name", "123-abc"],
-        ));
-    }
-    errs
-}
-
-/// Label value: empty, or a qualified-name-shaped string of at most 63 characters.
-pub fn is_label_value(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > LABEL_VALUE_LEN_MAX {
-        errs.push(max_len_error(LABEL_VALUE_LEN_MAX));
-    }
-    if !s.is_empty() && !qname_shape(s) {
-        errs.push(regex_error(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
 }
 
 /// ConfigMap / Secret data key.
