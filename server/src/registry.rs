@@ -603,7 +603,7 @@ fn check_namespace(app: &App, c: &Call<'_>, name: &str) -> Result<(), ApiError> 
         .storage
         .get_latest(&key)?
         .ok_or_else(|| ApiError::not_found("", "namespaces", &c.rr.namespace))?;
-    if objects::stored_is_deleting(kv.value())? {
+    if namespace_is_deleting(&key, &kv)? {
         let mut e = ApiError::forbidden_with(
             c.info.group,
             c.info.plural,
@@ -621,6 +621,27 @@ fn check_namespace(app: &App, c: &Call<'_>, name: &str) -> Result<(), ApiError> 
         return Err(e);
     }
     Ok(())
+}
+
+/// Whether the stored namespace `kv` (at `key`) is being deleted. A create reads its
+/// namespace every time; the answer is remembered per thread for the version last read (a
+/// version's bytes never change), so a run of creates in one namespace parses it once.
+fn namespace_is_deleting(key: &[u8], kv: &keel_engine::KeyValue) -> Result<bool, ApiError> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Vec<u8>, u64, bool)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let rev = kv.mod_revision.get();
+    let cached = LAST.with_borrow(|last| match last {
+        Some((k, r, deleting)) if *r == rev && k.as_slice() == key => Some(*deleting),
+        _ => None,
+    });
+    if let Some(deleting) = cached {
+        return Ok(deleting);
+    }
+    let deleting = objects::stored_is_deleting(kv.value())?;
+    LAST.with_borrow_mut(|last| *last = Some((key.to_vec(), rev, deleting)));
+    Ok(deleting)
 }
 
 fn with_warnings(mut r: Response, c: &Call<'_>) -> Response {
