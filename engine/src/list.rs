@@ -178,10 +178,9 @@ fn stream_less(a: &Stream, b: &Stream, skip: usize) -> bool {
     pa < pb || (pa == pb && a.cur.kvs[0].key()[skip..] < b.cur.kvs[0].key()[skip..])
 }
 
-/// The 16 bytes of `key` after its first `skip` bytes, big-endian, zero-padded: comparing two
-/// of these orders keys correctly unless they are equal (then compare the keys).
 /// Keys this far ahead in a batch are prefetched while a sort prefix is computed, so that
-/// their cache misses (index keys live in separate heap blocks) overlap instead of queuing.
+/// the cache misses of keys too long to sit inside the index's nodes (`KEY_INLINE_BYTES`)
+/// overlap instead of queuing.
 pub const PREFETCH_AHEAD: usize = 16;
 
 /// Hints the CPU to fetch the cache line at `p` (no effect on correctness; never faults).
@@ -212,6 +211,8 @@ where
     }));
 }
 
+/// The 16 bytes of `key` after its first `skip` bytes, big-endian, zero-padded: comparing two
+/// of these orders keys correctly unless they are equal (then compare the keys).
 pub fn sort_prefix(key: &[u8], skip: usize) -> u128 {
     let rest = key.get(skip..).unwrap_or(&[]);
     let n = rest.len();

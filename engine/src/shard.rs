@@ -971,7 +971,6 @@ impl Shard {
         Ok(marks.total.saturating_sub(base + upto))
     }
 
-    /// Whether the rank marks of (`prefix`, `at`) are cached (counting is then cheap).
     /// Keys under `prefix` in the index (history included), counting at most `cap`: a cheap
     /// estimate of a range's size.
     pub fn keys_under_capped(&self, prefix: &[u8], cap: usize) -> usize {
@@ -988,6 +987,7 @@ impl Shard {
             .count()
     }
 
+    /// Whether the rank marks of (`prefix`, `at`) are cached (counting is then cheap).
     pub fn has_rank_marks(&self, prefix: &[u8], at: Revision) -> bool {
         self.ranks.lock().get(prefix, at).is_some()
     }

@@ -307,7 +307,8 @@ impl Watcher {
         }
     }
 
-    fn end(&mut self, e: WatchError) -> Result<(), WatchError> {
+    /// Ends the watcher with `e` (every later poll returns it too).
+    fn end(&mut self, e: WatchError) -> Result<usize, WatchError> {
         self.state = WatchState::Ended(e.clone());
         Err(e)
     }
@@ -315,7 +316,7 @@ impl Watcher {
     /// Visits available events (at most `WATCH_BATCH_EVENTS_MAX`); returns how many.
     fn fill_with(&mut self, visit: &mut dyn FnMut(&Arc<Event>)) -> Result<usize, WatchError> {
         if self.hub.closed.load(Ordering::SeqCst) {
-            return self.end(WatchError::Closed).map(|_| 0);
+            return self.end(WatchError::Closed);
         }
         let max = crate::limits::WATCH_BATCH_EVENTS_MAX;
         loop {
@@ -334,12 +335,10 @@ impl Watcher {
                     };
                     let compacted = self.source.compacted_revision();
                     if after < compacted {
-                        return self
-                            .end(WatchError::Compacted {
-                                requested: after,
-                                compacted,
-                            })
-                            .map(|_| 0);
+                        return self.end(WatchError::Compacted {
+                            requested: after,
+                            compacted,
+                        });
                     }
                     let mut history = Vec::new();
                     let reached = match self.source.read_history(
@@ -350,7 +349,7 @@ impl Watcher {
                         &mut history,
                     ) {
                         Ok(r) => r,
-                        Err(e) => return self.end(e).map(|_| 0),
+                        Err(e) => return self.end(e),
                     };
                     assert!(
                         reached > after || reached == floor,
@@ -368,22 +367,18 @@ impl Watcher {
                     if next_seq < ring.first_seq {
                         let behind = head - next_seq;
                         drop(ring);
-                        return self
-                            .end(WatchError::Lagged {
-                                behind_events: behind,
-                                max: self.hub.backlog_events_max as u64,
-                            })
-                            .map(|_| 0);
+                        return self.end(WatchError::Lagged {
+                            behind_events: behind,
+                            max: self.hub.backlog_events_max as u64,
+                        });
                     }
                     let behind = head - next_seq;
                     if behind > self.hub.backlog_events_max as u64 {
                         drop(ring);
-                        return self
-                            .end(WatchError::Lagged {
-                                behind_events: behind,
-                                max: self.hub.backlog_events_max as u64,
-                            })
-                            .map(|_| 0);
+                        return self.end(WatchError::Lagged {
+                            behind_events: behind,
+                            max: self.hub.backlog_events_max as u64,
+                        });
                     }
                     let mut seq = next_seq;
                     let mut appended = 0;
@@ -471,6 +466,11 @@ mod tests {
         Engine::open(opts).expect("Engine::open")
     }
 
+    /// Creates `key` (value `v`) and waits for it to be acknowledged.
+    fn create(store: &impl Store, key: &str) {
+        store.create(key.as_bytes(), b"v").wait().expect("create");
+    }
+
     /// Writes `n` keys one at a time; each received event must have been stamped visible
     /// after its write was submitted and no later than the watcher received it.
     fn assert_stamped_between_submit_and_receive(store: &impl Store, n: usize) {
@@ -518,10 +518,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let engine = open_engine(dir.path());
         for i in 0..5 {
-            engine
-                .create(format!("/w/k{i}").as_bytes(), b"v")
-                .wait()
-                .expect("create");
+            create(&engine, &format!("/w/k{i}"));
         }
         engine.close().expect("close");
         let engine = open_engine(dir.path());
@@ -557,14 +554,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let engine = open_engine(dir.path());
         for i in 0..5 {
-            engine
-                .create(format!("/w/old{i}").as_bytes(), b"v")
-                .wait()
-                .expect("create");
-            engine
-                .create(format!("/x/other{i}").as_bytes(), b"v")
-                .wait()
-                .expect("create");
+            create(&engine, &format!("/w/old{i}"));
+            create(&engine, &format!("/x/other{i}"));
         }
         engine.close().expect("close");
         // After a reopen the first five come from disk (catch-up), the rest live.
@@ -572,14 +563,8 @@ mod tests {
         let mut batched = engine.watch(b"/w/", Revision::ZERO).expect("watch");
         let mut visited = engine.watch(b"/w/", Revision::ZERO).expect("watch");
         for i in 0..5 {
-            engine
-                .create(format!("/w/new{i}").as_bytes(), b"v")
-                .wait()
-                .expect("create");
-            engine
-                .create(format!("/x/more{i}").as_bytes(), b"v")
-                .wait()
-                .expect("create");
+            create(&engine, &format!("/w/new{i}"));
+            create(&engine, &format!("/x/more{i}"));
         }
         let mut out = Vec::new();
         while out.len() < 10 {
