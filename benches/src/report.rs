@@ -629,6 +629,14 @@ mod tests {
     use super::*;
     use crate::hist::Latency;
 
+    /// The check whose name starts with `prefix`.
+    fn named<'a>(checks: &'a [Check], prefix: &str) -> &'a Check {
+        checks
+            .iter()
+            .find(|c| c.name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no check named {prefix}..."))
+    }
+
     fn latency(p99_ms: f64) -> Latency {
         Latency {
             count: 1,
@@ -653,10 +661,7 @@ mod tests {
                 ..Results::default()
             };
             let c = checks(&r);
-            let p99 = c
-                .iter()
-                .find(|c| c.name.starts_with("watch delivery p99 (from commit)"))
-                .expect("watch check");
+            let p99 = named(&c, "watch delivery p99 (from commit)");
             assert_eq!(p99.value, commit);
             assert_eq!(
                 p99.pass, pass,
@@ -685,17 +690,11 @@ mod tests {
             ..Results::default()
         };
         let c = checks(&r);
-        let p99 = c
-            .iter()
-            .find(|c| c.name.starts_with("watch delivery p99"))
-            .expect("p99 check");
+        let p99 = named(&c, "watch delivery p99");
         assert!(p99.name.contains("median of 3 runs"), "{}", p99.name);
         assert_eq!(p99.value, 7.0);
         assert!(p99.pass);
-        let complete = c
-            .iter()
-            .find(|c| c.name.starts_with("watchers that received"))
-            .expect("completeness check");
+        let complete = named(&c, "watchers that received");
         assert_eq!(complete.value, 999.0, "the worst run counts");
         assert!(!complete.pass);
         let lines = detail_lines(&r).join("\n");

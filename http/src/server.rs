@@ -148,13 +148,7 @@ fn bind_all(
 /// socket bound without it is refused while any other socket holds the port, as
 /// kube-apiserver's listener would be. The probe is closed before the cores bind.
 fn probe_unused(addr: SocketAddr) -> io::Result<()> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(true)?;
-    }
-    // Like the real listeners, ignore connections of an earlier run in TIME_WAIT.
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into()).map_err(|e| {
+    tcp_socket(addr)?.bind(&addr.into()).map_err(|e| {
         if e.kind() == io::ErrorKind::AddrInUse {
             io::Error::new(
                 io::ErrorKind::AddrInUse,
@@ -166,12 +160,19 @@ fn probe_unused(addr: SocketAddr) -> io::Result<()> {
     })
 }
 
-fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+/// A TCP socket for `addr` as every listener and the probe start: IPv6 only on an IPv6
+/// address, and `SO_REUSEADDR` (connections of an earlier run in TIME_WAIT do not block it).
+fn tcp_socket(addr: SocketAddr) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }
     socket.set_reuse_address(true)?;
+    Ok(socket)
+}
+
+fn bind_reuseport(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = tcp_socket(addr)?;
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;

@@ -51,7 +51,13 @@ fn skip_container(b: &[u8], at: usize) -> Option<usize> {
     None
 }
 
-/// Bit k set when `block[k]` is one of `"` `\\` `{` `}` `[` `]`.
+/// The bytes that matter inside a list item: string delimiters and escapes, and brackets.
+#[inline(always)]
+fn is_special(c: u8) -> bool {
+    matches!(c, b'"' | b'\\' | b'{' | b'}' | b'[' | b']')
+}
+
+/// Bit k set when `block[k]` is one of `"` `\\` `{` `}` `[` `]` (`is_special`).
 #[inline(always)]
 fn special_bytes(block: &[u8; 16]) -> u32 {
     #[cfg(target_arch = "x86_64")]
@@ -73,14 +79,17 @@ fn special_bytes(block: &[u8; 16]) -> u32 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut bits = 0u32;
-        for (k, c) in block.iter().enumerate() {
-            if matches!(c, b'"' | b'\\' | b'{' | b'}' | b'[' | b']') {
-                bits |= 1 << k;
-            }
-        }
-        bits
+        special_bits(block)
     }
+}
+
+/// `special_bytes` for up to 16 bytes, one at a time (a chunk's tail, other architectures).
+fn special_bits(bytes: &[u8]) -> u32 {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| is_special(**c))
+        .fold(0, |bits, (k, _)| bits | 1 << k)
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -214,16 +223,7 @@ impl ListScan {
         while i < len {
             let (mut bits, width) = match chunk.get(i..i + 16) {
                 Some(block) => (special_bytes(block.try_into().expect("16 bytes")), 16),
-                None => {
-                    let tail = &chunk[i..];
-                    let mut b = 0u32;
-                    for (k, c) in tail.iter().enumerate() {
-                        if matches!(c, b'"' | b'\\' | b'{' | b'}' | b'[' | b']') {
-                            b |= 1 << k;
-                        }
-                    }
-                    (b, tail.len())
-                }
+                None => (special_bits(&chunk[i..]), len - i),
             };
             while bits != 0 {
                 let at = i + bits.trailing_zeros() as usize;
