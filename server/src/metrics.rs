@@ -102,6 +102,30 @@ struct Slot {
     series: HashMap<u64, Vec<(Series, Hist)>>,
 }
 
+impl Slot {
+    /// Adds an observation to the series of `l` and `code` if the slot has it.
+    fn add(&mut self, l: &RequestLabels<'_>, code: u16, secs: f64) -> bool {
+        let bucket = self.series.get_mut(&label_hash(l, code));
+        match bucket.and_then(|b| b.iter_mut().find(|(s, _)| s.matches(l, code))) {
+            Some((_, h)) => {
+                h.add(secs);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Starts the series of `l` and `code` with one observation.
+    fn insert(&mut self, l: &RequestLabels<'_>, code: u16, secs: f64) {
+        let mut h = Hist::new();
+        h.add(secs);
+        self.series
+            .entry(label_hash(l, code))
+            .or_default()
+            .push((Series::of(l, code), h));
+    }
+}
+
 pub struct Metrics {
     slots: Vec<Mutex<Slot>>,
     /// Distinct series over all slots (bounded by `SERIES_MAX`).
@@ -129,6 +153,7 @@ impl Drop for WatchGuard {
 }
 
 /// What one finished request is recorded as.
+#[derive(Clone, Copy)]
 pub struct RequestLabels<'a> {
     pub verb: &'a str,
     pub group: &'a str,
@@ -180,26 +205,25 @@ fn label_hash(l: &RequestLabels<'_>, code: u16) -> u64 {
 impl Metrics {
     pub fn observe(&self, l: &RequestLabels<'_>, code: u16, took: Duration) {
         let secs = took.as_secs_f64();
-        let hash = label_hash(l, code);
         let mut slot = self.slots[slot_index()].lock();
-        let bucket = slot.series.entry(hash).or_default();
-        if let Some((_, h)) = bucket.iter_mut().find(|(s, _)| s.matches(l, code)) {
-            h.add(secs);
+        if slot.add(l, code, secs) {
             return;
         }
-        let mut s = Series::of(l, code);
         if self.series.fetch_add(1, Ordering::Relaxed) >= SERIES_MAX {
             self.series.fetch_sub(1, Ordering::Relaxed);
-            s.resource = "other".into();
-            s.subresource.clear();
-            if let Some((_, h)) = bucket.iter_mut().find(|(o, _)| *o == s) {
-                h.add(secs);
-                return;
+            // Filed under the folded labels themselves, so every label set beyond the bound
+            // shares one series (per slot) instead of adding its own.
+            let other = RequestLabels {
+                resource: "other",
+                subresource: "",
+                ..*l
+            };
+            if !slot.add(&other, code, secs) {
+                slot.insert(&other, code, secs);
             }
+            return;
         }
-        let mut h = Hist::new();
-        h.add(secs);
-        bucket.push((s, h));
+        slot.insert(l, code, secs);
     }
 
     /// Every series, merged over the slots.
@@ -459,6 +483,13 @@ mod tests {
             m.observe(&l, 404, Duration::from_millis(1));
         }
         assert_eq!(m.series.load(Ordering::Relaxed), SERIES_MAX);
+        // The five label sets beyond the bound share one folded series.
+        let held: usize = m
+            .slots
+            .iter()
+            .map(|s| s.lock().series.values().map(Vec::len).sum::<usize>())
+            .sum();
+        assert_eq!(held, SERIES_MAX + 1);
         let text = m.render(&[]);
         assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
     }
