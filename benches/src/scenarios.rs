@@ -422,23 +422,8 @@ pub fn raw_baseline(
     max: Duration,
 ) -> BenchResult<RawResult> {
     let chunk = (bytes / syncs).max(1);
-    let buf = vec![0x5au8; chunk as usize];
-    let file = tempfile::Builder::new()
-        .prefix("raw-baseline-")
-        .tempfile_in(parent)
-        .map_err(err("raw baseline file"))?;
-    let mut f = file.as_file();
-    let t0 = Instant::now();
-    let mut done = 0u64;
-    while done < syncs {
-        f.write_all(&buf).map_err(err("raw append"))?;
-        f.sync_data().map_err(err("raw fdatasync"))?;
-        done += 1;
-        if t0.elapsed() > max {
-            break;
-        }
-    }
-    let measured = t0.elapsed();
+    let (done, measured) =
+        append_sync_loop(parent, "raw-baseline-", chunk as usize, syncs, max, |_| {})?;
     let truncated = done < syncs;
     // Time for all `syncs` appends, extrapolated when cut short.
     let elapsed = measured.as_secs_f64() * syncs as f64 / done as f64;
@@ -473,27 +458,52 @@ pub struct DiskSyncResult {
 /// Appends `DISK_PROBE_CHUNK_BYTES` + `fdatasync` to a fresh file in `dir`, from one thread,
 /// one after another, for `duration` (at most `DISK_PROBE_SYNCS_MAX` times), timing each.
 pub fn disk_sync_probe(dir: &Path, duration: Duration) -> BenchResult<DiskSyncResult> {
-    let buf = vec![0x5au8; DISK_PROBE_CHUNK_BYTES];
-    let file = tempfile::Builder::new()
-        .prefix("disk-probe-")
-        .tempfile_in(dir)
-        .map_err(err("disk probe file"))?;
-    let mut f = file.as_file();
     let mut h = hist::new_hist();
-    let t0 = Instant::now();
-    let mut done = 0u64;
-    while done < DISK_PROBE_SYNCS_MAX && t0.elapsed() < duration {
-        let t = Instant::now();
-        f.write_all(&buf).map_err(err("disk probe append"))?;
-        f.sync_data().map_err(err("disk probe fdatasync"))?;
-        hist::record(&mut h, t.elapsed().as_nanos() as u64);
-        done += 1;
-    }
+    let (_, elapsed) = append_sync_loop(
+        dir,
+        "disk-probe-",
+        DISK_PROBE_CHUNK_BYTES,
+        DISK_PROBE_SYNCS_MAX,
+        duration,
+        |took| hist::record(&mut h, took.as_nanos() as u64),
+    )?;
     Ok(DiskSyncResult {
         chunk_bytes: DISK_PROBE_CHUNK_BYTES,
-        elapsed_s: t0.elapsed().as_secs_f64(),
+        elapsed_s: elapsed.as_secs_f64(),
         latency: hist::summarize(&h),
     })
+}
+
+/// Appends `chunk` bytes to a fresh file in `parent` followed by `fdatasync`, one pair after
+/// another from this thread, until `appends` pairs are done or `max` has passed (at least one
+/// pair runs); `each` gets every pair's duration. Returns the pairs done and the time taken.
+fn append_sync_loop(
+    parent: &Path,
+    prefix: &str,
+    chunk: usize,
+    appends: u64,
+    max: Duration,
+    mut each: impl FnMut(Duration),
+) -> BenchResult<(u64, Duration)> {
+    let buf = vec![0x5au8; chunk];
+    let file = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempfile_in(parent)
+        .map_err(err("append+fdatasync file"))?;
+    let mut f = file.as_file();
+    let t0 = Instant::now();
+    let mut done = 0u64;
+    while done < appends {
+        let t = Instant::now();
+        f.write_all(&buf).map_err(err("append"))?;
+        f.sync_data().map_err(err("fdatasync"))?;
+        each(t.elapsed());
+        done += 1;
+        if t0.elapsed() > max {
+            break;
+        }
+    }
+    Ok((done, t0.elapsed()))
 }
 
 // ---------------------------------------------------------------------------------------------
