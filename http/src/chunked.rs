@@ -1,5 +1,6 @@
 //! Incremental decoder for the chunked transfer coding (RFC 9112 §7.1). Pure: fed byte slices,
-//! appends decoded data to a buffer, never performs I/O.
+//! it hands out the payload in place (`decode_span`) or appends it to a buffer (`decode`);
+//! never performs I/O. The server reads request bodies with it, the load generator responses.
 //!
 //! Chunk extensions are skipped (bounded by `CHUNK_LINE_BYTES_MAX`); trailer fields are
 //! skipped (bounded by the head size limit).
@@ -33,21 +34,33 @@ enum State {
 
 /// Why a chunked body was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ChunkedError {
+pub enum ChunkedError {
     /// Syntax error: 400.
     Malformed(&'static str),
     /// Decoded body exceeds the limit: 413.
     TooLarge,
 }
 
+impl std::fmt::Display for ChunkedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChunkedError::Malformed(why) => write!(f, "malformed chunked body: {why}"),
+            ChunkedError::TooLarge => f.write_str("chunked body exceeds its size limit"),
+        }
+    }
+}
+
 /// Decoder state plus the limits it enforces.
-#[derive(Debug)]
-pub(crate) struct ChunkedDecoder {
+#[derive(Clone, Debug)]
+pub struct ChunkedDecoder {
     state: State,
     line_bytes: usize,
     trailer_bytes: usize,
+    /// Payload bytes handed out so far.
+    decoded: u64,
     body_bytes_max: usize,
     trailer_bytes_max: usize,
+    line_bytes_max: usize,
 }
 
 impl ChunkedDecoder {
@@ -58,9 +71,18 @@ impl ChunkedDecoder {
             state: State::Size { size: 0, digits: 0 },
             line_bytes: 0,
             trailer_bytes: 0,
+            decoded: 0,
             body_bytes_max,
             trailer_bytes_max,
+            line_bytes_max: CHUNK_LINE_BYTES_MAX,
         }
+    }
+
+    /// Allows at most `n` bytes of chunk extensions on a size line (default
+    /// `CHUNK_LINE_BYTES_MAX`).
+    pub fn with_line_bytes_max(mut self, n: usize) -> ChunkedDecoder {
+        self.line_bytes_max = n;
+        self
     }
 
     /// Whether the terminating chunk and trailers have been consumed.
@@ -73,27 +95,41 @@ impl ChunkedDecoder {
     /// next pipelined request) unconsumed.
     pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, ChunkedError> {
         let mut i = 0;
+        loop {
+            let (n, payload) = self.decode_span(&input[i..])?;
+            out.extend_from_slice(payload);
+            i += n;
+            if n == 0 || i == input.len() || self.is_done() {
+                return Ok(i);
+            }
+        }
+    }
+
+    /// Consumes bytes from the start of `input` up to the end of one payload span, the end of
+    /// the body, or the end of `input`: returns how many were consumed and the payload among
+    /// them (a sub-slice of `input`, possibly empty), without copying it.
+    pub fn decode_span<'a>(&mut self, input: &'a [u8]) -> Result<(usize, &'a [u8]), ChunkedError> {
+        let mut i = 0;
         while i < input.len() && self.state != State::Done {
             if let State::Data { remaining } = self.state {
                 let n = (input.len() - i).min(usize::try_from(remaining).unwrap_or(usize::MAX));
-                out.extend_from_slice(&input[i..i + n]);
-                i += n;
                 let remaining = remaining - n as u64;
                 self.state = if remaining == 0 {
                     State::DataCr
                 } else {
                     State::Data { remaining }
                 };
-                continue;
+                self.decoded += n as u64;
+                return Ok((i + n, &input[i..i + n]));
             }
-            self.step(input[i], out.len())?;
+            self.step(input[i])?;
             i += 1;
         }
-        Ok(i)
+        Ok((i, &[]))
     }
 
     /// Advances over one byte outside chunk data.
-    fn step(&mut self, b: u8, decoded_len: usize) -> Result<(), ChunkedError> {
+    fn step(&mut self, b: u8) -> Result<(), ChunkedError> {
         use ChunkedError::Malformed;
         self.state = match self.state {
             State::Size { size, digits } => match hex(b) {
@@ -108,14 +144,14 @@ impl ChunkedDecoder {
                 }
                 None if digits == 0 => return Err(Malformed("invalid chunk size")),
                 None => {
-                    self.check_size(size, decoded_len)?;
+                    self.check_size(size)?;
                     self.line_bytes = 0;
                     self.after_size(b, size)?
                 }
             },
             State::Extension { size } => {
                 self.line_bytes += 1;
-                if self.line_bytes > CHUNK_LINE_BYTES_MAX {
+                if self.line_bytes > self.line_bytes_max {
                     return Err(Malformed("chunk extension too long"));
                 }
                 self.after_size(b, size)?
@@ -125,7 +161,7 @@ impl ChunkedDecoder {
                 (b'\n', size) => State::Data { remaining: size },
                 _ => return Err(Malformed("invalid chunk size line")),
             },
-            State::Data { .. } => unreachable!("data bytes are copied in bulk by decode"),
+            State::Data { .. } => unreachable!("data bytes are handed out by decode_span"),
             State::DataCr if b == b'\r' => State::DataLf,
             State::DataLf if b == b'\n' => State::Size { size: 0, digits: 0 },
             State::DataCr | State::DataLf => {
@@ -158,8 +194,8 @@ impl ChunkedDecoder {
         }
     }
 
-    fn check_size(&self, size: u64, decoded_len: usize) -> Result<(), ChunkedError> {
-        let total = (decoded_len as u64).saturating_add(size);
+    fn check_size(&self, size: u64) -> Result<(), ChunkedError> {
+        let total = self.decoded.saturating_add(size);
         if total > self.body_bytes_max as u64 {
             return Err(ChunkedError::TooLarge);
         }

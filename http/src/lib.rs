@@ -29,6 +29,7 @@ mod subject;
 pub mod tls;
 mod write;
 
+pub use chunked::{ChunkedDecoder, ChunkedError};
 pub use limits::{Limits, HEADER_COUNT_HARD_MAX};
 pub use request::{parse_query, ClientIdentity, Headers, Method, Request};
 pub use response::{status_body, status_response, Body, Chunk, Piece, Response};
@@ -84,13 +85,12 @@ pub fn decode_chunked(
     bytes: &[u8],
     body_bytes_max: usize,
 ) -> Result<Option<(Vec<u8>, usize)>, u16> {
-    let mut decoder =
-        chunked::ChunkedDecoder::new(body_bytes_max, Limits::default().header_bytes_max);
+    let mut decoder = ChunkedDecoder::new(body_bytes_max, Limits::default().header_bytes_max);
     let mut out = Vec::new();
     match decoder.decode(bytes, &mut out) {
         Ok(n) if decoder.is_done() => Ok(Some((out, n))),
         Ok(_) => Ok(None),
-        Err(chunked::ChunkedError::TooLarge) => Err(413),
-        Err(chunked::ChunkedError::Malformed(_)) => Err(400),
+        Err(ChunkedError::TooLarge) => Err(413),
+        Err(ChunkedError::Malformed(_)) => Err(400),
     }
 }

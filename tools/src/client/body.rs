@@ -1,9 +1,10 @@
-//! Response body framing: a body of a known length, a chunked body (an incremental decoder
-//! that hands out chunk payloads in place, without copying), or one that ends when the server
-//! closes the connection. Pure: fed bytes, it says how many it consumed and which of them are
+//! Response body framing: a body of a known length, a chunked body (keel-http's incremental
+//! decoder, which hands out chunk payloads in place, without copying), or one that ends when
+//! the server closes the connection. Pure: fed bytes, it says how many it consumed and which of them are
 //! payload.
 
 use crate::limits;
+use keel_http::ChunkedDecoder;
 
 /// How a response body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,198 +19,19 @@ pub enum Framing {
     UntilClose,
 }
 
-/// Where a chunked decoder is in the body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Reading the hex chunk size.
-    Size,
-    /// Skipping chunk extensions up to the end of the size line.
-    Ext,
-    /// Expecting `\n` after the size line's `\r`.
-    SizeLf,
-    /// Inside a chunk's payload.
-    Data,
-    /// Expecting `\r` after a payload.
-    DataCr,
-    /// Expecting `\n` after a payload.
-    DataLf,
-    /// At the start of a trailer line (or of the final empty line).
-    TrailerStart,
-    /// Inside a trailer line.
-    Trailer,
-    /// Expecting the final `\n`.
-    EndLf,
-    /// The body is complete.
-    Done,
-}
-
-/// An incremental decoder of `Transfer-Encoding: chunked`. Bytes may be split anywhere.
-#[derive(Debug, Clone)]
-pub struct Chunked {
-    state: State,
-    /// Chunk size being read, then payload bytes left in the chunk.
-    size: u64,
-    /// Hex digits of the size read so far.
-    digits: u32,
-    /// Bytes of the current size line, or of all trailers.
-    line: usize,
-}
-
-impl Default for Chunked {
-    fn default() -> Chunked {
-        Chunked::new()
-    }
-}
-
-/// Most hex digits of a chunk size (16 fill a u64).
-const CHUNK_SIZE_DIGITS_MAX: u32 = 15;
-
-impl Chunked {
-    pub fn new() -> Chunked {
-        Chunked {
-            state: State::Size,
-            size: 0,
-            digits: 0,
-            line: 0,
-        }
-    }
-
-    /// True once the last chunk and the trailers were read.
-    pub fn is_done(&self) -> bool {
-        self.state == State::Done
-    }
-
-    /// Decodes from the start of `input`: returns how many bytes were consumed and the payload
-    /// found among them (a sub-slice of `input`, possibly empty). Consumes either all of
-    /// `input`, or up to the end of one payload span, or up to the end of the body.
-    pub fn decode<'a>(&mut self, input: &'a [u8]) -> Result<(usize, &'a [u8]), String> {
-        let mut i = 0;
-        while i < input.len() {
-            if self.state == State::Data {
-                let take = (self.size.min((input.len() - i) as u64)) as usize;
-                self.size -= take as u64;
-                if self.size == 0 {
-                    self.state = State::DataCr;
-                }
-                return Ok((i + take, &input[i..i + take]));
-            }
-            if self.state == State::Done {
-                break;
-            }
-            self.framing_byte(input[i])?;
-            i += 1;
-        }
-        Ok((i, &[]))
-    }
-
-    /// One byte outside payloads.
-    fn framing_byte(&mut self, b: u8) -> Result<(), String> {
-        match self.state {
-            State::Size | State::Ext => {
-                self.line += 1;
-                if self.line > limits::CHUNK_LINE_BYTES_MAX {
-                    return Err("chunk size line too long".into());
-                }
-                if self.state == State::Size {
-                    self.size_byte(b)
-                } else {
-                    self.ext_byte(b)
-                }
-            }
-            State::SizeLf => {
-                expect(b, b'\n', "chunk size line")?;
-                self.line_end()
-            }
-            State::DataCr => {
-                self.state = State::DataLf;
-                expect(b, b'\r', "chunk payload")
-            }
-            State::DataLf => {
-                self.state = State::Size;
-                (self.size, self.digits, self.line) = (0, 0, 0);
-                expect(b, b'\n', "chunk payload")
-            }
-            State::TrailerStart | State::Trailer => self.trailer_byte(b),
-            State::EndLf => {
-                self.state = State::Done;
-                expect(b, b'\n', "chunked body")
-            }
-            State::Data | State::Done => Ok(()),
-        }
-    }
-
-    fn size_byte(&mut self, b: u8) -> Result<(), String> {
-        let digit = match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            b'A'..=b'F' => b - b'A' + 10,
-            b';' | b' ' | b'\t' if self.digits > 0 => {
-                self.state = State::Ext;
-                return Ok(());
-            }
-            b'\r' if self.digits > 0 => {
-                self.state = State::SizeLf;
-                return Ok(());
-            }
-            _ => return Err(format!("bad chunk size byte {b:#04x}")),
-        };
-        self.digits += 1;
-        if self.digits > CHUNK_SIZE_DIGITS_MAX {
-            return Err("chunk size too large".into());
-        }
-        self.size = self.size << 4 | u64::from(digit);
-        Ok(())
-    }
-
-    fn ext_byte(&mut self, b: u8) -> Result<(), String> {
-        match b {
-            b'\r' => self.state = State::SizeLf,
-            b'\n' => return Err("bare LF in a chunk size line".into()),
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// The end of a size line: a payload follows, or the trailers after the last chunk.
-    fn line_end(&mut self) -> Result<(), String> {
-        if self.size == 0 {
-            self.state = State::TrailerStart;
-            self.line = 0;
-        } else {
-            self.state = State::Data;
-        }
-        Ok(())
-    }
-
-    fn trailer_byte(&mut self, b: u8) -> Result<(), String> {
-        self.line += 1;
-        if self.line > limits::TRAILER_BYTES_MAX {
-            return Err("chunked trailers too long".into());
-        }
-        match (self.state, b) {
-            (State::TrailerStart, b'\r') => self.state = State::EndLf,
-            (_, b'\n') => self.state = State::TrailerStart,
-            _ => self.state = State::Trailer,
-        }
-        Ok(())
-    }
-}
-
-fn expect(b: u8, want: u8, what: &str) -> Result<(), String> {
-    if b == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "malformed {what}: {b:#04x} where {want:#04x} belongs"
-        ))
-    }
+/// The chunked decoder (keel-http's, also the server's request-body decoder) with the load
+/// generator's limits: no bound on the body, `CHUNK_LINE_BYTES_MAX` of extensions on a size
+/// line, `TRAILER_BYTES_MAX` of trailers.
+fn chunked() -> ChunkedDecoder {
+    ChunkedDecoder::new(usize::MAX, limits::TRAILER_BYTES_MAX)
+        .with_line_bytes_max(limits::CHUNK_LINE_BYTES_MAX)
 }
 
 /// Decodes one response body of any framing.
 #[derive(Debug, Clone)]
 pub enum BodyDecoder {
     Length(u64),
-    Chunked(Chunked),
+    Chunked(ChunkedDecoder),
     UntilClose,
 }
 
@@ -218,7 +40,7 @@ impl BodyDecoder {
         match framing {
             Framing::Empty => BodyDecoder::Length(0),
             Framing::Length(n) => BodyDecoder::Length(n),
-            Framing::Chunked => BodyDecoder::Chunked(Chunked::new()),
+            Framing::Chunked => BodyDecoder::Chunked(chunked()),
             Framing::UntilClose => BodyDecoder::UntilClose,
         }
     }
@@ -232,7 +54,8 @@ impl BodyDecoder {
         }
     }
 
-    /// As `Chunked::decode`, for any framing.
+    /// As `ChunkedDecoder::decode_span`, for any framing: how many bytes of `input` were
+    /// consumed and the payload among them (a sub-slice of `input`, possibly empty).
     pub fn decode<'a>(&mut self, input: &'a [u8]) -> Result<(usize, &'a [u8]), String> {
         match self {
             BodyDecoder::Length(n) => {
@@ -240,7 +63,7 @@ impl BodyDecoder {
                 *n -= take as u64;
                 Ok((take, &input[..take]))
             }
-            BodyDecoder::Chunked(c) => c.decode(input),
+            BodyDecoder::Chunked(c) => c.decode_span(input).map_err(|e| e.to_string()),
             BodyDecoder::UntilClose => Ok((input.len(), input)),
         }
     }
@@ -286,7 +109,7 @@ mod tests {
     }
 
     fn chunked(input: &[u8]) -> Result<(Vec<u8>, bool, usize), String> {
-        let mut d = BodyDecoder::Chunked(Chunked::new());
+        let mut d = BodyDecoder::Chunked(super::chunked());
         let (out, left) = run(&mut d, input, &[])?;
         Ok((out, d.is_done(), left))
     }

@@ -16,7 +16,7 @@ mod target;
 #[cfg(test)]
 mod tests;
 
-pub use body::{BodyDecoder, Chunked, Framing};
+pub use body::{BodyDecoder, Framing};
 pub use head::Head;
 pub use request::Method;
 
