@@ -219,6 +219,10 @@ impl Engine {
                     dir,
                     r,
                     opts.sync,
+                    shard::Linger {
+                        max: opts.commit_linger,
+                        gate: opts.commit_linger_gate,
+                    },
                     opts.limits.clone(),
                     seq.clone(),
                 ))
@@ -267,6 +271,15 @@ impl Engine {
     pub fn close(mut self) -> Result<(), Error> {
         self.shutdown();
         Ok(())
+    }
+
+    /// Refuses new writes (`Error::Closed`) and has every shard flush and acknowledge what is
+    /// pending, without waiting for it: a lingering batch is synced at once. Reads and
+    /// watches keep working; `close` (or drop) then waits for the flushers.
+    pub fn stop_writes(&self) {
+        for s in &self.inner.shards {
+            s.shutdown();
+        }
     }
 
     fn shutdown(&mut self) {

@@ -42,6 +42,23 @@ pub const RANK_CACHE_SNAPSHOTS_MAX: usize = 16;
 /// Time slice the commit-path threads (the shard flushers) ask the kernel for, so that they
 /// run promptly when woken on a busy machine (see `sched.rs`); 0.1 ms is the kernel's minimum.
 pub const COMMIT_THREAD_SLICE: Duration = Duration::from_micros(100);
+/// How long a busy shard's flusher waits for more writes before a sync (see
+/// `Shard::flusher_loop`). A sync costs ~0.1-0.2 ms of CPU on a VM whatever it commits, so on
+/// a CPU-bound server larger batches are more throughput; writers wait at most this much
+/// longer. Measured on 2 cores, 64 HTTPS clients creating 1 KiB ConfigMaps: no linger 16-20k
+/// creates/s (1.4 records per sync), 300 µs 19-23k, 600 µs 21-27k, 1 ms 22-25k.
+pub const COMMIT_LINGER_DEFAULT: Duration = Duration::from_micros(500);
+/// Pending bytes that end a linger early: the batch is big enough to amortise its sync.
+pub const COMMIT_LINGER_BYTES_MAX: usize = 256 * 1024;
+/// Records a linger must gain on average for a shard to keep lingering: fewer means its
+/// writers are all waiting on the batch already, and a linger only delays them.
+pub const COMMIT_LINGER_GAIN_MIN: f64 = 2.0;
+/// A shard with nothing to write for this long is no longer busy: its next write is
+/// synced at once. Shorter idle gaps are the writers' own work between their writes.
+pub const COMMIT_LINGER_IDLE_RESET: Duration = Duration::from_millis(10);
+/// A shard whose lingers stopped gaining records still lingers once every this many
+/// batches, to notice when more writers arrive.
+pub const COMMIT_LINGER_PROBE_EVERY: u64 = 16;
 /// History kept for exact-revision reads, paginated lists and watch resumption.
 pub const HISTORY_DEFAULT: Duration = Duration::from_secs(5 * 60);
 /// A segment whose live bytes fall below this fraction of its size is rewritten.

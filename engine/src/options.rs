@@ -33,6 +33,15 @@ pub struct Options {
     /// Number of shards; fixed when the store is created (stored in `<dir>/shards`).
     pub shards: usize,
     pub sync: SyncMode,
+    /// With `SyncMode::Always`: how long a busy shard waits for more writes before a sync
+    /// (group commit linger; `Duration::ZERO` syncs as soon as the flusher is free). A lone
+    /// writer is never delayed; see `Shard::flusher_loop`.
+    pub commit_linger: Duration,
+    /// When set, a busy shard lingers only while this answers true: the server passes
+    /// "the serving cores are saturated", so that syncs are amortised only when their CPU is
+    /// needed elsewhere and a lightly loaded server commits at once. `None`: linger whenever
+    /// the shard is busy.
+    pub commit_linger_gate: Option<fn() -> bool>,
     /// How long every version is kept for exact-revision reads and watch resumption.
     pub history: Duration,
     /// How often the background task compacts history older than `history` and rewrites
@@ -44,7 +53,8 @@ pub struct Options {
 }
 
 impl Options {
-    /// Defaults: one shard per core, `SyncMode::Always`, 5 minutes of history.
+    /// Defaults: one shard per core, `SyncMode::Always` with a 500 µs commit linger, 5 minutes
+    /// of history.
     pub fn new(dir: impl Into<PathBuf>) -> Options {
         Options {
             dir: dir.into(),
@@ -52,6 +62,8 @@ impl Options {
                 .map(|n| n.get())
                 .unwrap_or(1),
             sync: SyncMode::Always,
+            commit_linger: crate::limits::COMMIT_LINGER_DEFAULT,
+            commit_linger_gate: None,
             history: crate::limits::HISTORY_DEFAULT,
             maintenance_interval: Some(Duration::from_secs(10)),
             rewrite_live_ratio: crate::limits::REWRITE_LIVE_RATIO_DEFAULT,

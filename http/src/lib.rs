@@ -20,6 +20,7 @@
 mod chunked;
 mod conn;
 mod limits;
+pub mod load;
 mod parse;
 mod request;
 mod response;

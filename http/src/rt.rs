@@ -170,6 +170,8 @@ where
 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(crate::load::parking)
+        .on_thread_unpark(crate::load::unparked)
         .build()?;
     std::thread::Builder::new()
         .name(format!("keel-http-{index}"))
@@ -178,8 +180,10 @@ where
             if pin {
                 pin_current_thread(index);
             }
+            crate::load::register_core();
             let local = tokio::task::LocalSet::new();
             local.block_on(&runtime, main());
+            crate::load::unregister_core();
         })
 }
 

@@ -77,6 +77,12 @@ pub struct Options {
     #[arg(long, default_value = "always")]
     pub sync: String,
 
+    /// With `--sync always`: how long a busy shard waits for more writes before an
+    /// fdatasync, so that concurrent writes share it (`0` syncs at once). A lone writer is
+    /// never delayed; concurrent writers wait at most this much longer for more throughput.
+    #[arg(long, default_value = "500us", value_parser = parse_duration)]
+    pub commit_linger: Duration,
+
     /// Storage shards (default: one per core). Fixed when the store is created.
     #[arg(long)]
     pub shards: Option<usize>,
@@ -134,6 +140,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut rest = s.trim();
     if rest.is_empty() {
         return Err("empty duration".into());
+    }
+    if rest == "0" {
+        return Ok(Duration::ZERO); // Go's one unitless duration
     }
     while !rest.is_empty() {
         let digits = rest
@@ -250,6 +259,8 @@ mod tests {
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("").is_err());

@@ -96,6 +96,8 @@ pub fn run(opts: Options) -> Result<(), String> {
         eo.shards = n.max(1);
     }
     eo.sync = opts.sync.parse().expect("validated");
+    eo.commit_linger = opts.commit_linger;
+    eo.commit_linger_gate = Some(keel_http::load::saturated);
     eo.history = opts.watch_history;
     eo.maintenance_interval = Some(
         opts.storage_maintenance_interval
