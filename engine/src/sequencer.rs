@@ -90,7 +90,7 @@ impl Sequencer {
     /// acknowledges its writers.
     pub fn finish_slots(&self, items: impl IntoIterator<Item = (Revision, Option<Finished>)>) {
         let mut ready: Vec<Finished> = Vec::new();
-        {
+        let woken = {
             let mut st = self.state.lock();
             for (rev, f) in items {
                 assert!(
@@ -122,16 +122,17 @@ impl Sequencer {
             }
             // Published under the lock so the ring receives events in revision order; the
             // push stamps them visible (`Event::visible_at`, one clock read for the run).
-            self.hub.push(ready.iter().filter_map(|f| f.event.clone()));
+            let woken = self.hub.push(ready.iter().filter_map(|f| f.event.clone()));
             self.visible.store(st.base - 1, Ordering::Release);
-        }
+            woken
+        };
         self.visible_changed.notify_all();
         // Acknowledge first: a handful of writers, while waking the watchers can mean a
         // thousand wakers, which the writers need not wait for.
         for f in ready {
             f.completion.complete(f.result);
         }
-        self.hub.wake_all();
+        crate::watch::wake(woken);
     }
 
     /// Revisions allocated and not yet visible.

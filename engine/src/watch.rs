@@ -67,10 +67,35 @@ impl Ring {
     }
 }
 
+/// A watcher waiting for events: registered when it found nothing to read at the ring's head
+/// (`seq` S, say); each push matches its new events against `prefix`.
+struct Waiting {
+    prefix: Arc<[u8]>,
+    /// Taken (and woken) when an event under `prefix` is pushed.
+    waker: Option<Waker>,
+    /// The sequence number of the first pushed event under `prefix`, once there is one:
+    /// the events in `[S, matched_at)` do not concern the watcher.
+    matched_at: Option<u64>,
+}
+
+/// Prefix tests one push may make to decide whom to wake; beyond it every waiting watcher
+/// is woken to look for itself (as if each event matched everyone), so a push of many
+/// events among many watchers holds the ring's write lock for bounded time.
+const WAKE_MATCH_CHECKS_MAX: usize = 1 << 16;
+
+/// Wakes the wakers `Hub::push` took.
+pub fn wake(wakers: Vec<Waker>) {
+    for w in wakers {
+        w.wake();
+    }
+}
+
 /// The broadcast hub. One per store.
 pub struct Hub {
     ring: RwLock<Ring>,
-    wakers: Mutex<HashMap<u64, Waker>>,
+    /// Watchers waiting for events, by id (see `Waiting`). Lock order: `ring`, then
+    /// `wakers`.
+    wakers: Mutex<HashMap<u64, Waiting>>,
     ring_events_max: usize,
     backlog_events_max: usize,
     watchers_max: usize,
@@ -99,52 +124,108 @@ impl Hub {
         }
     }
 
-    /// Publishes committed events and wakes the watchers.
+    /// Publishes committed events and wakes the watchers they concern.
     pub fn publish(&self, events: impl IntoIterator<Item = Arc<Event>>) {
-        self.push(events);
-        self.wake_all();
+        let woken = self.push(events);
+        wake(woken);
     }
 
-    /// Appends committed events to the ring without waking anyone. Callers push in revision
-    /// order, one at a time (the sequencer holds its lock). This is the instant the events
-    /// become visible to watchers: each is stamped with it (`Event::visible_at`, one clock
-    /// read per push, taken under the ring's write lock so no watcher sees an unstamped event).
-    pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>) {
-        {
-            let mut ring = self.ring.write();
-            let stamp = VisibleStamp::now();
-            for e in events {
-                e.set_visible_at(stamp);
-                if let Some(last) = ring.events.back() {
-                    assert!(
-                        e.revision() > last.revision(),
-                        "events published out of order: {} after {}",
-                        e.revision(),
-                        last.revision()
-                    );
-                }
-                ring.events.push_back(e);
-                if ring.events.len() > self.ring_events_max {
-                    let old = ring.events.pop_front().expect("ring not empty");
-                    ring.floor = old.revision();
-                    ring.first_seq += 1;
-                }
+    /// Appends committed events to the ring and takes the wakers of the waiting watchers
+    /// they concern, for the caller to `wake` (after acknowledging its writers, say). Callers
+    /// push in revision order, one at a time (the sequencer holds its lock). This is the
+    /// instant the events become visible to watchers: each is stamped with it
+    /// (`Event::visible_at`, one clock read per push, taken under the ring's write lock so no
+    /// watcher sees an unstamped event).
+    ///
+    /// Waiting watchers are matched against the events under the same write lock, so a
+    /// watcher that reads the ring sees every event in it already matched: one that is still
+    /// waiting knows that nothing since it began waiting concerns it (`take_skip`), and skips
+    /// ahead instead of scanning (or lagging behind) a busy store's other keys.
+    #[must_use = "the wakers must be woken"]
+    pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>) -> Vec<Waker> {
+        let mut ring = self.ring.write();
+        let first_new = ring.head_seq();
+        let stamp = VisibleStamp::now();
+        for e in events {
+            e.set_visible_at(stamp);
+            if let Some(last) = ring.events.back() {
+                assert!(
+                    e.revision() > last.revision(),
+                    "events published out of order: {} after {}",
+                    e.revision(),
+                    last.revision()
+                );
+            }
+            ring.events.push_back(e);
+            if ring.events.len() > self.ring_events_max {
+                let old = ring.events.pop_front().expect("ring not empty");
+                ring.floor = old.revision();
+                ring.first_seq += 1;
             }
         }
+        let head = ring.head_seq();
+        if head == first_new {
+            return Vec::new();
+        }
+        let mut waiting = self.wakers.lock();
+        if waiting.is_empty() {
+            return Vec::new();
+        }
+        // The new events still in the ring (all of them unless one push overflowed it).
+        let from = first_new.max(ring.first_seq);
+        let new = ring
+            .events
+            .range((from - ring.first_seq) as usize..)
+            .map(|e| e.kv.key());
+        let checks = waiting.len().saturating_mul((head - from) as usize);
+        let filter = from == first_new && checks <= WAKE_MATCH_CHECKS_MAX;
+        let mut woken = Vec::new();
+        for w in waiting.values_mut() {
+            if w.matched_at.is_some() {
+                continue;
+            }
+            let matched = if filter {
+                new.clone().position(|k| has_prefix(k, &w.prefix))
+            } else {
+                Some(0) // too much to match, or events left unseen: wake it to look
+            };
+            if let Some(i) = matched {
+                w.matched_at = Some(from + i as u64);
+                woken.extend(w.waker.take());
+            }
+        }
+        woken
     }
 
-    /// Wakes every watcher waiting for events.
+    /// Wakes every waiting watcher.
     pub fn wake_all(&self) {
-        let wakers: Vec<Waker> = {
-            let mut w = self.wakers.lock();
-            if w.is_empty() {
-                return;
-            }
-            w.drain().map(|(_, w)| w).collect()
+        let woken: Vec<Waker> = {
+            let mut waiting = self.wakers.lock();
+            waiting.drain().filter_map(|(_, w)| w.waker).collect()
         };
-        for w in wakers {
-            w.wake();
-        }
+        wake(woken);
+    }
+
+    /// Registers watcher `id`, whose next event to read is the ring's head, as waiting for
+    /// events under `prefix`. The caller holds the ring's read lock and has checked that its
+    /// position is the head, so every later push matches against it.
+    fn wait_for_events(&self, id: u64, prefix: &Arc<[u8]>, waker: &Waker) {
+        self.wakers.lock().insert(
+            id,
+            Waiting {
+                prefix: prefix.clone(),
+                waker: Some(waker.clone()),
+                matched_at: None,
+            },
+        );
+    }
+
+    /// For watcher `id` reading the ring whose head is `head` (caller holds the ring's read
+    /// lock): the position it may skip to because the events before it were matched against
+    /// its prefix and did not concern it, and ends its wait.
+    fn take_skip(&self, id: u64, head: u64) -> Option<u64> {
+        let w = self.wakers.lock().remove(&id)?;
+        Some(w.matched_at.unwrap_or(head))
     }
 
     /// Ends every watcher with `WatchError::Closed`.
@@ -191,7 +272,7 @@ impl Hub {
         Ok(Watcher {
             hub: self.clone(),
             source,
-            prefix: prefix.to_vec(),
+            prefix: Arc::from(prefix),
             id: self.next_watcher_id.fetch_add(1, Ordering::Relaxed),
             state,
         })
@@ -216,7 +297,7 @@ enum WatchState {
 pub struct Watcher {
     hub: Arc<Hub>,
     source: Arc<dyn HistorySource>,
-    prefix: Vec<u8>,
+    prefix: Arc<[u8]>,
     id: u64,
     state: WatchState,
 }
@@ -273,10 +354,17 @@ impl Watcher {
                 WatchState::Live { next_seq } => next_seq,
                 _ => continue,
             };
-            self.hub.wakers.lock().insert(self.id, cx.waker().clone());
-            let head = self.hub.ring.read().head_seq();
-            if head == seq_seen && !self.hub.closed.load(Ordering::SeqCst) {
-                return Poll::Pending;
+            {
+                // Registered under the ring's read lock at the head: no push comes between
+                // what this watcher has read and what it will be matched against.
+                let ring = self.hub.ring.read();
+                if ring.head_seq() == seq_seen {
+                    self.hub.wait_for_events(self.id, &self.prefix, cx.waker());
+                    // Checked after registering: a close after this check wakes it.
+                    if !self.hub.closed.load(Ordering::SeqCst) {
+                        return Poll::Pending;
+                    }
+                }
             }
         }
     }
@@ -364,6 +452,10 @@ impl Watcher {
                 WatchState::Live { next_seq } => {
                     let ring = self.hub.ring.read();
                     let head = ring.head_seq();
+                    let next_seq = match self.hub.take_skip(self.id, head) {
+                        Some(skip) => next_seq.max(skip),
+                        None => next_seq,
+                    };
                     if next_seq < ring.first_seq {
                         let behind = head - next_seq;
                         drop(ring);
@@ -588,11 +680,182 @@ mod tests {
         assert_eq!(unpublished.visible_at(), None);
         let before = Instant::now();
         let published = Arc::new(Event::new(EventKind::Put, kv, None));
-        hub.push([published.clone()]);
+        super::wake(hub.push([published.clone()]));
         let at = published.visible_at().expect("pushed events are stamped");
         assert!(at >= before && at <= Instant::now());
         let copy = (*published).clone();
         assert_eq!(copy.visible_at(), Some(at));
         assert_eq!(copy, unpublished);
+    }
+
+    /// A history source for hubs that start at revision 0 with nothing older.
+    struct NoHistory;
+
+    impl super::HistorySource for NoHistory {
+        fn read_history(
+            &self,
+            _prefix: &[u8],
+            _after: Revision,
+            upto: Revision,
+            _max: usize,
+            _out: &mut Vec<Arc<Event>>,
+        ) -> Result<Revision, crate::WatchError> {
+            Ok(upto)
+        }
+
+        fn compacted_revision(&self) -> Revision {
+            Revision::ZERO
+        }
+    }
+
+    /// Counts how often it is woken.
+    struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    struct Harness {
+        hub: Arc<super::Hub>,
+        rev: u64,
+    }
+
+    impl Harness {
+        /// A hub whose ring keeps `ring` events and lets a watcher fall `ring` behind.
+        fn new(ring: usize) -> Harness {
+            let limits = Limits {
+                watch_ring_events_max: ring,
+                watcher_backlog_events_max: ring,
+                ..Limits::default()
+            };
+            Harness {
+                hub: Arc::new(super::Hub::new(&limits, Revision::ZERO)),
+                rev: 0,
+            }
+        }
+
+        fn watch(&self, prefix: &[u8]) -> super::Watcher {
+            self.hub
+                .watch(Arc::new(NoHistory), prefix, Revision::ZERO)
+                .expect("watch")
+        }
+
+        /// Publishes one event per key, in one push.
+        fn publish(&mut self, keys: &[String]) {
+            let events: Vec<Arc<Event>> = keys
+                .iter()
+                .map(|k| {
+                    self.rev += 1;
+                    let kv = KeyValue::from_parts(k.as_bytes(), b"v", Revision(self.rev));
+                    Arc::new(Event::new(EventKind::Put, kv, None))
+                })
+                .collect();
+            self.hub.publish(events);
+        }
+    }
+
+    /// Polls `w` once with a counting waker; the revisions it got, or `None` if pending.
+    fn poll_once(
+        w: &mut super::Watcher,
+        waker: &Arc<CountingWaker>,
+    ) -> Option<Result<Vec<u64>, crate::WatchError>> {
+        let waker = std::task::Waker::from(waker.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut got = Vec::new();
+        match w.poll_visit(&mut cx, |e| got.push(e.revision().get())) {
+            std::task::Poll::Ready(Ok(_)) => Some(Ok(got)),
+            std::task::Poll::Ready(Err(e)) => Some(Err(e)),
+            std::task::Poll::Pending => None,
+        }
+    }
+
+    fn keys(prefix: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    fn counting() -> Arc<CountingWaker> {
+        Arc::new(CountingWaker(std::sync::atomic::AtomicUsize::new(0)))
+    }
+
+    fn wakes(w: &Arc<CountingWaker>) -> usize {
+        w.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_waiting_watcher_is_woken_only_by_its_own_keys() {
+        let mut h = Harness::new(1024);
+        let mut w = h.watch(b"/a/");
+        let waker = counting();
+        assert!(poll_once(&mut w, &waker).is_none());
+        h.publish(&keys("/b/", 10));
+        assert_eq!(wakes(&waker), 0, "events under another prefix wake nobody");
+        h.publish(&[keys("/b/x", 3), keys("/a/", 2)].concat());
+        assert_eq!(wakes(&waker), 1, "a push with its keys wakes it once");
+        assert_eq!(poll_once(&mut w, &waker), Some(Ok(vec![14, 15])));
+    }
+
+    #[test]
+    fn a_waiting_watcher_does_not_lag_behind_other_keys() {
+        // A ring of 64 events; 10,000 events under another prefix pass through it while the
+        // watcher waits, unpolled: it was never behind on anything of its own.
+        let mut h = Harness::new(64);
+        let mut w = h.watch(b"/a/");
+        let waker = counting();
+        assert!(poll_once(&mut w, &waker).is_none());
+        for _ in 0..1000 {
+            h.publish(&keys("/b/", 10));
+        }
+        h.publish(&keys("/a/", 1));
+        assert_eq!(poll_once(&mut w, &waker), Some(Ok(vec![10_001])));
+        assert!(poll_once(&mut w, &waker).is_none(), "waiting again");
+        // Polled without a wake (a timer, say) after more foreign events: still nothing.
+        h.publish(&keys("/b/", 200));
+        assert!(poll_once(&mut w, &waker).is_none());
+        h.publish(&keys("/a/", 1));
+        assert_eq!(poll_once(&mut w, &waker), Some(Ok(vec![10_202])));
+    }
+
+    #[test]
+    fn a_woken_watcher_that_does_not_read_still_lags() {
+        let mut h = Harness::new(64);
+        let mut w = h.watch(b"/a/");
+        let waker = counting();
+        assert!(poll_once(&mut w, &waker).is_none());
+        h.publish(&keys("/a/", 1));
+        assert_eq!(wakes(&waker), 1);
+        // Its event leaves the ring before it reads it: that is a real lag.
+        for _ in 0..10 {
+            h.publish(&keys("/b/", 10));
+        }
+        assert!(matches!(
+            poll_once(&mut w, &waker),
+            Some(Err(crate::WatchError::Lagged { .. }))
+        ));
+    }
+
+    #[test]
+    fn pushes_too_big_to_match_wake_everyone_and_lose_nothing() {
+        let mut h = Harness::new(1 << 17);
+        let mut ws: Vec<_> = (0..20)
+            .map(|i| h.watch(format!("/p{i}/").as_bytes()))
+            .collect();
+        let wakers: Vec<_> = ws.iter().map(|_| counting()).collect();
+        for (w, k) in ws.iter_mut().zip(&wakers) {
+            assert!(poll_once(w, k).is_none());
+        }
+        // 20 waiting watchers × 4,000 new events is past `WAKE_MATCH_CHECKS_MAX`.
+        const { assert!(20 * 4000 > super::WAKE_MATCH_CHECKS_MAX) };
+        h.publish(&[keys("/q/", 3999), keys("/p7/", 1)].concat());
+        assert!(wakers.iter().all(|k| wakes(k) == 1), "everyone is woken");
+        for (i, (w, k)) in ws.iter_mut().zip(&wakers).enumerate() {
+            let got = poll_once(w, k);
+            if i == 7 {
+                assert_eq!(got, Some(Ok(vec![4000])));
+            } else {
+                assert!(got.is_none(), "watcher {i} got {got:?}");
+            }
+        }
     }
 }
