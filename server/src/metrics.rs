@@ -4,7 +4,6 @@
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,7 +98,7 @@ const SLOTS: usize = 8;
 /// One slot's series, bucketed by a hash of their labels.
 #[derive(Default)]
 struct Slot {
-    series: HashMap<u64, Vec<(Series, Hist)>>,
+    series: HashMap<u64, Vec<(Series, Hist)>, foldhash::fast::RandomState>,
 }
 
 impl Slot {
@@ -188,8 +187,9 @@ fn slot_index() -> usize {
 }
 
 fn label_hash(l: &RequestLabels<'_>, code: u16) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (
+    use std::hash::BuildHasher;
+    static SEED: std::sync::OnceLock<foldhash::fast::RandomState> = std::sync::OnceLock::new();
+    SEED.get_or_init(Default::default).hash_one((
         l.verb,
         l.group,
         l.version,
@@ -197,9 +197,7 @@ fn label_hash(l: &RequestLabels<'_>, code: u16) -> u64 {
         l.subresource,
         l.scope,
         code,
-    )
-        .hash(&mut h);
-    h.finish()
+    ))
 }
 
 impl Metrics {

@@ -337,10 +337,25 @@ pub const UNKNOWN: Traits = t(false, false, false, true);
 
 /// Looks a resource up; `None` when it is not a known built-in.
 pub fn lookup(group: &str, resource: &str) -> Option<(Kind, Traits)> {
-    TABLE
+    // A write looks its resource up several times (defaults, traits, validation): the
+    // thread remembers the last answer instead of scanning the table each time.
+    type Last = Option<(&'static str, &'static str, Option<(Kind, Traits)>)>;
+    thread_local! {
+        static LAST: std::cell::Cell<Last> = const { std::cell::Cell::new(None) };
+    }
+    if let Some((g, r, found)) = LAST.get() {
+        if g == group && r == resource {
+            return found;
+        }
+    }
+    let entry = TABLE
         .iter()
-        .find(|(g, r, _, _)| *g == group && *r == resource)
-        .map(|&(_, _, k, tr)| (k, tr))
+        .find(|(g, r, _, _)| *g == group && *r == resource);
+    let found = entry.map(|&(_, _, k, tr)| (k, tr));
+    if let Some(&(g, r, _, _)) = entry {
+        LAST.set(Some((g, r, found)));
+    }
+    found
 }
 
 /// The kind for a resource (`Kind::Other` when unknown).
