@@ -346,6 +346,36 @@ pub struct Measured {
     pub wall_s: f64,
 }
 
+/// Window over which `settle` measures a server's CPU.
+const SETTLE_WINDOW: Duration = Duration::from_millis(200);
+/// CPU share of one core under which a server counts as idle.
+const SETTLE_CPU_MAX: f64 = 0.1;
+/// Longest `settle` waits before measuring anyway.
+const SETTLE_MAX: Duration = Duration::from_secs(10);
+
+/// Waits until every server this run started is idle (each used under `SETTLE_CPU_MAX` of a
+/// core over `SETTLE_WINDOW`), at most `SETTLE_MAX`. A server still busy after its own
+/// workload (etcd tidying up after a million watch events, say) would otherwise take CPU
+/// from the next target's measurement on the same cores. Returns how long it waited.
+fn settle(pids: &[u32]) -> Duration {
+    let start = Instant::now();
+    let ticks_per_s = crate::procstat::ticks_per_s() as f64;
+    let cpu = |pid: u32| crate::procstat::sample(pid).map_or(0, |s| s.cpu_ticks);
+    while start.elapsed() < SETTLE_MAX {
+        let before: Vec<u64> = pids.iter().map(|&p| cpu(p)).collect();
+        std::thread::sleep(SETTLE_WINDOW);
+        let busiest = pids
+            .iter()
+            .zip(&before)
+            .map(|(&p, &b)| cpu(p).saturating_sub(b) as f64 / ticks_per_s)
+            .fold(0.0, f64::max);
+        if busiest / SETTLE_WINDOW.as_secs_f64() < SETTLE_CPU_MAX {
+            break;
+        }
+    }
+    start.elapsed()
+}
+
 /// Runs `work` while sampling the server `pid` and this process.
 fn measure<F>(rt: &tokio::runtime::Runtime, pid: Option<u32>, work: F) -> Result<Measured, String>
 where
@@ -596,19 +626,34 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         conc: args.concurrency,
         tag,
     };
+    let mut servers = vec![keel_pid, etcd_pid];
+    servers.extend(ceiling.as_ref().map(|(proc, _, _)| proc.pid()));
+    servers.extend(args.third_pid);
+    let quiet = || {
+        if args.smoke {
+            return; // tiny sizes measure nothing worth waiting for
+        }
+        let waited = settle(&servers);
+        if waited > SETTLE_WINDOW * 2 {
+            eprintln!("compare: waited {waited:.1?} for the servers to go idle");
+        }
+    };
     for (w, label) in WORKLOADS {
         eprintln!("compare: {label}");
         let mut row = Vec::new();
+        quiet();
         row.push((
             KEEL_HTTP.to_string(),
             measure(&rt, Some(keel_pid), api(&keel, "").run(w))?,
         ));
         if !ONCE_PER_SERVER.contains(w) {
+            quiet();
             row.push((
                 KEEL_HTTPS.to_string(),
                 measure(&rt, Some(keel_pid), api(&keel_tls, "s").run(w))?,
             ));
         }
+        quiet();
         row.push((
             ETCD.to_string(),
             measure(
@@ -618,6 +663,7 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
             )?,
         ));
         if let Some(t) = &third {
+            quiet();
             row.push((
                 args.third_name.clone(),
                 measure(&rt, args.third_pid, api(t, "").run(w))?,
@@ -627,10 +673,12 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
             ceiling.as_ref().filter(|_| CEILING_WORKLOADS.contains(w))
         {
             let pid = Some(proc.pid());
+            quiet();
             row.push((
                 CEILING_HTTP.to_string(),
                 measure(&rt, pid, api(http, "c").run(w))?,
             ));
+            quiet();
             row.push((
                 CEILING_HTTPS.to_string(),
                 measure(&rt, pid, api(https, "cs").run(w))?,
@@ -987,7 +1035,7 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         "- Sizes: {} ConfigMaps of 1 KiB in one namespace per target (create, {} GETs, {} updates, {} in flight; {} full lists, {} paginations of limit={PAGE_LIMIT}); {} Pods in 100 namespaces ({} full lists); watches: {} watchers on one namespace while {} writers create {} ConfigMaps unpaced, then {:.0}/s for {} s",
         s.objects, s.gets, s.objects, args.concurrency, s.cm_lists, s.paginations, s.pods, s.lists, s.watchers, s.watch_writers, s.watch_writes, s.watch_rate, s.watch_secs
     );
-    let _ = writeln!(out, "- Each workload runs against keel over HTTP, keel over HTTPS, then etcd, before the next workload: ratios are measured side by side, seconds apart. Pods are created once per server. The load generator shares the 2 cores with the server under test.\n");
+    let _ = writeln!(out, "- Each workload runs against keel over HTTP, keel over HTTPS, then etcd, before the next workload: ratios are measured side by side, seconds apart; before each, the run waits (up to 10 s) until every server it started is idle (under 10 % of a core over 200 ms). Pods are created once per server. The load generator shares the 2 cores with the server under test.\n");
     let third = args
         .third_kubeconfig
         .as_ref()
