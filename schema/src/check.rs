@@ -92,7 +92,7 @@ impl<'a> Walker<'a> {
     fn structure(
         &mut self,
         name: &'a str,
-        fields: &'a std::collections::HashMap<String, crate::compile::Field>,
+        fields: &'a crate::compile::FieldMap,
         members: &'a [(String, Raw)],
     ) {
         let mut keys = HashSet::new();

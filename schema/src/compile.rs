@@ -22,7 +22,7 @@ pub(crate) enum Kind {
     /// A Go struct: known fields only.
     Struct {
         name: String,
-        fields: HashMap<String, Field>,
+        fields: FieldMap,
     },
     /// `additionalProperties`: any key, values of one schema.
     Map {
@@ -59,11 +59,21 @@ pub(crate) struct Node {
     pub(crate) go_type: String,
 }
 
+/// A struct's fields by JSON name. Looked up for every key of every decoded body, so with a
+/// fast hash (std's SipHash was a visible part of a create's decode).
+pub(crate) type FieldMap = HashMap<String, Field, foldhash::fast::RandomState>;
+
 pub(crate) struct Compiled {
     pub(crate) nodes: Vec<Node>,
     defs: HashMap<String, NodeId>,
     by_gvk: HashMap<(String, String, String), String>,
+    /// (group, version, definition name, root node) by kind: every request looks its kind
+    /// up, and a kind has only a few group/versions, so no key is built per lookup.
+    by_kind: HashMap<String, Vec<KindEntry>, foldhash::fast::RandomState>,
 }
+
+/// One group/version of a kind: (group, version, definition name, root node).
+type KindEntry = (String, String, String, NodeId);
 
 impl Compiled {
     pub(crate) fn new(defs: &Definitions) -> Compiled {
@@ -71,6 +81,7 @@ impl Compiled {
             nodes: Vec::new(),
             defs: HashMap::new(),
             by_gvk: HashMap::new(),
+            by_kind: HashMap::default(),
         };
         for (name, _) in defs.iter() {
             let id = c.push(Kind::Any, go_type_of_def(name));
@@ -81,6 +92,10 @@ impl Compiled {
             let id = c.defs[name];
             c.nodes[id].kind = kind;
             for gvk in gvks(schema) {
+                let (group, version, kind) = gvk.clone();
+                let same = c.by_kind.entry(kind).or_default();
+                same.retain(|(g, v, _, _)| (g, v) != (&group, &version));
+                same.push((group, version, name.clone(), id));
                 c.by_gvk.insert(gvk, name.clone());
             }
         }
@@ -89,16 +104,18 @@ impl Compiled {
 
     /// The root node of a kind.
     pub(crate) fn root(&self, gvk: &Gvk) -> Option<NodeId> {
-        self.def_name(gvk).map(|name| self.defs[name])
+        self.entry(gvk).map(|(_, _, _, id)| *id)
     }
 
     pub(crate) fn def_name(&self, gvk: &Gvk) -> Option<&str> {
-        let key = (
-            gvk.group.to_owned(),
-            gvk.version.to_owned(),
-            gvk.kind.to_owned(),
-        );
-        self.by_gvk.get(&key).map(String::as_str)
+        self.entry(gvk).map(|(_, _, name, _)| name.as_str())
+    }
+
+    fn entry(&self, gvk: &Gvk) -> Option<&KindEntry> {
+        self.by_kind
+            .get(gvk.kind)?
+            .iter()
+            .find(|(g, v, _, _)| g == gvk.group && v == gvk.version)
     }
 
     /// All (group, version, kind, definition) entries.

@@ -208,7 +208,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_, '_> {
 fn structure<'de, 'c, A: MapAccess<'de>>(
     st: &mut State<'c>,
     name: &'c str,
-    fields: &'c std::collections::HashMap<String, crate::compile::Field>,
+    fields: &'c crate::compile::FieldMap,
     mut map: A,
 ) -> Result<Value, A::Error> {
     let mut out = Map::new();
