@@ -144,8 +144,12 @@ impl Hub {
     #[must_use = "the wakers must be woken"]
     pub fn push(&self, events: impl IntoIterator<Item = Arc<Event>>) -> Vec<Waker> {
         let mut ring = self.ring.write();
+        let mut waiting = self.wakers.lock();
         let first_new = ring.head_seq();
         let stamp = VisibleStamp::now();
+        // The pushed events, kept for matching when someone waits: a push larger than the
+        // ring evicts some of its own events before they could be matched there.
+        let mut new = Vec::new();
         for e in events {
             e.set_visible_at(stamp);
             if let Some(last) = ring.events.back() {
@@ -156,6 +160,9 @@ impl Hub {
                     last.revision()
                 );
             }
+            if !waiting.is_empty() {
+                new.push(e.clone());
+            }
             ring.events.push_back(e);
             if ring.events.len() > self.ring_events_max {
                 let old = ring.events.pop_front().expect("ring not empty");
@@ -163,34 +170,23 @@ impl Hub {
                 ring.first_seq += 1;
             }
         }
-        let head = ring.head_seq();
-        if head == first_new {
+        if new.is_empty() {
             return Vec::new();
         }
-        let mut waiting = self.wakers.lock();
-        if waiting.is_empty() {
-            return Vec::new();
-        }
-        // The new events still in the ring (all of them unless one push overflowed it).
-        let from = first_new.max(ring.first_seq);
-        let new = ring
-            .events
-            .range((from - ring.first_seq) as usize..)
-            .map(|e| e.kv.key());
-        let checks = waiting.len().saturating_mul((head - from) as usize);
-        let filter = from == first_new && checks <= WAKE_MATCH_CHECKS_MAX;
+        let filter = waiting.len().saturating_mul(new.len()) <= WAKE_MATCH_CHECKS_MAX;
         let mut woken = Vec::new();
         for w in waiting.values_mut() {
             if w.matched_at.is_some() {
                 continue;
             }
             let matched = if filter {
-                new.clone().position(|k| has_prefix(k, &w.prefix))
+                new.iter().position(|e| has_prefix(e.kv.key(), &w.prefix))
             } else {
-                Some(0) // too much to match, or events left unseen: wake it to look
+                Some(0) // too much to match: wake it to look for itself
             };
             if let Some(i) = matched {
-                w.matched_at = Some(from + i as u64);
+                // If that event has already left the ring, the watcher is ended as lagged.
+                w.matched_at = Some(first_new + i as u64);
                 woken.extend(w.waker.take());
             }
         }
@@ -829,6 +825,25 @@ mod tests {
         for _ in 0..10 {
             h.publish(&keys("/b/", 10));
         }
+        assert!(matches!(
+            poll_once(&mut w, &waker),
+            Some(Err(crate::WatchError::Lagged { .. }))
+        ));
+    }
+
+    /// Regression: a push larger than the ring evicted some of its own events before they
+    /// were matched, and waiting watchers were told to skip to the first event left, so one
+    /// whose event was evicted lost it silently instead of being ended as lagged. (A watcher
+    /// none of whose events were evicted still skips: see the test above.)
+    #[test]
+    fn a_push_that_overflows_the_ring_lags_instead_of_skipping() {
+        let mut h = Harness::new(8);
+        let mut w = h.watch(b"/a/");
+        let waker = counting();
+        assert!(poll_once(&mut w, &waker).is_none());
+        // Its event is the first of 20 pushed at once into a ring of 8.
+        h.publish(&[keys("/a/", 1), keys("/b/", 19)].concat());
+        assert_eq!(wakes(&waker), 1);
         assert!(matches!(
             poll_once(&mut w, &waker),
             Some(Err(crate::WatchError::Lagged { .. }))
