@@ -66,21 +66,19 @@ pub(crate) type FieldMap = HashMap<String, Field, foldhash::fast::RandomState>;
 pub(crate) struct Compiled {
     pub(crate) nodes: Vec<Node>,
     defs: HashMap<String, NodeId>,
-    by_gvk: HashMap<(String, String, String), String>,
     /// (group, version, definition name, root node) by kind: every request looks its kind
     /// up, and a kind has only a few group/versions, so no key is built per lookup.
     by_kind: HashMap<String, Vec<KindEntry>, foldhash::fast::RandomState>,
 }
 
 /// One group/version of a kind: (group, version, definition name, root node).
-type KindEntry = (String, String, String, NodeId);
+pub(crate) type KindEntry = (String, String, String, NodeId);
 
 impl Compiled {
     pub(crate) fn new(defs: &Definitions) -> Compiled {
         let mut c = Compiled {
             nodes: Vec::new(),
             defs: HashMap::new(),
-            by_gvk: HashMap::new(),
             by_kind: HashMap::default(),
         };
         for (name, _) in defs.iter() {
@@ -91,12 +89,10 @@ impl Compiled {
             let kind = c.kind_of(schema, Some(name));
             let id = c.defs[name];
             c.nodes[id].kind = kind;
-            for gvk in gvks(schema) {
-                let (group, version, kind) = gvk.clone();
-                let same = c.by_kind.entry(kind).or_default();
+            for (group, version, of_kind) in gvks(schema) {
+                let same = c.by_kind.entry(of_kind).or_default();
                 same.retain(|(g, v, _, _)| (g, v) != (&group, &version));
                 same.push((group, version, name.clone(), id));
-                c.by_gvk.insert(gvk, name.clone());
             }
         }
         c
@@ -118,9 +114,9 @@ impl Compiled {
             .find(|(g, v, _, _)| g == gvk.group && v == gvk.version)
     }
 
-    /// All (group, version, kind, definition) entries.
-    pub(crate) fn gvks(&self) -> impl Iterator<Item = (&(String, String, String), &String)> {
-        self.by_gvk.iter()
+    /// Every group/version of `kind`.
+    pub(crate) fn kind_entries(&self, kind: &str) -> &[KindEntry] {
+        self.by_kind.get(kind).map_or(&[], Vec::as_slice)
     }
 
     pub(crate) fn node(&self, id: NodeId) -> &Node {

@@ -246,9 +246,9 @@ impl Schemas {
     /// preferring GA versions, then the lexically smallest group/version (deterministic).
     pub(crate) fn find_kind(&self, kind: &str) -> Option<(String, String, String)> {
         self.compiled
-            .gvks()
-            .filter(|((_, _, k), _)| k == kind)
-            .map(|((g, v, _), def)| (g.clone(), v.clone(), def.clone()))
+            .kind_entries(kind)
+            .iter()
+            .map(|(g, v, def, _)| (g.clone(), v.clone(), def.clone()))
             .min_by_key(|(g, v, _)| {
                 (
                     v.contains("alpha") || v.contains("beta"),
