@@ -1,6 +1,6 @@
-//! How busy the server cores are: each core's runtime reports when it parks (nothing to run)
-//! and when it wakes, and [`saturated`] tells whether the cores have been busy nearly all
-//! the time lately.
+//! How busy the server cores and the machine are: each core's runtime reports when it parks
+//! (nothing to run) and when it wakes, `/proc/stat` gives the machine's idle time, and
+//! [`saturated`] tells whether CPU time has been scarce lately.
 //!
 //! Why: work that is cheap to batch (the store's commits) can be batched harder when the
 //! cores have no idle time, and should be done at once when they do. A core counts as busy
@@ -20,8 +20,8 @@ use std::time::Instant;
 
 /// Core threads tracked per process (a server runs one per CPU).
 pub const CORE_SLOTS_MAX: usize = 256;
-/// Shortest interval over which [`utilization`] is recomputed; calls within it reuse the
-/// last value.
+/// Shortest interval over which [`sample`] recomputes the cores' utilization; calls within
+/// it reuse the last value.
 pub const SAMPLE_NS_MIN: u64 = 2_000_000;
 /// Server-core utilization at and above which [`saturated`] answers true.
 pub const SATURATED_MIN: f64 = 0.85;

@@ -339,23 +339,20 @@ pub const UNKNOWN: Traits = t(false, false, false, true);
 pub fn lookup(group: &str, resource: &str) -> Option<(Kind, Traits)> {
     // A write looks its resource up several times (defaults, traits, validation): the
     // thread remembers the last answer instead of scanning the table each time.
-    type Last = Option<(&'static str, &'static str, Option<(Kind, Traits)>)>;
     thread_local! {
-        static LAST: std::cell::Cell<Last> = const { std::cell::Cell::new(None) };
+        static LAST: std::cell::Cell<Option<Row>> = const { std::cell::Cell::new(None) };
     }
-    if let Some((g, r, found)) = LAST.get() {
-        if g == group && r == resource {
-            return found;
+    let row = match LAST.get() {
+        Some(row) if row.0 == group && row.1 == resource => row,
+        _ => {
+            let row = *TABLE
+                .iter()
+                .find(|(g, r, _, _)| *g == group && *r == resource)?;
+            LAST.set(Some(row));
+            row
         }
-    }
-    let entry = TABLE
-        .iter()
-        .find(|(g, r, _, _)| *g == group && *r == resource);
-    let found = entry.map(|&(_, _, k, tr)| (k, tr));
-    if let Some(&(g, r, _, _)) = entry {
-        LAST.set(Some((g, r, found)));
-    }
-    found
+    };
+    Some((row.2, row.3))
 }
 
 /// The kind for a resource (`Kind::Other` when unknown).
