@@ -25,13 +25,42 @@ fn gate_no() -> bool {
     false
 }
 
-fn open(linger: Duration, gate: Option<fn() -> bool>) -> TestEngine {
-    TestEngine::open_with(|o: &mut Options| {
+/// The tests of this file run one at a time: each judges lingers by how writers and the
+/// flusher interleave, which sixteen busy writers of another test on the same cores would
+/// skew (the sync count of the sharing test rose past its bound under them in a CI run).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// An engine for one test, and the guard that keeps the other tests of this file waiting.
+struct Serial {
+    engine: TestEngine,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Serial {
+    type Target = TestEngine;
+    fn deref(&self) -> &TestEngine {
+        &self.engine
+    }
+}
+
+impl std::ops::DerefMut for Serial {
+    fn deref_mut(&mut self) -> &mut TestEngine {
+        &mut self.engine
+    }
+}
+
+fn open(linger: Duration, gate: Option<fn() -> bool>) -> Serial {
+    let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let engine = TestEngine::open_with(|o: &mut Options| {
         o.shards = 1;
         o.sync = SyncMode::Always;
         o.commit_linger = linger;
         o.commit_linger_gate = gate;
-    })
+    });
+    Serial {
+        engine,
+        _turn: turn,
+    }
 }
 
 /// `writers` threads, each creating `per_writer` keys one after another (waiting for each
