@@ -33,6 +33,9 @@ pub const RESPONSE_HEADERS_MAX: usize = 64;
 /// Bytes each connection reads from its socket at once (its read buffer; at least
 /// `RESPONSE_HEAD_BYTES_MAX`, so that any accepted head fits).
 pub const READ_BUFFER_BYTES: usize = 64 << 10;
+/// Received TLS bytes each https connection buffers (one socket read fills what is free; at
+/// least two of the largest TLS records).
+pub const TLS_READ_BUFFER_BYTES: usize = 64 << 10;
 /// Longest chunk-size line (hex digits and chunk extensions) of a chunked body.
 pub const CHUNK_LINE_BYTES_MAX: usize = 1 << 10;
 /// Most trailer bytes after the last chunk of a chunked body.

@@ -5,17 +5,17 @@
 use super::body::BodyDecoder;
 use super::head::{self, Head};
 use super::target::{Tls, Url};
+use super::tls::TlsIo;
 use crate::limits;
 use std::io;
 use std::ops::Range;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
 
 enum Io {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsIo>),
 }
 
 /// A failed exchange. `stale` when it failed before any byte of the response arrived on a
@@ -59,8 +59,7 @@ impl Conn {
         let io = match tls {
             None => Io::Plain(tcp),
             Some(t) => Io::Tls(Box::new(
-                t.connector
-                    .connect(t.server_name.clone(), tcp)
+                TlsIo::connect(tcp, t.config.clone(), t.server_name.clone())
                     .await
                     .map_err(|e| format!("TLS handshake with {}: {e}", url.authority))?,
             )),
@@ -81,7 +80,8 @@ impl Conn {
     pub fn is_alive(&self) -> bool {
         let tcp = match &self.io {
             Io::Plain(t) => t,
-            Io::Tls(t) => t.get_ref().0,
+            Io::Tls(t) if t.has_buffered() => return false,
+            Io::Tls(t) => t.tcp(),
         };
         let mut probe = [0u8; 1];
         matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
@@ -91,10 +91,7 @@ impl Conn {
     pub async fn send(&mut self) -> Result<(), Failure> {
         let sent = match &mut self.io {
             Io::Plain(t) => t.write_all(&self.wbuf).await,
-            Io::Tls(t) => match t.write_all(&self.wbuf).await {
-                Ok(()) => t.flush().await,
-                Err(e) => Err(e),
-            },
+            Io::Tls(t) => t.write_all(&self.wbuf).await,
         };
         sent.map_err(|e| Failure {
             msg: format!("sending request: {e}"),

@@ -15,6 +15,7 @@ mod request;
 mod target;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub use body::{BodyDecoder, Framing};
 pub use head::Head;

@@ -6,7 +6,6 @@ use crate::kubeconfig::Endpoint;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::sync::Arc;
-use tokio_rustls::TlsConnector;
 
 /// The parts of a server URL a connection needs. Pure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +79,7 @@ fn split_host_port(a: &str) -> Option<(&str, Option<u16>)> {
 /// TLS settings of an `https://` target.
 #[derive(Clone)]
 pub struct Tls {
-    pub connector: TlsConnector,
+    pub config: Arc<rustls::ClientConfig>,
     pub server_name: ServerName<'static>,
 }
 
@@ -95,7 +94,7 @@ pub fn tls(ep: &Endpoint, url: &Url) -> Result<Tls, String> {
     let server_name =
         ServerName::try_from(name.clone()).map_err(|e| format!("tls server name {name:?}: {e}"))?;
     Ok(Tls {
-        connector: TlsConnector::from(Arc::new(config)),
+        config: Arc::new(config),
         server_name,
     })
 }
