@@ -72,16 +72,29 @@ pub struct Filter {
 
 impl Filter {
     pub fn from_call(c: &Call<'_>) -> Result<Filter, ApiError> {
-        let labels = match c.query.nonempty("labelSelector") {
+        Filter::parse(
+            c.query.nonempty("labelSelector"),
+            c.query.nonempty("fieldSelector"),
+            c.info,
+        )
+    }
+
+    /// The filter of a `labelSelector` and a `fieldSelector` of `info`'s resource.
+    pub fn parse(
+        labels: Option<&str>,
+        fields: Option<&str>,
+        info: &keel_catalog::ResourceInfo,
+    ) -> Result<Filter, ApiError> {
+        let labels = match labels {
             Some(s) => Some(LabelSelector::parse(s)?).filter(|l| !l.is_empty()),
             None => None,
         };
-        let fields = match c.query.nonempty("fieldSelector") {
+        let fields = match fields {
             Some(s) => Some(FieldSelector::parse(s)?),
             None => None,
         };
         if let Some(f) = &fields {
-            let supported = keel_strategy::selectable_fields(c.info.group, c.info.plural);
+            let supported = keel_strategy::selectable_fields(info.group, info.plural);
             for field in f.fields() {
                 if !supported.contains(&field) {
                     return Err(ApiError::bad_request(format!(
@@ -93,8 +106,8 @@ impl Filter {
         Ok(Filter {
             labels,
             fields,
-            group: c.info.group,
-            resource: c.info.plural,
+            group: info.group,
+            resource: info.plural,
         })
     }
 

@@ -1,9 +1,11 @@
 //! Watch streams: synthetic ADDED events for the initial state, then every change from the
 //! engine's watcher, filtered by namespace, name and selectors, with bookmarks and a timeout.
 //!
-//! Plain JSON watches (no selectors, not of one object) read this core's shared feed of the
-//! prefix (`watch_feed`): each event is encoded once and its bytes shared by every such
-//! stream; other watches filter and encode on their own engine watcher.
+//! Live events come from this core's shared feed of the prefix (`watch_feed`): each event is
+//! pulled from the engine once per core, parsed at most once (for selections), encoded at most
+//! once per representation and event type, and its bytes shared by every stream that sends
+//! them. A stream whose start lies before what the feed still holds reads an engine watcher
+//! of its own and filters and encodes alone.
 //!
 //! State machine of one stream: `Initial` (draining the listed state) -> `Live` (engine events)
 //! -> `Ended` (timeout, client gone, or an ERROR event was sent: lagging or compacted history).
@@ -34,7 +36,7 @@ pub const WATCH_CHUNK_BYTES: usize = 256 * 1024;
 pub const WATCH_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// How events are written.
-struct Encoder {
+pub(crate) struct Encoder {
     format: Format,
     api_version: String,
     kind: &'static str,
@@ -42,7 +44,25 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
+    pub(crate) fn new(
+        format: Format,
+        api_version: String,
+        info: &'static keel_catalog::ResourceInfo,
+    ) -> Encoder {
+        Encoder {
+            format,
+            api_version,
+            kind: info.kind,
+            info,
+        }
+    }
+
+    pub(crate) fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Appends the event of type `kind` for the stored object `bytes`.
+    pub(crate) fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         match self.format {
             Format::Json => {
                 out.extend_from_slice(b"{\"type\":\"");
@@ -108,6 +128,67 @@ impl Encoder {
     }
 }
 
+/// What one watch sends: the objects it selects (selectors, a single name) and how.
+pub(crate) struct Selection {
+    filter: Filter,
+    name: Option<String>,
+    enc: Encoder,
+}
+
+impl Selection {
+    pub(crate) fn new(filter: Filter, name: Option<String>, enc: Encoder) -> Selection {
+        Selection { filter, name, enc }
+    }
+
+    /// Every object of the collection, as JSON: the feed's precomputed lines serve it.
+    pub(crate) fn is_plain_json(&self) -> bool {
+        self.enc.format == Format::Json && self.selects_all()
+    }
+
+    /// No selector and no single name.
+    pub(crate) fn selects_all(&self) -> bool {
+        self.filter.is_empty() && self.name.is_none()
+    }
+
+    pub(crate) fn encoder(&self) -> &Encoder {
+        &self.enc
+    }
+
+    /// Whether the (parsed) object is selected.
+    pub(crate) fn matches(&self, v: &Value) -> bool {
+        self.name.as_ref().is_none_or(|n| objects::name(v) == n) && self.filter.matches(v)
+    }
+
+    /// Whether the stored object is selected (parsing it only if something is to be checked).
+    fn matches_bytes(&self, bytes: &[u8]) -> bool {
+        if self.selects_all() {
+            return true;
+        }
+        serde_json::from_slice::<Value>(bytes).is_ok_and(|v| self.matches(&v))
+    }
+}
+
+/// The event a watch sends for a change, from whether the object was selected before
+/// (`old_ok`) and after (`new_ok`): an object entering the selection is ADDED, one leaving it
+/// (or deleted while selected) DELETED.
+pub(crate) fn event_type(kind: EventKind, old_ok: bool, new_ok: bool) -> Option<&'static str> {
+    match (kind, old_ok, new_ok) {
+        (EventKind::Put, false, true) => Some("ADDED"),
+        (EventKind::Put, true, true) => Some("MODIFIED"),
+        (EventKind::Put, true, false) | (EventKind::Delete, true, _) => Some("DELETED"),
+        _ => None,
+    }
+}
+
+/// The stored bytes an event of type `kind` carries: the new object, or for DELETED the last
+/// one with the deletion's revision.
+pub(crate) fn event_object<'a>(ev: &'a Event, kind: &str) -> std::borrow::Cow<'a, [u8]> {
+    match (kind, &ev.prev) {
+        ("DELETED", Some(p)) => with_resource_version(p.value(), ev.revision().get()).into(),
+        _ => ev.kv.value().into(),
+    }
+}
+
 /// Rewrites the first `"resourceVersion":"..."` of stored bytes (the object's own, since
 /// metadata is stored before any other field that could hold that key).
 pub fn with_resource_version(bytes: &[u8], rev: u64) -> Vec<u8> {
@@ -157,9 +238,7 @@ struct WatchStream {
     app: Arc<App>,
     source: Source,
     state: State,
-    filter: Filter,
-    name: Option<String>,
-    enc: Encoder,
+    sel: Selection,
     deadline: Pin<Box<Sleep>>,
     bookmarks: Option<Pin<Box<Sleep>>>,
     last_sent: u64,
@@ -167,32 +246,16 @@ struct WatchStream {
 }
 
 impl WatchStream {
-    fn name_ok(&self, bytes: &[u8]) -> bool {
-        match &self.name {
-            None => true,
-            Some(n) => serde_json::from_slice::<Value>(bytes)
-                .map(|v| objects::name(&v) == n)
-                .unwrap_or(false),
-        }
-    }
-
-    /// Appends the event's encoding, applying selector transitions.
+    /// Appends the event's encoding for this stream alone, applying selector transitions.
     fn encode(&mut self, ev: &Event, out: &mut Vec<u8>) {
-        let rev = ev.revision().get();
-        self.last_sent = rev;
-        let new = ev.kv.value();
-        let old = ev.prev.as_ref().map(|p| p.value());
-        let new_ok =
-            ev.kind == EventKind::Put && self.name_ok(new) && self.filter.matches_bytes(new);
-        let old_ok = old.is_some_and(|o| self.name_ok(o) && self.filter.matches_bytes(o));
-        match (ev.kind, old_ok, new_ok) {
-            (EventKind::Put, false, true) => self.enc.event(out, "ADDED", new),
-            (EventKind::Put, true, true) => self.enc.event(out, "MODIFIED", new),
-            (EventKind::Put, true, false) | (EventKind::Delete, true, _) => {
-                let deleted = with_resource_version(old.unwrap_or(new), rev);
-                self.enc.event(out, "DELETED", &deleted);
-            }
-            _ => {}
+        self.last_sent = ev.revision().get();
+        let new_ok = ev.kind == EventKind::Put && self.sel.matches_bytes(ev.kv.value());
+        let old_ok = ev
+            .prev
+            .as_ref()
+            .is_some_and(|p| self.sel.matches_bytes(p.value()));
+        if let Some(kind) = event_type(ev.kind, old_ok, new_ok) {
+            self.sel.enc.event(out, kind, &event_object(ev, kind));
         }
     }
 
@@ -213,8 +276,8 @@ impl WatchStream {
             return None;
         }
         for kv in &batch {
-            if self.name_ok(kv.value()) && self.filter.matches_bytes(kv.value()) {
-                self.enc.event(&mut out, "ADDED", kv.value());
+            if self.sel.matches_bytes(kv.value()) {
+                self.sel.enc.event(&mut out, "ADDED", kv.value());
             }
         }
         Some(out)
@@ -225,7 +288,7 @@ impl WatchStream {
         match &mut self.source {
             Source::Feed(sub) => {
                 let mut chunk = Chunk::new();
-                match sub.poll_chunk(cx, &mut chunk, WATCH_CHUNK_BYTES) {
+                match sub.poll_chunk(cx, &mut chunk, WATCH_CHUNK_BYTES, &self.sel) {
                     Poll::Ready(Ok(rev)) => {
                         self.last_sent = rev;
                         Step::Chunk(chunk)
@@ -274,7 +337,7 @@ impl WatchStream {
         let _ = b.as_mut().poll(cx);
         self.last_sent = self.last_sent.max(caught_up.unwrap_or(0));
         let mut out = Vec::new();
-        self.enc.bookmark(&mut out, self.last_sent);
+        self.sel.enc.bookmark(&mut out, self.last_sent);
         Some(out.into())
     }
 }
@@ -298,7 +361,7 @@ impl Stream for WatchStream {
                 this.state = State::Ended;
                 if this.bookmarks.is_some() {
                     let mut out = Vec::new();
-                    this.enc.bookmark(&mut out, this.last_sent);
+                    this.sel.enc.bookmark(&mut out, this.last_sent);
                     return Poll::Ready(Some(out.into()));
                 }
                 return Poll::Ready(None);
@@ -310,7 +373,7 @@ impl Stream for WatchStream {
                     this.state = State::Ended;
                     let err = ApiError::expired(format!("watch ended: {e}"));
                     let mut out = Vec::new();
-                    this.enc.error(&mut out, &err);
+                    this.sel.enc.error(&mut out, &err);
                     return Poll::Ready(Some(out.into()));
                 }
                 Step::Pending(caught_up) => {
@@ -324,18 +387,11 @@ impl Stream for WatchStream {
     }
 }
 
-/// Opens the stream's event source: the core's shared feed for plain JSON watches (`shared`),
-/// else (or if the feed no longer reaches back to `from`) an engine watcher of its own.
-fn open_source(
-    app: &Arc<App>,
-    prefix: &[u8],
-    from: u64,
-    shared: bool,
-) -> Result<Source, keel_engine::Error> {
-    if shared {
-        if let Some(sub) = Subscription::join(app, prefix, from)? {
-            return Ok(Source::Feed(sub));
-        }
+/// Opens the stream's event source: the core's shared feed of the prefix, or an engine
+/// watcher of its own if the feed no longer reaches back to `from`.
+fn open_source(app: &Arc<App>, prefix: &[u8], from: u64) -> Result<Source, keel_engine::Error> {
+    if let Some(sub) = Subscription::join(app, prefix, from)? {
+        return Ok(Source::Feed(sub));
     }
     let watcher = app.storage.engine.watch(prefix, Revision(from))?;
     Ok(Source::Own {
@@ -358,12 +414,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
     };
     let prefix = c.loc.list_prefix(&c.rr.namespace);
     let name = (!c.rr.name.is_empty()).then(|| c.rr.name.clone());
-    let enc = Encoder {
-        format,
-        api_version: c.api_version(),
-        kind: c.info.kind,
-        info: c.info,
-    };
+    let enc = Encoder::new(format, c.api_version(), c.info);
     let (initial, from) = match start {
         WatchStart::After(n) => {
             app.storage.wait_visible(n).await?;
@@ -381,8 +432,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
         _ => respond::JSON,
     };
-    let shared = format == Format::Json && filter.is_empty() && name.is_none();
-    let source = match open_source(&app, &prefix, from, shared) {
+    let source = match open_source(&app, &prefix, from) {
         Ok(s) => s,
         Err(keel_engine::Error::Compacted {
             requested,
@@ -415,9 +465,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         app: app.clone(),
         source,
         state: State::Initial(initial.into_iter()),
-        filter,
-        name,
-        enc,
+        sel: Selection::new(filter, name, enc),
         deadline: Box::pin(tokio::time::sleep(timeout)),
         bookmarks,
         last_sent: from,

@@ -1,11 +1,18 @@
 //! Shared watch fan-out: on each core, one engine watcher per collection prefix feeds every
-//! plain JSON watch of that prefix (no selectors, no single-object name).
+//! watch of that prefix, whatever its selectors and representation.
 //!
 //! The feed's task pulls events from the engine, encodes each as its JSON watch line
 //! (`{"type":..,"object":..}\n`) once, and appends the line to a bounded, core-local log.
 //! Subscribers (watch streams on the same core) keep a cursor into the log and hand the lines
 //! to the connection as shared pieces of one chunk, so an event costs one encoding per core
 //! and, per watcher, one reference count and one iovec instead of an allocation and a copy.
+//!
+//! A watch with selectors or of one name, or in protobuf or Table form, reads the same log:
+//! the first such reader of a line parses its objects once, each reader tests its own
+//! selection on the parsed objects (an object entering or leaving it is ADDED or DELETED for
+//! that watch), and the encoding of each (representation, event type) is made once, by its
+//! first reader, and shared by the rest. So a thousand kubelet-like watches with a thousand
+//! different `spec.nodeName` selectors cost one parse per event per core, not a thousand.
 //!
 //! Pacing: subscribers only see lines the task has *announced*. The first line after a quiet
 //! period is announced at once; later ones at most every `WATCH_FEED_INTERVAL`, so under load
@@ -25,8 +32,11 @@
 //! ```
 
 use crate::app::App;
+use crate::respond::Format;
+use crate::watch::{event_object, event_type, Selection};
 use keel_engine::{Event, EventKind, Revision, Store, WatchError, Watcher};
 use keel_http::{Chunk, Piece};
+use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -59,11 +69,88 @@ pub const WATCH_FEED_BATCHES_PER_POLL: usize = 8;
 pub const WATCH_FEED_SUBSCRIBERS_MAX: usize = 100_000;
 /// Pieces (events) in one chunk at most: each is one iovec of the write.
 pub const WATCH_CHUNK_PIECES_MAX: usize = 256;
+/// Lines a selective subscriber tests in one poll at most before letting other tasks run.
+pub const WATCH_SCAN_LINES_PER_POLL: usize = 4096;
+/// Bytes charged against `WATCH_FEED_BYTES_MAX` for a parsed object, per stored byte (a
+/// `serde_json::Value` takes a few times the JSON it came from).
+const PARSED_BYTES_PER_BYTE: usize = 4;
 
-/// One encoded event.
+/// One event of the log.
 struct Line {
     rev: u64,
+    ev: Arc<Event>,
+    /// Its JSON watch line as it happened (what JSON watches without selection send).
     bytes: Arc<[u8]>,
+    /// Parsed objects and other encodings, made by the first subscriber that needs them.
+    more: Option<Box<More>>,
+}
+
+#[derive(Default)]
+struct More {
+    /// The new object (puts) and the previous one, parsed; `None` if absent or unparsable.
+    parsed: Option<(Option<Value>, Option<Value>)>,
+    /// Encodings by representation and event type.
+    encoded: Vec<(Format, &'static str, Arc<[u8]>)>,
+    /// Bytes charged for the above.
+    charged: usize,
+}
+
+impl Line {
+    fn charged(&self) -> usize {
+        self.bytes.len() + self.more.as_ref().map_or(0, |m| m.charged)
+    }
+
+    /// What `sel` sends for this event, if anything: the event's type and its shared bytes.
+    /// `charged` grows by what had to be parsed or encoded.
+    fn select(&mut self, sel: &Selection, charged: &mut usize) -> Option<Arc<[u8]>> {
+        let ev = &self.ev;
+        let more = self.more.get_or_insert_with(Box::default);
+        let kind = if sel.selects_all() {
+            event_type(ev.kind, ev.prev.is_some(), ev.kind == EventKind::Put)?
+        } else {
+            let (new, old) = more.parsed.get_or_insert_with(|| {
+                let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).ok();
+                let new = (ev.kind == EventKind::Put)
+                    .then(|| parse(ev.kv.value()))
+                    .flatten();
+                let old = ev.prev.as_ref().and_then(|p| parse(p.value()));
+                let stored = ev.kv.value().len() + ev.prev.as_ref().map_or(0, |p| p.value().len());
+                more.charged += stored * PARSED_BYTES_PER_BYTE;
+                *charged += stored * PARSED_BYTES_PER_BYTE;
+                (new, old)
+            });
+            let new_ok = new.as_ref().is_some_and(|v| sel.matches(v));
+            let old_ok = old.as_ref().is_some_and(|v| sel.matches(v));
+            event_type(ev.kind, old_ok, new_ok)?
+        };
+        let format = sel.encoder().format();
+        if format == Format::Json && kind == natural_kind(ev) {
+            return Some(self.bytes.clone());
+        }
+        if let Some((.., b)) = more
+            .encoded
+            .iter()
+            .find(|(f, k, _)| *f == format && *k == kind)
+        {
+            return Some(b.clone());
+        }
+        let mut out = Vec::new();
+        sel.encoder().event(&mut out, kind, &event_object(ev, kind));
+        let bytes: Arc<[u8]> = out.into();
+        more.charged += bytes.len();
+        *charged += bytes.len();
+        more.encoded.push((format, kind, bytes.clone()));
+        (!bytes.is_empty()).then_some(bytes)
+    }
+}
+
+/// The type of an event as it happened (that of its line's `bytes`).
+fn natural_kind(ev: &Event) -> &'static str {
+    match (ev.kind, ev.prev.is_some()) {
+        (EventKind::Put, false) => "ADDED",
+        (EventKind::Put, true) => "MODIFIED",
+        (EventKind::Delete, _) => "DELETED",
+    }
 }
 
 /// A subscriber's slot: its cursor, its start revision and its waker while it waits.
@@ -98,7 +185,7 @@ impl FeedState {
     }
 
     fn push(&mut self, line: Line) {
-        self.bytes += line.bytes.len();
+        self.bytes += line.charged();
         self.lines.push_back(line);
         while self.lines.len() > WATCH_FEED_EVENTS_MAX || self.bytes > WATCH_FEED_BYTES_MAX {
             self.drop_first();
@@ -107,7 +194,7 @@ impl FeedState {
 
     fn drop_first(&mut self) {
         if let Some(old) = self.lines.pop_front() {
-            self.bytes -= old.bytes.len();
+            self.bytes -= old.charged();
             self.floor = old.rev;
             self.first_seq += 1;
             self.announced = self.announced.max(self.first_seq);
@@ -224,33 +311,60 @@ impl Subscription {
         Ok(Some(Subscription { feed, slot }))
     }
 
-    /// Appends the announced lines not yet read (at most `max_bytes`, and at least one line)
-    /// to `out` as shared pieces. `Ready(Ok(Some(rev)))`: lines up to revision `rev` were
-    /// appended. `Ready(Err)`: the watch is over (lagged, or the feed's watcher failed).
-    pub fn poll_chunk(
+    /// Appends the announced lines not yet read that `sel` selects (at most `max_bytes`, and
+    /// at least one line) to `out` as shared pieces. `Ready(Ok(rev))`: lines up to revision
+    /// `rev` were appended. `Ready(Err)`: the watch is over (lagged, or the feed's watcher
+    /// failed).
+    pub(crate) fn poll_chunk(
         &mut self,
         cx: &mut Context<'_>,
         out: &mut Chunk,
         max_bytes: usize,
+        sel: &Selection,
     ) -> Poll<Result<u64, WatchError>> {
         let mut st = self.feed.state.borrow_mut();
         let st = &mut *st;
         let (first_seq, announced, head) = (st.first_seq, st.announced, st.head_seq());
-        let slot = st.slots[self.slot].as_mut().expect("own slot");
+        let FeedState {
+            lines,
+            slots,
+            bytes: charged,
+            ended,
+            ..
+        } = st;
+        let slot = slots[self.slot].as_mut().expect("own slot");
         if slot.next_seq < first_seq {
             return Poll::Ready(Err(WatchError::Lagged {
                 behind_events: head - slot.next_seq,
                 max: WATCH_FEED_EVENTS_MAX as u64,
             }));
         }
+        let plain = sel.is_plain_json();
         let mut last = None;
-        let mut pieces = 0;
+        let (mut pieces, mut scanned) = (0, 0);
         while slot.next_seq < announced && out.len() < max_bytes && pieces < WATCH_CHUNK_PIECES_MAX
         {
-            let line = &st.lines[(slot.next_seq - first_seq) as usize];
+            if scanned == WATCH_SCAN_LINES_PER_POLL {
+                if last.is_none() {
+                    // Nothing selected yet: continue after other tasks had their turn.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                break;
+            }
+            scanned += 1;
+            let line = &mut lines[(slot.next_seq - first_seq) as usize];
             slot.next_seq += 1;
-            if line.rev > slot.after {
-                out.push(Piece::Shared(line.bytes.clone()));
+            if line.rev <= slot.after {
+                continue;
+            }
+            let piece = if plain {
+                Some(line.bytes.clone())
+            } else {
+                line.select(sel, charged)
+            };
+            if let Some(bytes) = piece {
+                out.push(Piece::Shared(bytes));
                 last = Some(line.rev);
                 pieces += 1;
             }
@@ -259,7 +373,7 @@ impl Subscription {
             return Poll::Ready(Ok(rev));
         }
         if slot.next_seq >= announced {
-            if let Some(e) = &st.ended {
+            if let Some(e) = ended {
                 return Poll::Ready(Err(e.clone()));
             }
         }
@@ -367,7 +481,12 @@ impl FeedTask {
                         if !line.is_empty() {
                             let rev = ev.revision().get();
                             let bytes = Arc::from(std::mem::take(&mut line));
-                            st.push(Line { rev, bytes });
+                            st.push(Line {
+                                rev,
+                                ev: ev.clone(),
+                                bytes,
+                                more: None,
+                            });
                         }
                     }
                 }
@@ -432,12 +551,65 @@ impl Future for FeedTask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::Filter;
+    use crate::watch::Encoder;
+    use keel_engine::{KeyValue, Value as Stored};
+    use serde_json::json;
+
+    fn kv(rev: u64, obj: &serde_json::Value) -> KeyValue {
+        let key = b"/registry/configmaps/ns/a";
+        let mut record = key.to_vec();
+        record.extend_from_slice(obj.to_string().as_bytes());
+        KeyValue::new(Stored::from_vec(record), key.len(), Revision(rev))
+    }
+
+    /// A ConfigMap `name` at `rev` with label `tier`.
+    fn cm(name: &str, rev: u64, tier: &str) -> serde_json::Value {
+        json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+            "name": name, "namespace": "ns", "resourceVersion": rev.to_string(),
+            "labels": {"tier": tier}}})
+    }
+
+    /// A line for a put of `obj` (over `prev`) at `rev`, as the feed task makes it.
+    fn put(rev: u64, obj: serde_json::Value, prev: Option<serde_json::Value>) -> Line {
+        let ev = Arc::new(Event::new(
+            EventKind::Put,
+            kv(rev, &obj),
+            prev.map(|p| kv(rev - 1, &p)),
+        ));
+        let mut bytes = Vec::new();
+        encode(&ev, &mut bytes);
+        Line {
+            rev,
+            ev,
+            bytes: bytes.into(),
+            more: None,
+        }
+    }
 
     fn line(rev: u64, len: usize) -> Line {
         Line {
-            rev,
             bytes: vec![b'x'; len].into(),
+            ..put(rev, cm("a", rev, "web"), None)
         }
+    }
+
+    fn catalog() -> &'static keel_catalog::Catalog {
+        static CATALOG: std::sync::OnceLock<keel_catalog::Catalog> = std::sync::OnceLock::new();
+        CATALOG.get_or_init(|| keel_catalog::Catalog::new("").unwrap())
+    }
+
+    fn selection(labels: Option<&str>, name: Option<&str>, format: Format) -> Selection {
+        let info = catalog().lookup("", "v1", "configmaps").unwrap();
+        Selection::new(
+            Filter::parse(labels, None, info).unwrap(),
+            name.map(str::to_string),
+            Encoder::new(format, "v1".into(), info),
+        )
+    }
+
+    fn everything() -> Selection {
+        selection(None, None, Format::Json)
     }
 
     fn state() -> FeedState {
@@ -461,8 +633,8 @@ mod tests {
         let mut st = state();
         for rev in 11..=15 {
             st.push(Line {
-                rev,
                 bytes: rev.to_string().into_bytes().into(),
+                ..line(rev, 0)
             });
         }
         st.announced = 3;
@@ -480,10 +652,178 @@ mod tests {
     }
 
     fn poll(sub: &mut Subscription, max_bytes: usize) -> Poll<Result<(u64, Vec<u8>), WatchError>> {
+        poll_as(sub, max_bytes, &everything()).map(|r| r.map(|(rev, c)| (rev, c.to_vec())))
+    }
+
+    fn poll_as(
+        sub: &mut Subscription,
+        max_bytes: usize,
+        sel: &Selection,
+    ) -> Poll<Result<(u64, Chunk), WatchError>> {
         let mut cx = Context::from_waker(Waker::noop());
         let mut chunk = Chunk::new();
-        sub.poll_chunk(&mut cx, &mut chunk, max_bytes)
-            .map(|r| r.map(|rev| (rev, chunk.to_vec())))
+        sub.poll_chunk(&mut cx, &mut chunk, max_bytes, sel)
+            .map(|r| r.map(|rev| (rev, chunk)))
+    }
+
+    /// A feed holding `lines`, all announced, with `n` subscribers from the start.
+    fn feed_of(lines: Vec<Line>, n: usize) -> Vec<Subscription> {
+        let mut st = state();
+        for l in lines {
+            st.push(l);
+        }
+        st.announce();
+        let feed = Rc::new(Feed {
+            state: RefCell::new(st),
+        });
+        (0..n)
+            .map(|i| {
+                let mut st = feed.state.borrow_mut();
+                st.slots.push(Some(Slot {
+                    next_seq: 0,
+                    after: 10,
+                    waker: None,
+                }));
+                st.subscribers += 1;
+                SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
+                Subscription {
+                    feed: feed.clone(),
+                    slot: i,
+                }
+            })
+            .collect()
+    }
+
+    /// The JSON events of a chunk: (type, name, resourceVersion).
+    fn events(chunk: &Chunk) -> Vec<(String, String, String)> {
+        String::from_utf8(chunk.to_vec())
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let e: serde_json::Value = serde_json::from_str(l).unwrap();
+                let m = &e["object"]["metadata"];
+                let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+                (s(&e["type"]), s(&m["name"]), s(&m["resourceVersion"]))
+            })
+            .collect()
+    }
+
+    fn history() -> Vec<Line> {
+        vec![
+            put(11, cm("a", 11, "web"), None),
+            put(12, cm("b", 12, "db"), None),
+            // a leaves tier=web, b enters it.
+            put(13, cm("a", 13, "db"), Some(cm("a", 11, "web"))),
+            put(14, cm("b", 14, "web"), Some(cm("b", 12, "db"))),
+            put(15, cm("b", 15, "web"), Some(cm("b", 14, "web"))),
+        ]
+    }
+
+    #[test]
+    fn selective_subscribers_see_objects_enter_and_leave_their_selection() {
+        let mut subs = feed_of(history(), 3);
+        let web = selection(Some("tier=web"), None, Format::Json);
+        let Poll::Ready(Ok((rev, chunk))) = poll_as(&mut subs[0], 1 << 20, &web) else {
+            panic!("events expected");
+        };
+        assert_eq!(rev, 15);
+        let ev = |t: &str, n: &str, rv: u64| (t.to_string(), n.to_string(), rv.to_string());
+        assert_eq!(
+            events(&chunk),
+            [
+                ev("ADDED", "a", 11),
+                ev("DELETED", "a", 13),
+                ev("ADDED", "b", 14),
+                ev("MODIFIED", "b", 15),
+            ]
+        );
+        let only_b = selection(None, Some("b"), Format::Json);
+        let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[1], 1 << 20, &only_b) else {
+            panic!("events expected");
+        };
+        assert_eq!(
+            events(&chunk),
+            [
+                ev("ADDED", "b", 12),
+                ev("MODIFIED", "b", 14),
+                ev("MODIFIED", "b", 15)
+            ]
+        );
+        let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[2], 1 << 20, &everything()) else {
+            panic!("events expected");
+        };
+        assert_eq!(events(&chunk)[2], ev("MODIFIED", "a", 13));
+        assert_eq!(
+            poll_as(&mut subs[0], 1 << 20, &web).map(|r| r.is_ok()),
+            Poll::Pending
+        );
+    }
+
+    #[test]
+    fn lines_are_parsed_and_encoded_once_for_all_subscribers() {
+        let mut subs = feed_of(history(), 4);
+        let web = selection(Some("tier=web"), None, Format::Json);
+        let proto = selection(None, None, Format::Protobuf);
+        let mut chunks = Vec::new();
+        for (sub, sel) in subs.iter_mut().zip([&web, &web, &proto, &proto]) {
+            let Poll::Ready(Ok((_, chunk))) = poll_as(sub, 1 << 20, sel) else {
+                panic!("events expected");
+            };
+            chunks.push(chunk);
+        }
+        let shared = |a: &Chunk, b: &Chunk| {
+            a.pieces().len() == b.pieces().len()
+                && a.pieces()
+                    .iter()
+                    .zip(b.pieces())
+                    .all(|(x, y)| match (x, y) {
+                        (Piece::Shared(x), Piece::Shared(y)) => Arc::ptr_eq(x, y),
+                        _ => false,
+                    })
+        };
+        assert!(shared(&chunks[0], &chunks[1]), "same selection, same bytes");
+        assert!(
+            shared(&chunks[2], &chunks[3]),
+            "same representation, same bytes"
+        );
+        let frames = chunks[2].to_vec();
+        let first_len = u32::from_be_bytes(frames[..4].try_into().unwrap()) as usize;
+        let first = keel_proto::decode_watch_event(&frames[..4 + first_len]).unwrap();
+        assert_eq!(first.0, "ADDED");
+        let st = subs[0].feed.state.borrow();
+        let parsed = st
+            .lines
+            .iter()
+            .filter(|l| l.more.as_ref().is_some_and(|m| m.parsed.is_some()));
+        assert_eq!(
+            parsed.count(),
+            5,
+            "each line parsed once, for the selective readers"
+        );
+        let charged: usize = st.lines.iter().map(Line::charged).sum();
+        assert_eq!(
+            st.bytes, charged,
+            "parsed and extra encodings are charged to the bound"
+        );
+    }
+
+    #[test]
+    fn a_selective_subscriber_scans_a_bounded_number_of_lines_per_poll() {
+        let n = WATCH_SCAN_LINES_PER_POLL as u64 + 10;
+        let mut lines: Vec<Line> = (11..11 + n)
+            .map(|r| put(r, cm("a", r, "db"), None))
+            .collect();
+        lines.push(put(11 + n, cm("b", 11 + n, "web"), None));
+        let mut subs = feed_of(lines, 1);
+        let web = selection(Some("tier=web"), None, Format::Json);
+        assert_eq!(
+            poll_as(&mut subs[0], 1 << 20, &web).map(|r| r.is_ok()),
+            Poll::Pending
+        );
+        let Poll::Ready(Ok((rev, _))) = poll_as(&mut subs[0], 1 << 20, &web) else {
+            panic!("the matching line after the first scan");
+        };
+        assert_eq!(rev, 11 + n);
     }
 
     #[test]

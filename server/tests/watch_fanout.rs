@@ -1,6 +1,7 @@
 //! Many concurrent watches of one collection (the shared per-core feed):
 //! every watcher gets every event exactly once and in order, with the same bytes as a
-//! selector watch (its own watcher) would send for the same event.
+//! selector watch matching everything sends for the same event; watches with different
+//! selectors and representations on the same feed each get their own view of the changes.
 
 mod common;
 
@@ -89,7 +90,7 @@ fn every_watcher_gets_every_event_once_in_order() {
     let rv = list_rv(s, &ns);
     let plain = format!("{}?watch=1&resourceVersion={rv}&timeoutSeconds=8", cms(&ns));
     let mut paths = vec![plain.clone(); WATCHERS];
-    // A selector matching everything: the stream's own watcher, its own encoding.
+    // A selector matching everything: the feed's selective path (parsed, tested, typed).
     paths.push(format!("{plain}&labelSelector=app%3Dfan"));
     let mut want = Vec::new();
     let mut watches = watch_during(s, &paths, || {
@@ -158,4 +159,123 @@ fn watchers_joining_later_start_at_their_own_revision() {
     };
     assert_eq!(revs(&early[0]), rvs);
     assert_eq!(revs(&late[0]), rvs[3..]);
+}
+
+/// Splits a protobuf watch stream into (type, object) frames.
+fn proto_frames(mut body: &[u8]) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    while body.len() >= 4 {
+        let len = u32::from_be_bytes(body[..4].try_into().unwrap()) as usize;
+        out.push(keel_proto::decode_watch_event(&body[..4 + len]).expect("frame"));
+        body = &body[4 + len..];
+    }
+    assert!(body.is_empty(), "trailing bytes");
+    out
+}
+
+#[test]
+fn selectors_and_representations_share_a_feed_each_with_its_own_view() {
+    let s = server();
+    let ns = s.namespace("fanout-mixed");
+    let rv = list_rv(s, &ns);
+    let base = format!("{}?watch=1&resourceVersion={rv}&timeoutSeconds=6", cms(&ns));
+    let watches: Vec<(&str, String)> = vec![
+        ("json", base.clone()),
+        ("web", format!("{base}&labelSelector=tier%3Dweb")),
+        ("web2", format!("{base}&labelSelector=tier%3Dweb")),
+        ("db", format!("{base}&labelSelector=tier%3Ddb")),
+        ("b", format!("{base}&fieldSelector=metadata.name%3Db")),
+        ("proto", base.clone()),
+        ("proto-web", format!("{base}&labelSelector=tier%3Dweb")),
+    ];
+    let threads: Vec<_> = watches
+        .iter()
+        .map(|(name, path)| {
+            let (proto, path) = (name.starts_with("proto"), path.clone());
+            std::thread::spawn(move || {
+                let h: &[&str] = if proto {
+                    &["Accept: application/vnd.kubernetes.protobuf"]
+                } else {
+                    &[]
+                };
+                server().http("GET", &path, h, None)
+            })
+        })
+        .collect();
+    // The watches start from `rv`, so they see every change below whenever they connect.
+    let mut rvs = Vec::new();
+    let mut put = |method: &str, path: String, body: Value| {
+        let r = s.send_json(method, &path, &body);
+        assert!(r.status < 300, "{}", r.text());
+        rvs.push(rv_of(&r.json()));
+    };
+    let cm = |name: &str, tier: &str| json!({"metadata": {"name": name, "labels": {"tier": tier}}});
+    put("POST", cms(&ns), cm("a", "web"));
+    put("POST", cms(&ns), cm("b", "db"));
+    let patch = |tier: &str| json!({"metadata": {"labels": {"tier": tier}}});
+    put("PATCH", format!("{}/a", cms(&ns)), patch("db"));
+    put("PATCH", format!("{}/b", cms(&ns)), patch("web"));
+    let r = s.http("DELETE", &format!("{}/b", cms(&ns)), &[], None);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut got = std::collections::HashMap::new();
+    for ((name, _), t) in watches.iter().zip(threads) {
+        let r = t.join().unwrap();
+        assert_eq!(r.status, 200, "{name}: {}", r.text());
+        let events: Vec<(String, Value)> = if name.starts_with("proto") {
+            proto_frames(&r.body)
+        } else {
+            r.text()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| {
+                    let e: Value = serde_json::from_str(l).unwrap();
+                    (e["type"].as_str().unwrap().to_string(), e["object"].clone())
+                })
+                .collect()
+        };
+        let seen: Vec<(String, String, String)> = events
+            .iter()
+            .map(|(t, o)| {
+                (
+                    t.clone(),
+                    o["metadata"]["name"].as_str().unwrap().into(),
+                    rv_of(o),
+                )
+            })
+            .collect();
+        got.insert(*name, seen);
+    }
+    let deleted_rv = got["json"].last().unwrap().2.clone();
+    let e = |t: &str, n: &str, rv: &str| (t.to_string(), n.to_string(), rv.to_string());
+    let all = vec![
+        e("ADDED", "a", &rvs[0]),
+        e("ADDED", "b", &rvs[1]),
+        e("MODIFIED", "a", &rvs[2]),
+        e("MODIFIED", "b", &rvs[3]),
+        e("DELETED", "b", &deleted_rv),
+    ];
+    assert_eq!(got["json"], all);
+    assert_eq!(got["proto"], all, "protobuf frames carry the same events");
+    // a leaves tier=web (DELETED at the patch's revision), b enters it, then is deleted.
+    let web = vec![
+        e("ADDED", "a", &rvs[0]),
+        e("DELETED", "a", &rvs[2]),
+        e("ADDED", "b", &rvs[3]),
+        e("DELETED", "b", &deleted_rv),
+    ];
+    assert_eq!(got["web"], web);
+    assert_eq!(got["web2"], web);
+    assert_eq!(got["proto-web"], web);
+    let db = vec![
+        e("ADDED", "b", &rvs[1]),
+        e("ADDED", "a", &rvs[2]),
+        e("DELETED", "b", &rvs[3]),
+    ];
+    assert_eq!(got["db"], db);
+    let only_b = vec![
+        e("ADDED", "b", &rvs[1]),
+        e("MODIFIED", "b", &rvs[3]),
+        e("DELETED", "b", &deleted_rv),
+    ];
+    assert_eq!(got["b"], only_b);
 }
