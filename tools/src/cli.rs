@@ -162,6 +162,11 @@ pub enum Cmd {
         /// Objects to write.
         #[arg(long, short = 'n', default_value_t = 1000)]
         count: u64,
+        /// Give the watchers K different label selectors (API servers only): object i is
+        /// labelled loadgen.keel.dev/watch-group=i mod K and watcher w selects group w mod K,
+        /// so each write reaches a K-th of the watchers. 0: every watcher sees every write.
+        #[arg(long, default_value_t = 0)]
+        selectors: u32,
     },
     /// Simulate K kubelets: Nodes, Leases renewed every --lease-interval, status updates,
     /// pods bound to them started, graceful deletions finished (API servers only).
@@ -401,6 +406,7 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
                 run,
                 watchers,
                 count,
+                selectors,
             },
             t,
         ) => {
@@ -408,8 +414,12 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
             let plan = run.plan(Some(*count));
             match t {
                 Target::Kube(c) => {
-                    kube::watch::watch(c, &obj.naming(), obj.size, obj.first, *watchers, &plan)
-                        .await
+                    let n = obj.naming();
+                    let (size, first, w) = (obj.size, obj.first, *watchers);
+                    kube::watch::watch(c, &n, size, first, w, *selectors, &plan).await
+                }
+                Target::Etcd(_) if *selectors > 0 => {
+                    Err("--selectors applies to API servers only".into())
                 }
                 Target::Etcd(e) => {
                     crate::etcd::watch(e, &obj.naming(), obj.size, obj.first, *watchers, &plan)

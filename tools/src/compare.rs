@@ -505,7 +505,7 @@ impl Api<'_> {
                     plan(s.watch_writers, s.watch_writes)
                 };
                 let n = watch_naming(self.tag, paced);
-                kube::watch::watch(self.c, &n, 1024, 0, s.watchers, &p).await
+                kube::watch::watch(self.c, &n, 1024, 0, s.watchers, 0, &p).await
             }
             other => Err(format!("unknown workload {other}")),
         }

@@ -338,7 +338,7 @@ pub async fn watch(
         size_spread: 0.0,
         first,
     };
-    watchrun::run("etcd", watchers, open, writer(e, spec, plan)).await
+    watchrun::run("etcd", watchers, 1, open, writer(e, spec, plan)).await
 }
 
 async fn writer(e: &Etcd, spec: CreateSpec, plan: &Plan) -> Result<watchrun::WriterOut, String> {
@@ -359,7 +359,10 @@ async fn writer(e: &Etcd, spec: CreateSpec, plan: &Plan) -> Result<watchrun::Wri
                 return Err(format!("{key}: AlreadyExists"));
             }
             let rev = resp.header().map_or(0, |h| h.revision());
-            written.lock().map_err(|_| "poisoned")?.push(rev as u64);
+            written
+                .lock()
+                .map_err(|_| "poisoned")?
+                .push((rev as u64, 0));
             Ok(Outcome { bytes, objects: 1 })
         }
     })

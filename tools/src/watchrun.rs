@@ -138,17 +138,30 @@ impl WatcherOut {
     }
 }
 
-/// What the writer reports: its figures and the revisions it wrote, in any order.
-pub type WriterOut = (OpSummary, Vec<u64>);
+/// What the writer reports: its figures and the revisions it wrote (in any order), each with
+/// the watch group of the object written (0 when watchers are not grouped).
+pub type WriterOut = (OpSummary, Vec<(u64, u32)>);
 
-/// Runs the watch workload. `open(w, ctx)` spawns watcher w.
-pub async fn run<O, W>(target: &str, watchers: usize, open: O, writer: W) -> Result<Report, String>
+/// Runs the watch workload. `open(w, ctx)` spawns watcher w, which must receive exactly the
+/// writes of group `w % groups` (`groups` is 1 when every watcher sees every write).
+pub async fn run<O, W>(
+    target: &str,
+    watchers: usize,
+    groups: u32,
+    open: O,
+    writer: W,
+) -> Result<Report, String>
 where
     O: Fn(usize, WatcherCtx) -> JoinHandle<WatcherOut>,
     W: Future<Output = Result<WriterOut, String>>,
 {
     if watchers == 0 || watchers > limits::WATCHERS_MAX {
         return Err(format!("watchers must be 1..={}", limits::WATCHERS_MAX));
+    }
+    if groups == 0 || groups as usize > watchers {
+        return Err(format!(
+            "watch groups must be 1..={watchers} (the watchers)"
+        ));
     }
     let (stop_tx, stop_rx) = signal::channel(false);
     let ctx = WatcherCtx {
@@ -176,7 +189,17 @@ where
             return Err(e);
         }
     };
-    let expected = written.len() as u64 * watchers as u64;
+    // Revisions written per group; watcher w expects group w % groups.
+    let mut by_group = vec![Vec::new(); groups as usize];
+    for &(rv, g) in &written {
+        by_group
+            .get_mut(g as usize)
+            .ok_or_else(|| format!("write in watch group {g} of {groups}"))?
+            .push(rv);
+    }
+    let expected: u64 = (0..watchers)
+        .map(|w| by_group[w % groups as usize].len() as u64)
+        .sum();
     let drained = wait_until(Duration::from_secs(limits::WATCH_DRAIN_TIMEOUT_S), || {
         ctx.events.load(Ordering::Relaxed) >= expected || handles.iter().all(|h| h.is_finished())
     })
@@ -192,25 +215,30 @@ where
     let mut latency = ctx.latency.total();
     latency.ops += outs.iter().map(|o| o.unstamped).sum::<u64>();
     Ok(account(
-        target, t_write, write_sum, written, outs, latency, drained,
+        target, t_write, write_sum, by_group, expected, outs, latency, drained,
     ))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn account(
     target: &str,
     t_write: Instant,
     write_sum: OpSummary,
-    mut written: Vec<u64>,
+    mut by_group: Vec<Vec<u64>>,
+    expected: u64,
     outs: Vec<WatcherOut>,
     latency: Recorder,
     drained: bool,
 ) -> Report {
-    written.sort_unstable();
+    for g in &mut by_group {
+        g.sort_unstable();
+    }
+    let written: usize = by_group.iter().map(Vec::len).sum();
     let mut total = Delivery::default();
     let (mut worst_missing, mut errors, mut dropped) = (0u64, Vec::new(), 0u64);
     let mut last = t_write;
-    for o in &outs {
-        let d = watchcheck::check(&written, &o.rvs);
+    for (w, o) in outs.iter().enumerate() {
+        let d = watchcheck::check(&by_group[w % by_group.len()], &o.rvs);
         worst_missing = worst_missing.max(d.missing);
         total.add(&d);
         dropped += o.dropped;
@@ -239,11 +267,9 @@ fn account(
     r.ops.push(deliver);
     let d = &mut r.details;
     d.insert("watchers".into(), watchers.into());
-    d.insert("written".into(), (written.len() as u64).into());
-    d.insert(
-        "expected_events".into(),
-        (written.len() as u64 * watchers as u64).into(),
-    );
+    d.insert("watch_groups".into(), (by_group.len() as u64).into());
+    d.insert("written".into(), (written as u64).into());
+    d.insert("expected_events".into(), expected.into());
     d.insert("received_events".into(), total.received.into());
     d.insert("missing_events".into(), total.missing.into());
     d.insert("duplicate_events".into(), total.duplicates.into());

@@ -276,6 +276,7 @@ async fn etcd_target_counts_match_the_store() {
             run: run(4),
             watchers: 10,
             count: 100,
+            selectors: 0,
         },
     )
     .await

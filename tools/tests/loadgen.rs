@@ -161,6 +161,7 @@ async fn watchers_receive_exactly_the_events_written() {
         run: run(4),
         watchers: 20,
         count: 200,
+        selectors: 0,
     })
     .await;
     assert_eq!(r.detail_u64("written"), 200);
@@ -179,6 +180,28 @@ async fn watchers_receive_exactly_the_events_written() {
     assert!(deliver.latency_us.p50 > 0 && deliver.latency_us.max >= deliver.latency_us.p99);
     let held = list_items(&keel().client(), "/api/v1/namespaces/watched/configmaps").await;
     assert_eq!(held.len(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_watchers_receive_exactly_their_groups_events() {
+    let o = obj(Kind::Configmaps, "g", "grouped", 1);
+    let r = exec(Cmd::Watch {
+        obj: o,
+        run: run(4),
+        watchers: 12,
+        count: 90,
+        selectors: 3,
+    })
+    .await;
+    // Each object is selected by the 4 watchers of its group (i mod 3).
+    assert_eq!(r.detail_u64("watch_groups"), 3);
+    assert_eq!(r.detail_u64("expected_events"), 4 * 90);
+    assert_eq!(r.detail_u64("received_events"), 4 * 90, "{}", r.table());
+    assert_eq!(r.details["exact"], true, "{}", r.table());
+    let c = keel().client();
+    let sel = "labelSelector=loadgen.keel.dev%2Fwatch-group%3D2";
+    let held = list_items(&c, &format!("/api/v1/namespaces/grouped/configmaps?{sel}")).await;
+    assert_eq!(held.len(), 30);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -154,14 +154,20 @@ fn parse_event_slow(line: &[u8]) -> Result<Parsed<'static>, String> {
     })
 }
 
+/// Label that puts an object in a watch group (`--selectors`).
+pub const WATCH_GROUP_LABEL: &str = "loadgen.keel.dev/watch-group";
+
 /// Runs `watch`: `watchers` watches on `naming`'s collection in namespace `naming.namespace(0)`
-/// while the plan's writes create objects `first..`.
+/// while the plan's writes create objects `first..`. With `selectors` K > 0, object i is
+/// labelled `WATCH_GROUP_LABEL=i mod K` and watcher w selects `WATCH_GROUP_LABEL=w mod K`: each
+/// write goes to a K-th of the watchers and the server evaluates K different selectors.
 pub async fn watch(
     c: &KubeClient,
     naming: &Naming,
     size: usize,
     first: u64,
     watchers: usize,
+    selectors: u32,
     plan: &Plan,
 ) -> Result<Report, String> {
     let ns = naming.namespace(0);
@@ -176,11 +182,28 @@ pub async fn watch(
         ns_prefix: ns,
         ..naming.clone()
     };
-    let open = |_w: usize, ctx: WatcherCtx| {
-        let (c, path) = (c.clone(), watch_path.clone());
-        tokio::spawn(watcher(c, path, ctx))
+    let open = |w: usize, ctx: WatcherCtx| {
+        let mut path = watch_path.clone();
+        if selectors > 0 {
+            let group = w as u64 % u64::from(selectors);
+            path.push_str(&format!("&labelSelector={WATCH_GROUP_LABEL}%3D{group}"));
+        }
+        tokio::spawn(watcher(c.clone(), path, ctx))
     };
-    watchrun::run("kube", watchers, open, writer(c, one_ns, size, first, plan)).await
+    let writes = writer(c, one_ns, size, first, selectors, plan);
+    watchrun::run("kube", watchers, selectors.max(1), open, writes).await
+}
+
+/// Adds `WATCH_GROUP_LABEL=group` to the labels of a loadgen object's JSON.
+fn with_group_label(obj: Vec<u8>, group: u64) -> Result<Vec<u8>, String> {
+    const LABELS: &[u8] = br#""labels":{"#;
+    let at = memchr::memmem::find(&obj, LABELS).ok_or("object without labels")? + LABELS.len();
+    let label = format!(r#""{WATCH_GROUP_LABEL}":"{group}","#);
+    let mut out = Vec::with_capacity(obj.len() + label.len());
+    out.extend_from_slice(&obj[..at]);
+    out.extend_from_slice(label.as_bytes());
+    out.extend_from_slice(&obj[at..]);
+    Ok(out)
 }
 
 async fn writer(
@@ -188,6 +211,7 @@ async fn writer(
     naming: Naming,
     size: usize,
     first: u64,
+    selectors: u32,
     plan: &Plan,
 ) -> Result<watchrun::WriterOut, String> {
     let written = Arc::new(Mutex::new(Vec::new()));
@@ -196,7 +220,14 @@ async fn writer(
         let (c, n, written) = (c2.clone(), n.clone(), w2.clone());
         async move {
             let i = first + i;
-            let obj = objects::object_json(&n, i, size, 0);
+            let mut obj = objects::object_json(&n, i, size, 0);
+            let group = if selectors > 0 {
+                let g = i % u64::from(selectors);
+                obj = with_group_label(obj, g)?;
+                g as u32
+            } else {
+                0
+            };
             let path = n.collection_path(&n.namespace(i));
             let resp = c
                 .request(Method::POST, &path, Some((JSON, obj.into())))
@@ -205,7 +236,7 @@ async fn writer(
             written
                 .lock()
                 .map_err(|_| "poisoned")?
-                .push(response_rv(&resp)?);
+                .push((response_rv(&resp)?, group));
             Ok(Outcome {
                 bytes: resp.body.len() as u64,
                 objects: 1,
