@@ -14,10 +14,13 @@
 //! first reader, and shared by the rest. So a thousand kubelet-like watches with a thousand
 //! different `spec.nodeName` selectors cost one parse per event per core, not a thousand.
 //!
-//! Pacing: subscribers only see lines the task has *announced*. The first line after a quiet
-//! period is announced at once; later ones at most every `WATCH_FEED_INTERVAL`, so under load
-//! each watcher gets one chunk (one write) per interval instead of one per commit, and one
-//! wake-up per interval.
+//! Pacing: the task announces lines as it pulls them. A subscriber that was waiting reads
+//! them at once (so a lone event after a quiet period goes out immediately), but once it has
+//! read everything it reads again only at its next *phase point*: every
+//! `WATCH_FEED_INTERVAL`, at an offset of its own drawn at random. Under load each watcher so
+//! gets one chunk (one write) and one wake-up per interval instead of one per commit, and the
+//! watchers' writes are spread evenly over the interval rather than all made at once (a burst
+//! the last watchers of which would wait for the whole round's work).
 //!
 //! Bounds: the log keeps at most `WATCH_FEED_EVENTS_MAX` lines and `WATCH_FEED_BYTES_MAX`
 //! bytes. A subscriber whose next line was dropped (it fell that far behind) is ended with
@@ -48,12 +51,13 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
-/// Least time between two announcements of new lines to a feed's subscribers. Measured with
-/// 1,000 HTTP watchers of one collection and a writer paced at 1,200 writes/s on this 2-core
-/// machine (load generator included): 10 ms sustained 480-550 writes/s, 15 ms 580-800,
-/// 20 ms ~770, 25 ms 790-1,130 and 50 ms 1,060-1,180, with delivery p99 ~90 ms up to 25 ms
-/// and ~150 ms at 50 ms. Fewer, larger writes per watcher are what lets the cores keep up;
-/// a lone event after a quiet period is still announced at once.
+/// Least time between two reads of the feed by one busy subscriber (see "Pacing"). Measured
+/// with 1,000 HTTP watchers of one collection and a writer paced at 1,200 writes/s on this
+/// 2-core machine (load generator included), when all subscribers read together: 10 ms
+/// sustained 480-550 writes/s, 15 ms 580-800, 20 ms ~770, 25 ms 790-1,130 and 50 ms
+/// 1,060-1,180; later, with cheaper writes, 15 ms still cost ~10 % more CPU than 25 ms and
+/// fell behind once in four runs. Fewer, larger writes per watcher are what lets the cores
+/// keep up; a lone event after a quiet period is still read at once.
 pub const WATCH_FEED_INTERVAL: Duration = Duration::from_millis(25);
 /// Lines a feed keeps at most; a subscriber further behind is ended as lagged.
 pub const WATCH_FEED_EVENTS_MAX: usize = 1 << 15;
@@ -243,6 +247,29 @@ thread_local! {
 pub struct Subscription {
     feed: Rc<Feed>,
     slot: usize,
+    /// Its pacing: `interval` (zero: none) and its offset within it.
+    interval: Duration,
+    phase: Duration,
+    /// Set while it waits for its next phase point.
+    pace: Option<Pin<Box<Sleep>>>,
+    pacing: bool,
+}
+
+/// The first time strictly after `now` whose distance from `epoch` is `phase` modulo
+/// `interval` (non-zero).
+fn next_phase_point(epoch: Instant, now: Instant, phase: Duration, interval: Duration) -> Instant {
+    let i = interval.as_nanos().max(1);
+    let p = phase.as_nanos() % i;
+    let since = now.saturating_duration_since(epoch).as_nanos();
+    let point = since - since % i + p;
+    let point = if point > since { point } else { point + i };
+    epoch + Duration::from_nanos(point as u64)
+}
+
+/// Origin of every subscriber's phase points.
+fn pacing_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    Instant::from_std(*EPOCH.get_or_init(std::time::Instant::now))
 }
 
 impl Subscription {
@@ -308,14 +335,59 @@ impl Subscription {
                 }
             }
         };
-        Ok(Some(Subscription { feed, slot }))
+        let interval = WATCH_FEED_INTERVAL;
+        let phase = Duration::from_nanos(rand::random::<u64>() % interval.as_nanos() as u64);
+        Ok(Some(Subscription {
+            feed,
+            slot,
+            interval,
+            phase,
+            pace: None,
+            pacing: false,
+        }))
     }
 
     /// Appends the announced lines not yet read that `sel` selects (at most `max_bytes`, and
     /// at least one line) to `out` as shared pieces. `Ready(Ok(rev))`: lines up to revision
     /// `rev` were appended. `Ready(Err)`: the watch is over (lagged, or the feed's watcher
-    /// failed).
+    /// failed). Once it has read every announced line, the subscriber waits for its next
+    /// phase point before reading again.
     pub(crate) fn poll_chunk(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Chunk,
+        max_bytes: usize,
+        sel: &Selection,
+    ) -> Poll<Result<u64, WatchError>> {
+        if self.pacing {
+            if let Some(pace) = &mut self.pace {
+                if pace.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+            self.pacing = false;
+        }
+        let read = self.read(cx, out, max_bytes, sel);
+        if read.is_ready() && !self.interval.is_zero() && self.read_all_announced() {
+            let now = Instant::now();
+            let at = next_phase_point(pacing_epoch(), now, self.phase, self.interval);
+            match &mut self.pace {
+                Some(pace) => pace.as_mut().reset(at),
+                None => self.pace = Some(Box::pin(tokio::time::sleep_until(at))),
+            }
+            self.pacing = true;
+        }
+        read
+    }
+
+    fn read_all_announced(&self) -> bool {
+        let st = self.feed.state.borrow();
+        st.slots[self.slot]
+            .as_ref()
+            .is_some_and(|s| s.next_seq >= st.announced)
+    }
+
+    fn read(
         &mut self,
         cx: &mut Context<'_>,
         out: &mut Chunk,
@@ -447,8 +519,6 @@ fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
         feed: feed.clone(),
         watcher,
         batch: Vec::new(),
-        pace: Box::pin(tokio::time::sleep(Duration::ZERO)),
-        pacing: false,
     });
     feed
 }
@@ -460,10 +530,6 @@ struct FeedTask {
     feed: Rc<Feed>,
     watcher: Watcher,
     batch: Vec<Arc<Event>>,
-    /// When the next announcement may happen.
-    pace: Pin<Box<Sleep>>,
-    /// Whether an announcement happened less than `WATCH_FEED_INTERVAL` ago.
-    pacing: bool,
 }
 
 impl FeedTask {
@@ -529,22 +595,11 @@ impl Future for FeedTask {
             return Poll::Ready(());
         }
         let mut st = this.feed.state.borrow_mut();
-        loop {
-            if this.pacing && this.pace.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            this.pacing = false;
-            if st.announced == st.head_seq() {
-                st.trim();
-                return Poll::Pending;
-            }
+        if st.announced < st.head_seq() {
             st.announce();
-            st.trim();
-            this.pacing = true;
-            this.pace
-                .as_mut()
-                .reset(Instant::now() + WATCH_FEED_INTERVAL);
         }
+        st.trim();
+        Poll::Pending
     }
 }
 
@@ -648,7 +703,19 @@ mod tests {
         let feed = Rc::new(Feed {
             state: RefCell::new(st),
         });
-        Subscription { feed, slot: 0 }
+        unpaced(feed, 0)
+    }
+
+    /// A subscription of `feed`'s slot `slot`, reading whenever lines are announced.
+    fn unpaced(feed: Rc<Feed>, slot: usize) -> Subscription {
+        Subscription {
+            feed,
+            slot,
+            interval: Duration::ZERO,
+            phase: Duration::ZERO,
+            pace: None,
+            pacing: false,
+        }
     }
 
     fn poll(sub: &mut Subscription, max_bytes: usize) -> Poll<Result<(u64, Vec<u8>), WatchError>> {
@@ -686,10 +753,7 @@ mod tests {
                 }));
                 st.subscribers += 1;
                 SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
-                Subscription {
-                    feed: feed.clone(),
-                    slot: i,
-                }
+                unpaced(feed.clone(), i)
             })
             .collect()
     }
@@ -900,5 +964,86 @@ mod tests {
         st.trim();
         assert_eq!(st.first_seq, n - WATCH_FEED_RETAIN_EVENTS as u64);
         assert_eq!(st.floor, 10 + st.first_seq);
+    }
+
+    #[test]
+    fn phase_points_repeat_every_interval_at_the_subscribers_offset() {
+        let epoch = Instant::now();
+        let ms = Duration::from_millis;
+        let at = |now: u64, phase: u64| {
+            next_phase_point(epoch, epoch + ms(now), ms(phase), ms(25)) - epoch
+        };
+        assert_eq!(at(3, 10), ms(10));
+        assert_eq!(at(10, 10), ms(35), "strictly after now");
+        assert_eq!(at(34, 10), ms(35));
+        assert_eq!(at(36, 10), ms(60));
+        assert_eq!(at(0, 0), ms(25));
+        assert_eq!(at(3, 60), ms(10), "the phase is taken modulo the interval");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_subscriber_that_read_everything_waits_for_its_next_phase_point() {
+        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 1);
+        let mut sub = subs.pop().unwrap();
+        sub.interval = Duration::from_millis(25);
+        sub.phase = Duration::from_millis(7);
+        let sel = everything();
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((11, _)))
+        ));
+        let due = next_phase_point(pacing_epoch(), Instant::now(), sub.phase, sub.interval);
+        {
+            let mut st = sub.feed.state.borrow_mut();
+            st.push(put(12, cm("a", 12, "web"), Some(cm("a", 11, "web"))));
+            st.announce();
+        }
+        assert!(poll_as(&mut sub, 1 << 20, &sel).is_pending(), "paced");
+        tokio::time::advance(due - Instant::now() - Duration::from_millis(1)).await;
+        assert!(
+            poll_as(&mut sub, 1 << 20, &sel).is_pending(),
+            "still before its point"
+        );
+        // (tokio's timers fire on the millisecond tick at or after their deadline)
+        tokio::time::advance(Duration::from_millis(2)).await;
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((12, _)))
+        ));
+        // Nothing more: it waits on the feed, and a line announced later is read at once
+        // after its next point.
+        tokio::time::advance(sub.interval).await;
+        assert!(poll_as(&mut sub, 1 << 20, &sel).is_pending());
+        {
+            let mut st = sub.feed.state.borrow_mut();
+            st.push(put(13, cm("a", 13, "web"), Some(cm("a", 12, "web"))));
+            st.announce();
+        }
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((13, _)))
+        ));
+    }
+
+    #[test]
+    fn a_subscriber_behind_reads_chunk_after_chunk_without_pacing() {
+        let lines = (11..11 + 600)
+            .map(|r| put(r, cm("a", r, "web"), None))
+            .collect();
+        let mut subs = feed_of(lines, 1);
+        let mut sub = subs.pop().unwrap();
+        sub.interval = Duration::from_millis(25);
+        let sel = everything();
+        // 600 lines, at most WATCH_CHUNK_PIECES_MAX per chunk: the first two polls are
+        // partial reads and must not start pacing (which would need a timer, and a runtime).
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((266, _)))
+        ));
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((522, _)))
+        ));
+        assert!(!sub.pacing);
     }
 }
