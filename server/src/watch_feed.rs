@@ -17,10 +17,12 @@
 //! Pacing: the task announces lines as it pulls them. A subscriber that was waiting reads
 //! them at once (so a lone event after a quiet period goes out immediately), but once it has
 //! read everything it reads again only at its next *phase point*: every
-//! `WATCH_FEED_INTERVAL`, at an offset of its own drawn at random. Under load each watcher so
-//! gets one chunk (one write) and one wake-up per interval instead of one per commit, and the
-//! watchers' writes are spread evenly over the interval rather than all made at once (a burst
-//! the last watchers of which would wait for the whole round's work).
+//! `WATCH_FEED_INTERVAL`, at one of `WATCH_FEED_PHASES` offsets drawn at random when it joins.
+//! Under load each watcher so gets one chunk (one write) and one wake-up per interval instead
+//! of one per commit, and the watchers' writes are spread evenly over the interval rather than
+//! all made at once (a burst the last watchers of which would wait for the whole round's
+//! work). One timer per feed, ticking at each phase point while anyone is paced, releases the
+//! subscribers of that phase.
 //!
 //! Bounds: the log keeps at most `WATCH_FEED_EVENTS_MAX` lines and `WATCH_FEED_BYTES_MAX`
 //! bytes. A subscriber whose next line was dropped (it fell that far behind) is ended with
@@ -73,6 +75,8 @@ pub const WATCH_FEED_BATCHES_PER_POLL: usize = 8;
 pub const WATCH_FEED_SUBSCRIBERS_MAX: usize = 100_000;
 /// Pieces (events) in one chunk at most: each is one iovec of the write.
 pub const WATCH_CHUNK_PIECES_MAX: usize = 256;
+/// Phase points per `WATCH_FEED_INTERVAL` over which busy subscribers are spread.
+pub const WATCH_FEED_PHASES: usize = 16;
 /// Lines a selective subscriber tests in one poll at most before letting other tasks run.
 pub const WATCH_SCAN_LINES_PER_POLL: usize = 4096;
 /// Bytes charged against `WATCH_FEED_BYTES_MAX` for a parsed object, per stored byte (a
@@ -162,6 +166,10 @@ struct Slot {
     next_seq: u64,
     after: u64,
     waker: Option<Waker>,
+    /// Its phase (index into `FeedState::paced`).
+    phase: usize,
+    /// Waiting for its phase point: announcements do not wake it.
+    paced: bool,
 }
 
 struct FeedState {
@@ -181,6 +189,14 @@ struct FeedState {
     free: Vec<usize>,
     subscribers: usize,
     task: Option<Waker>,
+    /// Paced subscribers (slot indices) by phase; entries of slots since left or reused are
+    /// skipped when their phase comes.
+    paced: Vec<Vec<usize>>,
+    /// The task's phase timer is armed.
+    ticking: bool,
+    /// Slots that asked to be woken by the next announcement (entries of slots since left,
+    /// reused or paced are skipped).
+    waiting: Vec<usize>,
 }
 
 impl FeedState {
@@ -220,11 +236,50 @@ impl FeedState {
     /// Makes every pulled line readable and wakes the waiting subscribers.
     fn announce(&mut self) {
         self.announced = self.head_seq();
-        for slot in self.slots.iter_mut().flatten() {
-            if let Some(w) = slot.waker.take() {
-                w.wake();
+        let mut waiting = std::mem::take(&mut self.waiting);
+        for &i in &waiting {
+            if let Some(slot) = self.slots.get_mut(i).and_then(Option::as_mut) {
+                if !slot.paced {
+                    if let Some(w) = slot.waker.take() {
+                        w.wake();
+                    }
+                }
             }
         }
+        waiting.clear();
+        self.waiting = waiting;
+    }
+
+    /// Asks for slot `i` to be woken by the next announcement.
+    fn wait(&mut self, i: usize, waker: &Waker) {
+        if let Some(slot) = self.slots[i].as_mut() {
+            let listed = slot.waker.is_some() && !slot.paced;
+            slot.waker = Some(waker.clone());
+            if !listed && !slot.paced {
+                self.waiting.push(i);
+            }
+        }
+    }
+
+    /// Wakes the subscribers paced in `phase`: their phase point has come.
+    fn release_phase(&mut self, phase: usize) {
+        let mut list = std::mem::take(&mut self.paced[phase]);
+        for &i in &list {
+            if let Some(slot) = self.slots.get_mut(i).and_then(Option::as_mut) {
+                if slot.paced && slot.phase == phase {
+                    slot.paced = false;
+                    if let Some(w) = slot.waker.take() {
+                        w.wake();
+                    }
+                }
+            }
+        }
+        list.clear();
+        self.paced[phase] = list;
+    }
+
+    fn any_paced(&self) -> bool {
+        self.paced.iter().any(|p| !p.is_empty())
     }
 }
 
@@ -243,33 +298,40 @@ thread_local! {
     static FEEDS: RefCell<HashMap<FeedKey, Weak<Feed>>> = RefCell::new(HashMap::new());
 }
 
+/// What one read of the feed found.
+enum Read {
+    /// Lines up to this revision were appended.
+    Got(u64),
+    Ended(WatchError),
+    /// The scan bound was reached with nothing selected: continue after other tasks.
+    Yield,
+    /// Nothing (more) for this watch; `scanned`: lines were read past.
+    Idle {
+        scanned: bool,
+    },
+}
+
 /// A watch stream's place in a feed. Dropping it leaves the feed.
 pub struct Subscription {
     feed: Rc<Feed>,
     slot: usize,
-    /// Its pacing: `interval` (zero: none) and its offset within it.
-    interval: Duration,
-    phase: Duration,
-    /// Set while it waits for its next phase point.
-    pace: Option<Pin<Box<Sleep>>>,
-    pacing: bool,
+    /// Whether it is paced once it has read everything (always, but in some tests).
+    paced: bool,
 }
 
-/// The first time strictly after `now` whose distance from `epoch` is `phase` modulo
-/// `interval` (non-zero).
-fn next_phase_point(epoch: Instant, now: Instant, phase: Duration, interval: Duration) -> Instant {
-    let i = interval.as_nanos().max(1);
-    let p = phase.as_nanos() % i;
-    let since = now.saturating_duration_since(epoch).as_nanos();
-    let point = since - since % i + p;
-    let point = if point > since { point } else { point + i };
-    epoch + Duration::from_nanos(point as u64)
+/// Time between two phase points of a feed.
+fn phase_len() -> Duration {
+    WATCH_FEED_INTERVAL / WATCH_FEED_PHASES as u32
 }
 
-/// Origin of every subscriber's phase points.
-fn pacing_epoch() -> Instant {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    Instant::from_std(*EPOCH.get_or_init(std::time::Instant::now))
+/// The index of the phase point at or before `now` (counted from `epoch`).
+fn phase_point_at(epoch: Instant, now: Instant) -> u64 {
+    (now.saturating_duration_since(epoch).as_nanos() / phase_len().as_nanos()) as u64
+}
+
+/// When phase point `k` comes.
+fn phase_point_time(epoch: Instant, k: u64) -> Instant {
+    epoch + Duration::from_nanos((phase_len().as_nanos() as u64).saturating_mul(k))
 }
 
 impl Subscription {
@@ -322,6 +384,8 @@ impl Subscription {
                 next_seq: st.first_seq + idx as u64,
                 after,
                 waker: None,
+                phase: rand::random::<u64>() as usize % WATCH_FEED_PHASES,
+                paced: false,
             };
             st.subscribers += 1;
             match st.free.pop() {
@@ -335,15 +399,10 @@ impl Subscription {
                 }
             }
         };
-        let interval = WATCH_FEED_INTERVAL;
-        let phase = Duration::from_nanos(rand::random::<u64>() % interval.as_nanos() as u64);
         Ok(Some(Subscription {
             feed,
             slot,
-            interval,
-            phase,
-            pace: None,
-            pacing: false,
+            paced: true,
         }))
     }
 
@@ -359,25 +418,60 @@ impl Subscription {
         max_bytes: usize,
         sel: &Selection,
     ) -> Poll<Result<u64, WatchError>> {
-        if self.pacing {
-            if let Some(pace) = &mut self.pace {
-                if pace.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
+        {
+            let mut st = self.feed.state.borrow_mut();
+            let slot = st.slots[self.slot].as_mut().expect("own slot");
+            if slot.paced {
+                slot.waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+        }
+        match self.read(out, max_bytes, sel) {
+            Read::Got(rev) => {
+                if self.read_all_announced() {
+                    self.pace();
                 }
+                Poll::Ready(Ok(rev))
             }
-            self.pacing = false;
-        }
-        let read = self.read(cx, out, max_bytes, sel);
-        if read.is_ready() && !self.interval.is_zero() && self.read_all_announced() {
-            let now = Instant::now();
-            let at = next_phase_point(pacing_epoch(), now, self.phase, self.interval);
-            match &mut self.pace {
-                Some(pace) => pace.as_mut().reset(at),
-                None => self.pace = Some(Box::pin(tokio::time::sleep_until(at))),
+            Read::Ended(e) => Poll::Ready(Err(e)),
+            Read::Yield => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
             }
-            self.pacing = true;
+            // Lines were read but none was for this watch: it is as busy as if they had
+            // been (else a selective watch would be woken by every announcement).
+            Read::Idle { scanned: true } => {
+                self.pace();
+                self.wait_on_feed(cx);
+                Poll::Pending
+            }
+            Read::Idle { scanned: false } => {
+                self.wait_on_feed(cx);
+                Poll::Pending
+            }
         }
-        read
+    }
+
+    /// Waits for its next phase point before reading again (if paced at all).
+    fn pace(&self) {
+        if !self.paced {
+            return;
+        }
+        let mut st = self.feed.state.borrow_mut();
+        let slot = st.slots[self.slot].as_mut().expect("own slot");
+        slot.paced = true;
+        let phase = slot.phase;
+        st.paced[phase].push(self.slot);
+        if !st.ticking {
+            if let Some(task) = &st.task {
+                task.wake_by_ref();
+            }
+        }
+    }
+
+    /// Asks to be woken when lines are announced.
+    fn wait_on_feed(&self, cx: &Context<'_>) {
+        self.feed.state.borrow_mut().wait(self.slot, cx.waker());
     }
 
     fn read_all_announced(&self) -> bool {
@@ -387,13 +481,8 @@ impl Subscription {
             .is_some_and(|s| s.next_seq >= st.announced)
     }
 
-    fn read(
-        &mut self,
-        cx: &mut Context<'_>,
-        out: &mut Chunk,
-        max_bytes: usize,
-        sel: &Selection,
-    ) -> Poll<Result<u64, WatchError>> {
+    /// Reads what is announced and not yet read (see `poll_chunk`).
+    fn read(&mut self, out: &mut Chunk, max_bytes: usize, sel: &Selection) -> Read {
         let mut st = self.feed.state.borrow_mut();
         let st = &mut *st;
         let (first_seq, announced, head) = (st.first_seq, st.announced, st.head_seq());
@@ -406,10 +495,10 @@ impl Subscription {
         } = st;
         let slot = slots[self.slot].as_mut().expect("own slot");
         if slot.next_seq < first_seq {
-            return Poll::Ready(Err(WatchError::Lagged {
+            return Read::Ended(WatchError::Lagged {
                 behind_events: head - slot.next_seq,
                 max: WATCH_FEED_EVENTS_MAX as u64,
-            }));
+            });
         }
         let plain = sel.is_plain_json();
         let mut last = None;
@@ -419,8 +508,7 @@ impl Subscription {
             if scanned == WATCH_SCAN_LINES_PER_POLL {
                 if last.is_none() {
                     // Nothing selected yet: continue after other tasks had their turn.
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                    return Read::Yield;
                 }
                 break;
             }
@@ -442,15 +530,16 @@ impl Subscription {
             }
         }
         if let Some(rev) = last {
-            return Poll::Ready(Ok(rev));
+            return Read::Got(rev);
         }
         if slot.next_seq >= announced {
             if let Some(e) = ended {
-                return Poll::Ready(Err(e.clone()));
+                return Read::Ended(e.clone());
             }
         }
-        slot.waker = Some(cx.waker().clone());
-        Poll::Pending
+        Read::Idle {
+            scanned: scanned > 0,
+        }
     }
 
     /// The revision up to which this subscriber has been sent every event, if it has read
@@ -512,6 +601,9 @@ fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
             free: Vec::new(),
             subscribers: 0,
             task: None,
+            paced: vec![Vec::new(); WATCH_FEED_PHASES],
+            ticking: false,
+            waiting: Vec::new(),
         }),
     });
     tokio::task::spawn_local(FeedTask {
@@ -519,6 +611,8 @@ fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
         feed: feed.clone(),
         watcher,
         batch: Vec::new(),
+        tick: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        next_point: 0,
     });
     feed
 }
@@ -530,6 +624,16 @@ struct FeedTask {
     feed: Rc<Feed>,
     watcher: Watcher,
     batch: Vec<Arc<Event>>,
+    /// Fires at the next phase point while subscribers are paced.
+    tick: Pin<Box<Sleep>>,
+    /// Index of the next phase point to release.
+    next_point: u64,
+}
+
+/// Origin of every feed's phase points.
+fn pacing_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    Instant::from_std(*EPOCH.get_or_init(std::time::Instant::now))
 }
 
 impl FeedTask {
@@ -598,8 +702,41 @@ impl Future for FeedTask {
         if st.announced < st.head_seq() {
             st.announce();
         }
-        st.trim();
-        Poll::Pending
+        // Release the paced subscribers of every phase point that has come; lines everyone
+        // read are dropped once per interval then (a pass over every subscriber), or on each
+        // poll while nobody is paced.
+        let epoch = pacing_epoch();
+        loop {
+            if !st.any_paced() {
+                st.ticking = false;
+                st.trim();
+                return Poll::Pending;
+            }
+            if !st.ticking {
+                st.ticking = true;
+                this.next_point = phase_point_at(epoch, Instant::now()) + 1;
+                this.tick
+                    .as_mut()
+                    .reset(phase_point_time(epoch, this.next_point));
+            }
+            if this.tick.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let now = phase_point_at(epoch, Instant::now());
+            let from = this
+                .next_point
+                .max(now.saturating_sub(WATCH_FEED_PHASES as u64 - 1));
+            for point in from..=now {
+                st.release_phase(point as usize % WATCH_FEED_PHASES);
+                if point % WATCH_FEED_PHASES as u64 == 0 {
+                    st.trim();
+                }
+            }
+            this.next_point = now + 1;
+            this.tick
+                .as_mut()
+                .reset(phase_point_time(epoch, this.next_point));
+        }
     }
 }
 
@@ -680,6 +817,9 @@ mod tests {
             free: Vec::new(),
             subscribers: 0,
             task: None,
+            paced: vec![Vec::new(); WATCH_FEED_PHASES],
+            ticking: false,
+            waiting: Vec::new(),
         }
     }
 
@@ -697,6 +837,8 @@ mod tests {
             next_seq,
             after,
             waker: None,
+            phase: 0,
+            paced: false,
         }));
         st.subscribers = 1;
         SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
@@ -711,10 +853,7 @@ mod tests {
         Subscription {
             feed,
             slot,
-            interval: Duration::ZERO,
-            phase: Duration::ZERO,
-            pace: None,
-            pacing: false,
+            paced: false,
         }
     }
 
@@ -750,6 +889,8 @@ mod tests {
                     next_seq: 0,
                     after: 10,
                     waker: None,
+                    phase: i % WATCH_FEED_PHASES,
+                    paced: false,
                 }));
                 st.subscribers += 1;
                 SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
@@ -957,6 +1098,8 @@ mod tests {
             next_seq: 5,
             after: 0,
             waker: None,
+            phase: 0,
+            paced: false,
         }));
         st.trim();
         assert_eq!(st.first_seq, 5, "the slowest subscriber's next line stays");
@@ -967,53 +1110,70 @@ mod tests {
     }
 
     #[test]
-    fn phase_points_repeat_every_interval_at_the_subscribers_offset() {
+    fn phase_points_divide_the_interval() {
         let epoch = Instant::now();
-        let ms = Duration::from_millis;
-        let at = |now: u64, phase: u64| {
-            next_phase_point(epoch, epoch + ms(now), ms(phase), ms(25)) - epoch
-        };
-        assert_eq!(at(3, 10), ms(10));
-        assert_eq!(at(10, 10), ms(35), "strictly after now");
-        assert_eq!(at(34, 10), ms(35));
-        assert_eq!(at(36, 10), ms(60));
-        assert_eq!(at(0, 0), ms(25));
-        assert_eq!(at(3, 60), ms(10), "the phase is taken modulo the interval");
+        let len = phase_len();
+        assert_eq!(len * WATCH_FEED_PHASES as u32, WATCH_FEED_INTERVAL);
+        assert_eq!(phase_point_at(epoch, epoch), 0);
+        assert_eq!(
+            phase_point_at(epoch, epoch + len - Duration::from_nanos(1)),
+            0
+        );
+        assert_eq!(phase_point_at(epoch, epoch + len * 3), 3);
+        assert_eq!(phase_point_time(epoch, 3), epoch + len * 3);
+        let far = 1u64 << 40;
+        assert!(phase_point_time(epoch, far) > phase_point_time(epoch, far - 1));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_subscriber_that_read_everything_waits_for_its_next_phase_point() {
+    fn paced_slot(sub: &Subscription) -> (bool, bool, usize) {
+        let st = sub.feed.state.borrow();
+        let slot = st.slots[sub.slot].as_ref().unwrap();
+        (slot.paced, slot.waker.is_some(), slot.phase)
+    }
+
+    #[test]
+    fn a_subscriber_that_read_everything_waits_for_its_phase_point() {
         let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 1);
         let mut sub = subs.pop().unwrap();
-        sub.interval = Duration::from_millis(25);
-        sub.phase = Duration::from_millis(7);
+        sub.paced = true;
         let sel = everything();
         assert!(matches!(
             poll_as(&mut sub, 1 << 20, &sel),
             Poll::Ready(Ok((11, _)))
         ));
-        let due = next_phase_point(pacing_epoch(), Instant::now(), sub.phase, sub.interval);
+        let (paced, _, phase) = paced_slot(&sub);
+        assert!(paced);
+        assert_eq!(sub.feed.state.borrow().paced[phase], [0]);
         {
             let mut st = sub.feed.state.borrow_mut();
             st.push(put(12, cm("a", 12, "web"), Some(cm("a", 11, "web"))));
             st.announce();
         }
         assert!(poll_as(&mut sub, 1 << 20, &sel).is_pending(), "paced");
-        tokio::time::advance(due - Instant::now() - Duration::from_millis(1)).await;
+        sub.feed.state.borrow_mut().announce();
+        assert!(paced_slot(&sub).1, "an announcement does not wake it");
+        sub.feed
+            .state
+            .borrow_mut()
+            .release_phase((phase + 1) % WATCH_FEED_PHASES);
         assert!(
-            poll_as(&mut sub, 1 << 20, &sel).is_pending(),
-            "still before its point"
+            paced_slot(&sub).0,
+            "another phase's point does not release it"
         );
-        // (tokio's timers fire on the millisecond tick at or after their deadline)
-        tokio::time::advance(Duration::from_millis(2)).await;
+        sub.feed.state.borrow_mut().release_phase(phase);
+        assert_eq!(
+            paced_slot(&sub),
+            (false, false, phase),
+            "released and woken"
+        );
         assert!(matches!(
             poll_as(&mut sub, 1 << 20, &sel),
             Poll::Ready(Ok((12, _)))
         ));
-        // Nothing more: it waits on the feed, and a line announced later is read at once
-        // after its next point.
-        tokio::time::advance(sub.interval).await;
+        // Released with nothing new: it waits on the feed and reads the next line at once.
+        sub.feed.state.borrow_mut().release_phase(phase);
         assert!(poll_as(&mut sub, 1 << 20, &sel).is_pending());
+        assert_eq!(paced_slot(&sub), (false, true, phase));
         {
             let mut st = sub.feed.state.borrow_mut();
             st.push(put(13, cm("a", 13, "web"), Some(cm("a", 12, "web"))));
@@ -1032,10 +1192,9 @@ mod tests {
             .collect();
         let mut subs = feed_of(lines, 1);
         let mut sub = subs.pop().unwrap();
-        sub.interval = Duration::from_millis(25);
+        sub.paced = true;
         let sel = everything();
-        // 600 lines, at most WATCH_CHUNK_PIECES_MAX per chunk: the first two polls are
-        // partial reads and must not start pacing (which would need a timer, and a runtime).
+        // 600 lines, at most WATCH_CHUNK_PIECES_MAX per chunk: partial reads do not pace.
         assert!(matches!(
             poll_as(&mut sub, 1 << 20, &sel),
             Poll::Ready(Ok((266, _)))
@@ -1044,6 +1203,93 @@ mod tests {
             poll_as(&mut sub, 1 << 20, &sel),
             Poll::Ready(Ok((522, _)))
         ));
-        assert!(!sub.pacing);
+        assert!(!paced_slot(&sub).0);
+        assert!(matches!(
+            poll_as(&mut sub, 1 << 20, &sel),
+            Poll::Ready(Ok((610, _)))
+        ));
+        assert!(paced_slot(&sub).0, "caught up: paced");
+    }
+
+    #[test]
+    fn a_selective_subscriber_that_read_past_lines_is_paced_too() {
+        let mut subs = feed_of(vec![put(11, cm("a", 11, "db"), None)], 1);
+        let mut sub = subs.pop().unwrap();
+        sub.paced = true;
+        let web = selection(Some("tier=web"), None, Format::Json);
+        assert!(poll_as(&mut sub, 1 << 20, &web).is_pending());
+        assert!(paced_slot(&sub).0, "read past a line: paced");
+        sub.feed.state.borrow_mut().announce();
+        assert!(
+            paced_slot(&sub).1,
+            "not woken by the feed's next announcement, only by its phase point"
+        );
+    }
+
+    #[test]
+    fn phase_lists_skip_slots_that_left_or_were_reused() {
+        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 2);
+        for sub in &mut subs {
+            sub.paced = true;
+            assert!(poll_as(sub, 1 << 20, &everything()).is_ready());
+        }
+        let feed = subs[0].feed.clone();
+        let phase1 = paced_slot(&subs[1]).2;
+        drop(subs.pop());
+        // A newcomer takes the freed slot in a different phase.
+        {
+            let mut st = feed.state.borrow_mut();
+            let i = st.free.pop().unwrap();
+            st.slots[i] = Some(Slot {
+                next_seq: 1,
+                after: 10,
+                waker: Some(Waker::noop().clone()),
+                phase: (phase1 + 1) % WATCH_FEED_PHASES,
+                paced: true,
+            });
+        }
+        feed.state.borrow_mut().release_phase(phase1);
+        let st = feed.state.borrow();
+        assert!(
+            st.slots[1].as_ref().unwrap().paced,
+            "not released by its predecessor's phase"
+        );
+    }
+
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn an_announcement_wakes_each_waiting_subscriber_once() {
+        let mut subs = feed_of(Vec::new(), 3);
+        let counts: Vec<Arc<Count>> = (0..3)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        for (sub, count) in subs.iter_mut().zip(&counts).take(2) {
+            let waker = Waker::from(count.clone());
+            let mut cx = Context::from_waker(&waker);
+            // Polled twice: listed once.
+            for _ in 0..2 {
+                let p = sub.poll_chunk(&mut cx, &mut Chunk::new(), 1 << 20, &everything());
+                assert!(p.is_pending());
+            }
+        }
+        let feed = subs[0].feed.clone();
+        assert_eq!(feed.state.borrow().waiting, [0, 1]);
+        feed.state
+            .borrow_mut()
+            .push(put(11, cm("a", 11, "web"), None));
+        feed.state.borrow_mut().announce();
+        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+        assert_eq!(woken, [1, 1, 0], "the third never waited");
+        assert!(feed.state.borrow().waiting.is_empty());
+        feed.state.borrow_mut().announce();
+        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+        assert_eq!(woken, [1, 1, 0], "woken once per wait");
     }
 }
