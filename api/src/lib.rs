@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 mod gofmt;
+pub mod jsonmap;
 pub mod names;
 pub mod patch;
 pub mod rv;

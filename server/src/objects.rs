@@ -18,7 +18,7 @@ pub fn new_uid() -> String {
 }
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
-    obj.get("metadata")?.as_object()
+    keel_api::jsonmap::field(obj, "metadata")?.as_object()
 }
 
 /// The object's metadata map, created when absent or not an object.

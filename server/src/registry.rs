@@ -118,7 +118,7 @@ impl Filter {
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(l) = &self.labels {
             let labels = objects::meta(obj)
-                .and_then(|m| m.get("labels"))
+                .and_then(|m| keel_api::jsonmap::get(m, "labels"))
                 .and_then(Value::as_object);
             if !l.matches(labels) {
                 return false;

@@ -40,7 +40,8 @@ pub fn each_obj<'a>(
 
 /// The value at a dotted path (`spec.template.spec`).
 pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(v, |cur, key| cur.get(key))
+    path.split('.')
+        .try_fold(v, |cur, key| keel_api::jsonmap::field(cur, key))
 }
 
 /// The string at a dotted path, or `""`.

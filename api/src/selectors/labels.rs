@@ -136,7 +136,7 @@ impl Requirement {
     /// Whether `labels` satisfy this requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         let value = labels
-            .and_then(|l| l.get(&self.key))
+            .and_then(|l| crate::jsonmap::get(l, &self.key))
             .map(|v| v.as_str().unwrap_or(""));
         match (self.operator, value) {
             (Operator::In | Operator::Equals | Operator::DoubleEquals, Some(v)) => {
