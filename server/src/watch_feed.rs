@@ -259,6 +259,16 @@ impl FeedState {
                 self.waiting.push(i);
             }
         }
+        // Watches that come and go while nothing is announced leave entries of their slots
+        // behind: keep the list within twice the slots by rebuilding it from them.
+        if self.waiting.len() > 2 * self.slots.len() {
+            self.waiting.clear();
+            for (i, slot) in self.slots.iter().enumerate() {
+                if slot.as_ref().is_some_and(|s| s.waker.is_some() && !s.paced) {
+                    self.waiting.push(i);
+                }
+            }
+        }
     }
 
     /// Wakes the subscribers paced in `phase`: their phase point has come.
@@ -1291,5 +1301,25 @@ mod tests {
         feed.state.borrow_mut().announce();
         let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
         assert_eq!(woken, [1, 1, 0], "woken once per wait");
+    }
+
+    #[test]
+    fn the_waiting_list_stays_bounded_while_watches_come_and_go() {
+        let mut st = state();
+        let waker = Waker::noop().clone();
+        for _ in 0..1000 {
+            // A watch joins slot 0, waits, and leaves before anything is announced.
+            st.slots.resize_with(1, || None);
+            st.slots[0] = Some(Slot {
+                next_seq: 0,
+                after: 10,
+                waker: None,
+                phase: 0,
+                paced: false,
+            });
+            st.wait(0, &waker);
+            st.slots[0] = None;
+        }
+        assert!(st.waiting.len() <= 2, "{} entries", st.waiting.len());
     }
 }
