@@ -298,6 +298,34 @@ pub struct Feed {
     state: RefCell<FeedState>,
 }
 
+impl Feed {
+    /// Ends the feed: every subscriber, waiting or paced, is woken to read its rest and `e`.
+    fn end(&self, e: WatchError) {
+        let mut st = self.state.borrow_mut();
+        st.ended = Some(e);
+        st.task = None;
+        st.announced = st.head_seq();
+        for slot in st.slots.iter_mut().flatten() {
+            slot.paced = false;
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+/// Drops `feed`'s entry from this core's `FEEDS` (unless another feed took the key since).
+fn forget_feed(key: &FeedKey, feed: &Rc<Feed>) {
+    FEEDS.with(|f| {
+        let mut f = f.borrow_mut();
+        if f.get(key)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Rc::as_ptr(feed)))
+        {
+            f.remove(key);
+        }
+    });
+}
+
 type FeedKey = (usize, Vec<u8>);
 
 /// Open subscriptions on all cores.
@@ -382,7 +410,7 @@ impl Subscription {
             }
             _ => {
                 let watcher = app.storage.engine.watch(prefix, Revision(after))?;
-                let feed = start_feed(app.clone(), watcher, after);
+                let feed = start_feed(app.clone(), key.clone(), watcher, after);
                 FEEDS.with(|f| f.borrow_mut().insert(key.clone(), Rc::downgrade(&feed)));
                 feed
             }
@@ -597,7 +625,7 @@ fn encode(ev: &Event, out: &mut Vec<u8>) {
     out.extend_from_slice(b"}\n");
 }
 
-fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
+fn start_feed(app: Arc<App>, key: FeedKey, watcher: Watcher, after: u64) -> Rc<Feed> {
     let feed = Rc::new(Feed {
         state: RefCell::new(FeedState {
             lines: VecDeque::new(),
@@ -619,6 +647,7 @@ fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
     tokio::task::spawn_local(FeedTask {
         app,
         feed: feed.clone(),
+        key,
         watcher,
         batch: Vec::new(),
         tick: Box::pin(tokio::time::sleep(Duration::ZERO)),
@@ -632,6 +661,8 @@ fn start_feed(app: Arc<App>, watcher: Watcher, after: u64) -> Rc<Feed> {
 struct FeedTask {
     app: Arc<App>,
     feed: Rc<Feed>,
+    /// Its entry in `FEEDS`.
+    key: FeedKey,
     watcher: Watcher,
     batch: Vec<Arc<Event>>,
     /// Fires at the next phase point while subscribers are paced.
@@ -683,10 +714,8 @@ impl FeedTask {
     }
 
     fn stop(&self, e: WatchError) {
-        let mut st = self.feed.state.borrow_mut();
-        st.ended = Some(e);
-        st.task = None;
-        st.announce();
+        self.feed.end(e);
+        forget_feed(&self.key, &self.feed);
     }
 }
 
@@ -1321,5 +1350,48 @@ mod tests {
             st.slots[0] = None;
         }
         assert!(st.waiting.len() <= 2, "{} entries", st.waiting.len());
+    }
+
+    #[test]
+    fn an_ended_feed_wakes_paced_subscribers_too() {
+        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 2);
+        let counts: Vec<Arc<Count>> = (0..2)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        subs[0].paced = true;
+        for (sub, count) in subs.iter_mut().zip(&counts) {
+            let waker = Waker::from(count.clone());
+            let mut cx = Context::from_waker(&waker);
+            while sub
+                .poll_chunk(&mut cx, &mut Chunk::new(), 1 << 20, &everything())
+                .is_ready()
+            {}
+        }
+        assert!(
+            paced_slot(&subs[0]).0,
+            "the first is paced, the second waits"
+        );
+        subs[0].feed.end(WatchError::Closed);
+        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
+        assert_eq!(woken, [1, 1]);
+        for sub in &mut subs {
+            assert_eq!(poll(sub, 1 << 20), Poll::Ready(Err(WatchError::Closed)));
+        }
+    }
+
+    #[test]
+    fn a_stopped_feed_leaves_the_core_s_table() {
+        let key: FeedKey = (1, b"/registry/configmaps/gone/".to_vec());
+        let subs = feed_of(Vec::new(), 1);
+        let feed = subs[0].feed.clone();
+        FEEDS.with(|f| f.borrow_mut().insert(key.clone(), Rc::downgrade(&feed)));
+        let other = feed_of(Vec::new(), 1)[0].feed.clone();
+        forget_feed(&key, &other);
+        assert!(
+            FEEDS.with(|f| f.borrow().contains_key(&key)),
+            "not that feed's entry"
+        );
+        forget_feed(&key, &feed);
+        assert!(!FEEDS.with(|f| f.borrow().contains_key(&key)));
     }
 }
