@@ -104,8 +104,11 @@ struct More {
 }
 
 impl Line {
+    /// Bytes it holds: its line, the stored objects of its event, and what was made later.
     fn charged(&self) -> usize {
-        self.bytes.len() + self.more.as_ref().map_or(0, |m| m.charged)
+        let stored =
+            self.ev.kv.value().len() + self.ev.prev.as_ref().map_or(0, |p| p.value().len());
+        self.bytes.len() + stored + self.more.as_ref().map_or(0, |m| m.charged)
     }
 
     /// What `sel` sends for this event, if anything: the event's type and its shared bytes.
@@ -1119,11 +1122,18 @@ mod tests {
         assert_eq!(st.lines.len(), WATCH_FEED_EVENTS_MAX);
         assert_eq!(st.first_seq, 5);
         assert_eq!(st.floor, 15);
-        assert_eq!(st.bytes, WATCH_FEED_EVENTS_MAX);
+        let held: usize = st.lines.iter().map(Line::charged).sum();
+        assert_eq!(st.bytes, held);
+        assert!(
+            held > WATCH_FEED_EVENTS_MAX * 100,
+            "the events' stored objects count"
+        );
         let mut st = state();
         st.push(line(11, WATCH_FEED_BYTES_MAX));
-        st.push(line(12, 1));
-        assert_eq!((st.lines.len(), st.floor, st.bytes), (1, 11, 1));
+        let last = line(12, 1);
+        let charged = last.charged();
+        st.push(last);
+        assert_eq!((st.lines.len(), st.floor, st.bytes), (1, 11, charged));
     }
 
     #[test]
