@@ -279,3 +279,61 @@ fn selectors_and_representations_share_a_feed_each_with_its_own_view() {
     ];
     assert_eq!(got["b"], only_b);
 }
+
+#[test]
+fn a_watch_from_before_the_feed_s_history_reads_on_its_own() {
+    let s = server();
+    let ns = s.namespace("fanout-old");
+    let rv0 = list_rv(s, &ns);
+    // A live watch keeps this collection's feed running and reads everything, so the feed
+    // drops all but its newest WATCH_FEED_RETAIN_EVENTS lines behind it. (Its timeout leaves
+    // room for the creates, ~6 s of curl here, and the second watch.)
+    let live = format!(
+        "{}?watch=1&resourceVersion={rv0}&timeoutSeconds=20",
+        cms(&ns)
+    );
+    let live = std::thread::spawn(move || server().get(&live));
+    let n = keel_server::watch_feed::WATCH_FEED_RETAIN_EVENTS + 200;
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let ns = ns.clone();
+            std::thread::spawn(move || {
+                for i in (t..n).step_by(8) {
+                    let tier = if i % 2 == 0 { "web" } else { "db" };
+                    let body = json!({"metadata": {"name": format!("cm-{i}"),
+                                                   "labels": {"tier": tier}}});
+                    let r = server().send_json("POST", &cms(&ns), &body);
+                    assert_eq!(r.status, 201, "{}", r.text());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // From before every create: older than what the feed still holds once the live watch
+    // has read on, so this watch gets an engine watcher of its own.
+    let old = format!(
+        "{}?watch=1&resourceVersion={rv0}&labelSelector=tier%3Dweb&timeoutSeconds=3",
+        cms(&ns)
+    );
+    let r = s.get(&old);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let events: Vec<Value> = r
+        .text()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), n / 2, "every web ConfigMap, once");
+    let mut last = 0u64;
+    for e in &events {
+        assert_eq!(e["type"], "ADDED");
+        assert_eq!(e["object"]["metadata"]["labels"]["tier"], "web");
+        let rv: u64 = rv_of(&e["object"]).parse().unwrap();
+        assert!(rv > last, "in order");
+        last = rv;
+    }
+    let r = live.join().unwrap();
+    assert_eq!(r.text().lines().filter(|l| !l.trim().is_empty()).count(), n);
+}
