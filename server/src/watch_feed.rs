@@ -493,12 +493,16 @@ impl Subscription {
         }
     }
 
-    /// Waits for its next phase point before reading again (if paced at all).
+    /// Waits for its next phase point before reading again (if paced at all, and unless the
+    /// feed has ended: its task no longer releases anyone).
     fn pace(&self) {
         if !self.paced {
             return;
         }
         let mut st = self.feed.state.borrow_mut();
+        if st.ended.is_some() {
+            return;
+        }
         let slot = st.slots[self.slot].as_mut().expect("own slot");
         slot.paced = true;
         let phase = slot.phase;
@@ -1403,5 +1407,19 @@ mod tests {
         );
         forget_feed(&key, &feed);
         assert!(!FEEDS.with(|f| f.borrow().contains_key(&key)));
+    }
+
+    #[test]
+    fn a_paced_subscriber_reads_the_rest_of_an_ended_feed_then_its_end() {
+        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 1);
+        let mut sub = subs.pop().unwrap();
+        sub.paced = true;
+        sub.feed.end(WatchError::Closed);
+        assert!(matches!(poll(&mut sub, 1 << 20), Poll::Ready(Ok((11, _)))));
+        assert!(!paced_slot(&sub).0, "no task is left to release it");
+        assert_eq!(
+            poll(&mut sub, 1 << 20),
+            Poll::Ready(Err(WatchError::Closed))
+        );
     }
 }
