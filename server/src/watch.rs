@@ -64,13 +64,7 @@ impl Encoder {
     /// Appends the event of type `kind` for the stored object `bytes`.
     pub(crate) fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         match self.format {
-            Format::Json => {
-                out.extend_from_slice(b"{\"type\":\"");
-                out.extend_from_slice(kind.as_bytes());
-                out.extend_from_slice(b"\",\"object\":");
-                out.extend_from_slice(bytes);
-                out.extend_from_slice(b"}\n");
-            }
+            Format::Json => json_event_line(out, kind, bytes),
             Format::Protobuf => {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
                     if let Ok(frame) = keel_proto::encode_watch_event(kind, &v) {
@@ -166,6 +160,22 @@ impl Selection {
         }
         serde_json::from_slice::<Value>(bytes).is_ok_and(|v| self.matches(&v))
     }
+}
+
+/// Appends the JSON watch line `{"type":kind,"object":object}\n` for the stored `object`.
+pub(crate) fn json_event_line(out: &mut Vec<u8>, kind: &str, object: &[u8]) {
+    out.reserve(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+}
+
+/// The type of a change as it happened, for a watch that selects everything (`None` for the
+/// delete of an unknown previous value).
+pub(crate) fn as_happened(ev: &Event) -> Option<&'static str> {
+    event_type(ev.kind, ev.prev.is_some(), ev.kind == EventKind::Put)
 }
 
 /// The event a watch sends for a change, from whether the object was selected before

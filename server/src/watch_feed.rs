@@ -38,7 +38,7 @@
 
 use crate::app::App;
 use crate::respond::Format;
-use crate::watch::{event_object, event_type, Selection};
+use crate::watch::{as_happened, event_object, event_type, json_event_line, Selection};
 use keel_engine::{Event, EventKind, Revision, Store, WatchError, Watcher};
 use keel_http::{Chunk, Piece};
 use serde_json::Value;
@@ -117,7 +117,7 @@ impl Line {
         let ev = &self.ev;
         let more = self.more.get_or_insert_with(Box::default);
         let kind = if sel.selects_all() {
-            event_type(ev.kind, ev.prev.is_some(), ev.kind == EventKind::Put)?
+            as_happened(ev)?
         } else {
             let (new, old) = more.parsed.get_or_insert_with(|| {
                 let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).ok();
@@ -135,7 +135,7 @@ impl Line {
             event_type(ev.kind, old_ok, new_ok)?
         };
         let format = sel.encoder().format();
-        if format == Format::Json && kind == natural_kind(ev) {
+        if format == Format::Json && Some(kind) == as_happened(ev) {
             return Some(self.bytes.clone());
         }
         if let Some((.., b)) = more
@@ -152,15 +152,6 @@ impl Line {
         *charged += bytes.len();
         more.encoded.push((format, kind, bytes.clone()));
         (!bytes.is_empty()).then_some(bytes)
-    }
-}
-
-/// The type of an event as it happened (that of its line's `bytes`).
-fn natural_kind(ev: &Event) -> &'static str {
-    match (ev.kind, ev.prev.is_some()) {
-        (EventKind::Put, false) => "ADDED",
-        (EventKind::Put, true) => "MODIFIED",
-        (EventKind::Delete, _) => "DELETED",
     }
 }
 
@@ -203,6 +194,26 @@ struct FeedState {
 }
 
 impl FeedState {
+    /// An empty feed holding every event after revision `after` (none yet).
+    fn new(after: u64) -> FeedState {
+        FeedState {
+            lines: VecDeque::new(),
+            first_seq: 0,
+            announced: 0,
+            bytes: 0,
+            floor: after,
+            synced: after,
+            ended: None,
+            slots: Vec::new(),
+            free: Vec::new(),
+            subscribers: 0,
+            task: None,
+            paced: vec![Vec::new(); WATCH_FEED_PHASES],
+            ticking: false,
+            waiting: Vec::new(),
+        }
+    }
+
     fn head_seq(&self) -> u64 {
         self.first_seq + self.lines.len() as u64
     }
@@ -239,18 +250,8 @@ impl FeedState {
     /// Makes every pulled line readable and wakes the waiting subscribers.
     fn announce(&mut self) {
         self.announced = self.head_seq();
-        let mut waiting = std::mem::take(&mut self.waiting);
-        for &i in &waiting {
-            if let Some(slot) = self.slots.get_mut(i).and_then(Option::as_mut) {
-                if !slot.paced {
-                    if let Some(w) = slot.waker.take() {
-                        w.wake();
-                    }
-                }
-            }
-        }
-        waiting.clear();
-        self.waiting = waiting;
+        let waiting = std::mem::take(&mut self.waiting);
+        self.waiting = wake_listed(&mut self.slots, waiting, |s| !s.paced);
     }
 
     /// Asks for slot `i` to be woken by the next announcement.
@@ -276,24 +277,34 @@ impl FeedState {
 
     /// Wakes the subscribers paced in `phase`: their phase point has come.
     fn release_phase(&mut self, phase: usize) {
-        let mut list = std::mem::take(&mut self.paced[phase]);
-        for &i in &list {
-            if let Some(slot) = self.slots.get_mut(i).and_then(Option::as_mut) {
-                if slot.paced && slot.phase == phase {
-                    slot.paced = false;
-                    if let Some(w) = slot.waker.take() {
-                        w.wake();
-                    }
-                }
-            }
-        }
-        list.clear();
-        self.paced[phase] = list;
+        let list = std::mem::take(&mut self.paced[phase]);
+        self.paced[phase] = wake_listed(&mut self.slots, list, |s| s.paced && s.phase == phase);
     }
 
     fn any_paced(&self) -> bool {
         self.paced.iter().any(|p| !p.is_empty())
     }
+}
+
+/// Wakes the subscribers of the slots in `list` that still exist and are `due` (no longer
+/// paced, if they were); returns `list` emptied, for reuse.
+fn wake_listed(
+    slots: &mut [Option<Slot>],
+    mut list: Vec<usize>,
+    due: impl Fn(&Slot) -> bool,
+) -> Vec<usize> {
+    for &i in &list {
+        if let Some(slot) = slots.get_mut(i).and_then(Option::as_mut) {
+            if due(slot) {
+                slot.paced = false;
+                if let Some(w) = slot.waker.take() {
+                    w.wake();
+                }
+            }
+        }
+    }
+    list.clear();
+    list
 }
 
 /// The shared part of one prefix's fan-out on one core.
@@ -611,45 +622,17 @@ impl Drop for Subscription {
     }
 }
 
-/// Appends the JSON watch line of an event without selectors (nothing for a delete of an
+/// Appends the JSON watch line of an event as it happened (nothing for a delete of an
 /// unknown previous value).
 fn encode(ev: &Event, out: &mut Vec<u8>) {
-    let rev = ev.revision().get();
-    let (kind, object): (&str, std::borrow::Cow<[u8]>) = match (ev.kind, &ev.prev) {
-        (EventKind::Put, None) => ("ADDED", ev.kv.value().into()),
-        (EventKind::Put, Some(_)) => ("MODIFIED", ev.kv.value().into()),
-        (EventKind::Delete, Some(p)) => (
-            "DELETED",
-            crate::watch::with_resource_version(p.value(), rev).into(),
-        ),
-        (EventKind::Delete, None) => return,
-    };
-    out.reserve(object.len() + 32);
-    out.extend_from_slice(b"{\"type\":\"");
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(b"\",\"object\":");
-    out.extend_from_slice(&object);
-    out.extend_from_slice(b"}\n");
+    if let Some(kind) = as_happened(ev) {
+        json_event_line(out, kind, &event_object(ev, kind));
+    }
 }
 
 fn start_feed(app: Arc<App>, key: FeedKey, watcher: Watcher, after: u64) -> Rc<Feed> {
     let feed = Rc::new(Feed {
-        state: RefCell::new(FeedState {
-            lines: VecDeque::new(),
-            first_seq: 0,
-            announced: 0,
-            bytes: 0,
-            floor: after,
-            synced: after,
-            ended: None,
-            slots: Vec::new(),
-            free: Vec::new(),
-            subscribers: 0,
-            task: None,
-            paced: vec![Vec::new(); WATCH_FEED_PHASES],
-            ticking: false,
-            waiting: Vec::new(),
-        }),
+        state: RefCell::new(FeedState::new(after)),
     });
     tokio::task::spawn_local(FeedTask {
         app,
@@ -851,22 +834,7 @@ mod tests {
     }
 
     fn state() -> FeedState {
-        FeedState {
-            lines: VecDeque::new(),
-            first_seq: 0,
-            announced: 0,
-            bytes: 0,
-            floor: 10,
-            synced: 10,
-            ended: None,
-            slots: Vec::new(),
-            free: Vec::new(),
-            subscribers: 0,
-            task: None,
-            paced: vec![Vec::new(); WATCH_FEED_PHASES],
-            ticking: false,
-            waiting: Vec::new(),
-        }
+        FeedState::new(10)
     }
 
     /// A subscription to a feed holding lines for revisions 11..=15, 11..=13 announced.
@@ -1178,6 +1146,13 @@ mod tests {
         assert!(phase_point_time(epoch, far) > phase_point_time(epoch, far - 1));
     }
 
+    /// The one subscriber, paced, of a feed holding `lines`.
+    fn paced_sub(lines: Vec<Line>) -> Subscription {
+        let mut sub = feed_of(lines, 1).pop().unwrap();
+        sub.paced = true;
+        sub
+    }
+
     fn paced_slot(sub: &Subscription) -> (bool, bool, usize) {
         let st = sub.feed.state.borrow();
         let slot = st.slots[sub.slot].as_ref().unwrap();
@@ -1186,9 +1161,7 @@ mod tests {
 
     #[test]
     fn a_subscriber_that_read_everything_waits_for_its_phase_point() {
-        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 1);
-        let mut sub = subs.pop().unwrap();
-        sub.paced = true;
+        let mut sub = paced_sub(vec![put(11, cm("a", 11, "web"), None)]);
         let sel = everything();
         assert!(matches!(
             poll_as(&mut sub, 1 << 20, &sel),
@@ -1243,9 +1216,7 @@ mod tests {
         let lines = (11..11 + 600)
             .map(|r| put(r, cm("a", r, "web"), None))
             .collect();
-        let mut subs = feed_of(lines, 1);
-        let mut sub = subs.pop().unwrap();
-        sub.paced = true;
+        let mut sub = paced_sub(lines);
         let sel = everything();
         // 600 lines, at most WATCH_CHUNK_PIECES_MAX per chunk: partial reads do not pace.
         assert!(matches!(
@@ -1266,9 +1237,7 @@ mod tests {
 
     #[test]
     fn a_selective_subscriber_that_read_past_lines_is_paced_too() {
-        let mut subs = feed_of(vec![put(11, cm("a", 11, "db"), None)], 1);
-        let mut sub = subs.pop().unwrap();
-        sub.paced = true;
+        let mut sub = paced_sub(vec![put(11, cm("a", 11, "db"), None)]);
         let web = selection(Some("tier=web"), None, Format::Json);
         assert!(poll_as(&mut sub, 1 << 20, &web).is_pending());
         assert!(paced_slot(&sub).0, "read past a line: paced");
@@ -1311,6 +1280,17 @@ mod tests {
 
     struct Count(std::sync::atomic::AtomicUsize);
 
+    /// `n` wake-up counters (`Waker::from` each).
+    fn counters(n: usize) -> Vec<Arc<Count>> {
+        (0..n)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect()
+    }
+
+    fn woken(counts: &[Arc<Count>]) -> Vec<usize> {
+        counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect()
+    }
+
     impl std::task::Wake for Count {
         fn wake(self: Arc<Self>) {
             self.0.fetch_add(1, Ordering::Relaxed);
@@ -1320,9 +1300,7 @@ mod tests {
     #[test]
     fn an_announcement_wakes_each_waiting_subscriber_once() {
         let mut subs = feed_of(Vec::new(), 3);
-        let counts: Vec<Arc<Count>> = (0..3)
-            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
-            .collect();
+        let counts = counters(3);
         for (sub, count) in subs.iter_mut().zip(&counts).take(2) {
             let waker = Waker::from(count.clone());
             let mut cx = Context::from_waker(&waker);
@@ -1338,12 +1316,10 @@ mod tests {
             .borrow_mut()
             .push(put(11, cm("a", 11, "web"), None));
         feed.state.borrow_mut().announce();
-        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
-        assert_eq!(woken, [1, 1, 0], "the third never waited");
+        assert_eq!(woken(&counts), [1, 1, 0], "the third never waited");
         assert!(feed.state.borrow().waiting.is_empty());
         feed.state.borrow_mut().announce();
-        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
-        assert_eq!(woken, [1, 1, 0], "woken once per wait");
+        assert_eq!(woken(&counts), [1, 1, 0], "woken once per wait");
     }
 
     #[test]
@@ -1369,9 +1345,7 @@ mod tests {
     #[test]
     fn an_ended_feed_wakes_paced_subscribers_too() {
         let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 2);
-        let counts: Vec<Arc<Count>> = (0..2)
-            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
-            .collect();
+        let counts = counters(2);
         subs[0].paced = true;
         for (sub, count) in subs.iter_mut().zip(&counts) {
             let waker = Waker::from(count.clone());
@@ -1386,8 +1360,7 @@ mod tests {
             "the first is paced, the second waits"
         );
         subs[0].feed.end(WatchError::Closed);
-        let woken: Vec<usize> = counts.iter().map(|c| c.0.load(Ordering::Relaxed)).collect();
-        assert_eq!(woken, [1, 1]);
+        assert_eq!(woken(&counts), [1, 1]);
         for sub in &mut subs {
             assert_eq!(poll(sub, 1 << 20), Poll::Ready(Err(WatchError::Closed)));
         }
@@ -1411,9 +1384,7 @@ mod tests {
 
     #[test]
     fn a_paced_subscriber_reads_the_rest_of_an_ended_feed_then_its_end() {
-        let mut subs = feed_of(vec![put(11, cm("a", 11, "web"), None)], 1);
-        let mut sub = subs.pop().unwrap();
-        sub.paced = true;
+        let mut sub = paced_sub(vec![put(11, cm("a", 11, "web"), None)]);
         sub.feed.end(WatchError::Closed);
         assert!(matches!(poll(&mut sub, 1 << 20), Poll::Ready(Ok((11, _)))));
         assert!(!paced_slot(&sub).0, "no task is left to release it");
