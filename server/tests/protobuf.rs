@@ -4,24 +4,11 @@
 mod common;
 
 use common::server;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const PROTO: &str = "application/vnd.kubernetes.protobuf";
 const ACCEPT_PROTO: &str = "Accept: application/vnd.kubernetes.protobuf";
 const SEND_PROTO: &str = "Content-Type: application/vnd.kubernetes.protobuf";
-
-/// Splits a protobuf watch stream into frames (4-byte big-endian length, then the event).
-fn frames(mut body: &[u8]) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    while body.len() >= 4 {
-        let len = u32::from_be_bytes(body[..4].try_into().unwrap()) as usize;
-        assert!(body.len() >= 4 + len, "truncated frame");
-        out.push(keel_proto::decode_watch_event(&body[..4 + len]).expect("frame"));
-        body = &body[4 + len..];
-    }
-    assert!(body.is_empty(), "trailing bytes");
-    out
-}
 
 #[test]
 fn create_get_list_and_watch_in_protobuf() {
@@ -78,7 +65,7 @@ fn create_get_list_and_watch_in_protobuf() {
         r.header("content-type"),
         Some("application/vnd.kubernetes.protobuf;stream=watch")
     );
-    let events = frames(&r.body);
+    let events = common::proto_watch_frames(&r.body);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].0, "ADDED");
     assert_eq!(events[0].1["metadata"]["name"], "pb");

@@ -29,12 +29,16 @@ fn watch_during(s: &'static Server, paths: &[String], act: impl FnOnce()) -> Vec
             let r = t.join().unwrap();
             assert_eq!(r.status, 200, "{}", r.text());
             assert_eq!(r.header("transfer-encoding"), Some("chunked"));
-            r.text()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-                .collect()
+            json_events(&r.text())
         })
+        .collect()
+}
+
+/// The events of a JSON watch stream, one per line.
+fn json_events(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
 }
 
@@ -161,18 +165,6 @@ fn watchers_joining_later_start_at_their_own_revision() {
     assert_eq!(revs(&late[0]), rvs[3..]);
 }
 
-/// Splits a protobuf watch stream into (type, object) frames.
-fn proto_frames(mut body: &[u8]) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    while body.len() >= 4 {
-        let len = u32::from_be_bytes(body[..4].try_into().unwrap()) as usize;
-        out.push(keel_proto::decode_watch_event(&body[..4 + len]).expect("frame"));
-        body = &body[4 + len..];
-    }
-    assert!(body.is_empty(), "trailing bytes");
-    out
-}
-
 #[test]
 fn selectors_and_representations_share_a_feed_each_with_its_own_view() {
     let s = server();
@@ -222,15 +214,11 @@ fn selectors_and_representations_share_a_feed_each_with_its_own_view() {
         let r = t.join().unwrap();
         assert_eq!(r.status, 200, "{name}: {}", r.text());
         let events: Vec<(String, Value)> = if name.starts_with("proto") {
-            proto_frames(&r.body)
+            common::proto_watch_frames(&r.body)
         } else {
-            r.text()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| {
-                    let e: Value = serde_json::from_str(l).unwrap();
-                    (e["type"].as_str().unwrap().to_string(), e["object"].clone())
-                })
+            json_events(&r.text())
+                .into_iter()
+                .map(|e| (e["type"].as_str().unwrap().to_string(), e["object"].clone()))
                 .collect()
         };
         let seen: Vec<(String, String, String)> = events
@@ -319,12 +307,7 @@ fn a_watch_from_before_the_feed_s_history_reads_on_its_own() {
     );
     let r = s.get(&old);
     assert_eq!(r.status, 200, "{}", r.text());
-    let events: Vec<Value> = r
-        .text()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = json_events(&r.text());
     assert_eq!(events.len(), n / 2, "every web ConfigMap, once");
     let mut last = 0u64;
     for e in &events {
@@ -335,5 +318,5 @@ fn a_watch_from_before_the_feed_s_history_reads_on_its_own() {
         last = rv;
     }
     let r = live.join().unwrap();
-    assert_eq!(r.text().lines().filter(|l| !l.trim().is_empty()).count(), n);
+    assert_eq!(json_events(&r.text()).len(), n);
 }

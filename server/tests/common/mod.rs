@@ -282,3 +282,17 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&p, text).unwrap();
     p
 }
+
+/// Splits a protobuf watch stream into (type, object) frames (4-byte big-endian length, then
+/// the `k8s\0` envelope of a WatchEvent).
+pub fn proto_watch_frames(mut body: &[u8]) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    while body.len() >= 4 {
+        let len = u32::from_be_bytes(body[..4].try_into().unwrap()) as usize;
+        assert!(body.len() >= 4 + len, "truncated frame");
+        out.push(keel_proto::decode_watch_event(&body[..4 + len]).expect("frame"));
+        body = &body[4 + len..];
+    }
+    assert!(body.is_empty(), "trailing bytes");
+    out
+}

@@ -316,27 +316,42 @@ mod tests {
         (Arc::new(server), Arc::new(client))
     }
 
-    /// Starts a TLS server that runs `serve` on its first connection; returns the client.
+    /// Starts a TLS server (`server_cfg`) that runs `serve` on its first connection once the
+    /// handshake succeeded, and connects to it with `client_cfg`.
+    async fn connect_to<F, Fut>(
+        server_cfg: Arc<rustls::ServerConfig>,
+        client_cfg: Arc<ClientConfig>,
+        serve: F,
+    ) -> (io::Result<TlsIo>, tokio::task::JoinHandle<()>)
+    where
+        F: FnOnce(tokio_rustls::server::TlsStream<TcpStream>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            if let Ok(tls) = tokio_rustls::TlsAcceptor::from(server_cfg)
+                .accept(tcp)
+                .await
+            {
+                serve(tls).await;
+            }
+        });
+        let tcp = TcpStream::connect(addr).await.unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        (TlsIo::connect(tcp, client_cfg, name).await, server)
+    }
+
+    /// A connected client of a server that runs `serve` on it.
     async fn pair<F, Fut>(serve: F) -> (TlsIo, tokio::task::JoinHandle<()>)
     where
         F: FnOnce(tokio_rustls::server::TlsStream<TcpStream>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + Send,
     {
         let (server_cfg, client_cfg) = configs();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let tls = tokio_rustls::TlsAcceptor::from(server_cfg)
-                .accept(tcp)
-                .await
-                .unwrap();
-            serve(tls).await;
-        });
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let name = ServerName::try_from("localhost").unwrap();
-        let io = TlsIo::connect(tcp, client_cfg, name).await.unwrap();
-        (io, server)
+        let (io, server) = connect_to(server_cfg, client_cfg, serve).await;
+        (io.unwrap(), server)
     }
 
     #[tokio::test]
@@ -428,17 +443,8 @@ mod tests {
     async fn a_handshake_with_an_untrusted_server_fails() {
         let (server_cfg, _) = configs();
         let (_, other_client) = configs();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let _ = tokio_rustls::TlsAcceptor::from(server_cfg)
-                .accept(tcp)
-                .await;
-        });
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        let name = ServerName::try_from("localhost").unwrap();
-        let err = TlsIo::connect(tcp, other_client, name).await.err().unwrap();
+        let (io, server) = connect_to(server_cfg, other_client, |_| async {}).await;
+        let err = io.err().unwrap();
         assert!(err.to_string().contains("TLS"), "{err}");
         server.await.unwrap();
     }
