@@ -197,9 +197,7 @@ where
             .ok_or_else(|| format!("write in watch group {g} of {groups}"))?
             .push(rv);
     }
-    let expected: u64 = (0..watchers)
-        .map(|w| by_group[w % groups as usize].len() as u64)
-        .sum();
+    let expected = expected_events(&by_group, watchers);
     let drained = wait_until(Duration::from_secs(limits::WATCH_DRAIN_TIMEOUT_S), || {
         ctx.events.load(Ordering::Relaxed) >= expected || handles.iter().all(|h| h.is_finished())
     })
@@ -215,17 +213,22 @@ where
     let mut latency = ctx.latency.total();
     latency.ops += outs.iter().map(|o| o.unstamped).sum::<u64>();
     Ok(account(
-        target, t_write, write_sum, by_group, expected, outs, latency, drained,
+        target, t_write, write_sum, by_group, outs, latency, drained,
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Events all watchers must receive: watcher w gets the writes of group `w % groups`.
+fn expected_events(by_group: &[Vec<u64>], watchers: usize) -> u64 {
+    (0..watchers)
+        .map(|w| by_group[w % by_group.len()].len() as u64)
+        .sum()
+}
+
 fn account(
     target: &str,
     t_write: Instant,
     write_sum: OpSummary,
     mut by_group: Vec<Vec<u64>>,
-    expected: u64,
     outs: Vec<WatcherOut>,
     latency: Recorder,
     drained: bool,
@@ -269,7 +272,10 @@ fn account(
     d.insert("watchers".into(), watchers.into());
     d.insert("watch_groups".into(), (by_group.len() as u64).into());
     d.insert("written".into(), (written as u64).into());
-    d.insert("expected_events".into(), expected.into());
+    d.insert(
+        "expected_events".into(),
+        expected_events(&by_group, watchers).into(),
+    );
     d.insert("received_events".into(), total.received.into());
     d.insert("missing_events".into(), total.missing.into());
     d.insert("duplicate_events".into(), total.duplicates.into());
