@@ -245,11 +245,11 @@ impl TlsIo {
                 Next::Again
             }
             ConnectionState::BlockedHandshake => Next::Read,
-            ConnectionState::WriteTraffic(_) if discard == 0 && *start + discard == *end => {
-                Next::Ready
-            }
-            ConnectionState::WriteTraffic(_) if discard == 0 => Next::Read,
-            ConnectionState::WriteTraffic(_) => Next::Again,
+            // Records were consumed (session tickets): look again.
+            ConnectionState::WriteTraffic(_) if discard > 0 => Next::Again,
+            ConnectionState::WriteTraffic(_) if *start == *end => Next::Ready,
+            // A partial record is left.
+            ConnectionState::WriteTraffic(_) => Next::Read,
             ConnectionState::PeerClosed | ConnectionState::Closed => Next::Closed,
             other => return Err(io::Error::other(format!("TLS: unexpected state {other:?}"))),
         };
