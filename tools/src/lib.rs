@@ -10,6 +10,7 @@
 //!
 //! Every buffer and count has a named bound in `limits`.
 
+pub mod ceiling;
 pub mod cli;
 pub mod client;
 pub mod compare;

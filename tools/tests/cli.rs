@@ -375,6 +375,8 @@ fn compare_smoke_writes_a_report() {
         "| Workload | keel | ceiling | keel/ceiling | keel-https | ceiling-https | keel-https/ceiling-https |",
         "| create ops/s |",
         "| get ops/s |",
+        "| paced watch: writes/s achieved |",
+        "| paced watch: delivery p99 ms |",
     ] {
         assert!(report.contains(want), "missing {want:?} in\n{report}");
     }

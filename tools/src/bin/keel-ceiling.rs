@@ -5,13 +5,16 @@
 //! keel, so the report shows what fraction of the machine's request-handling capacity is left
 //! for the API itself once loopback TCP, TLS and the load generator have taken theirs.
 //!
-//! `keel-ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]`: `POST` answers `201` echoing the
-//! request body (a create's response is about the size of its request); `GET` answers `200`
-//! with a stored-ConfigMap-shaped JSON object of about 1.4 KB; anything else `200 {}`. No
-//! authentication. Certificates (a CA and a serving certificate for 127.0.0.1) are created in
+//! `keel-ceiling --pki DIR --https ADDR [--http ADDR] [--cores N]`: `POST` answers `201` with the
+//! request body given the next resourceVersion (a create's response is about the size of its
+//! request), and appends it to the watch log as an `ADDED` event; `GET` with `watch=1` (or
+//! `true`) streams the events created from then on, paced as keel's watches are
+//! (`keel_tools::ceiling`); any other `GET` answers `200` with a stored-ConfigMap-shaped JSON
+//! object of about 1.4 KB; anything else `200 {}`. No authentication. Certificates (a CA and a serving certificate for 127.0.0.1) are created in
 //! `DIR` on first start; clients trust `DIR/ca.crt`.
 
-use keel_http::{handler_fn, serve, Listener, Method, Request, Response, ServeConfig};
+use keel_http::{handler_fn, serve, Body, Listener, Method, Request, Response, ServeConfig};
+use keel_tools::ceiling::{self, WatchLog, CEILING_WATCH_LOG_EVENTS};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,6 +69,10 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
+fn is_watch(req: &Request) -> bool {
+    matches!(req.query_get("watch").as_deref(), Some("1" | "true"))
+}
+
 fn main() {
     let args = match parse_args() {
         Ok(a) => a,
@@ -98,9 +105,18 @@ fn run(args: Args) -> Result<(), String> {
         cfg.cores = n;
     }
     let get: Arc<[u8]> = get_body().into();
+    let log = Arc::new(WatchLog::new(CEILING_WATCH_LOG_EVENTS));
     let handler = handler_fn(move |req: Request| {
         let resp = match req.method {
-            Method::Post => Response::full(201, "application/json", req.body),
+            Method::Post => match log.append(&req.body) {
+                Ok(stored) => Response::full(201, "application/json", stored),
+                Err(e) => keel_http::status_response(400, "BadRequest", &e),
+            },
+            Method::Get if is_watch(&req) => Response {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                body: Body::Chunks(Box::pin(ceiling::watch(log.clone()))),
+            },
             Method::Get => Response::full(200, "application/json", get.to_vec()),
             _ => Response::full(200, "application/json", b"{}".to_vec()),
         };
