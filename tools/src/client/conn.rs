@@ -159,7 +159,7 @@ impl Conn {
         dec: &mut BodyDecoder,
     ) -> Result<Option<Range<usize>>, String> {
         loop {
-            if !self.fill(dec).await? {
+            if !self.fill_buf(dec).await? {
                 return Ok(None);
             }
             let (used, payload) = dec.decode(&self.buf[self.start..self.end])?;
@@ -175,9 +175,9 @@ impl Conn {
         }
     }
 
-    /// Waits until received bytes are buffered (reading the socket only if none are); false
-    /// at the end of the body. Cancel-safe.
-    pub async fn fill(&mut self, dec: &BodyDecoder) -> Result<bool, String> {
+    /// Waits until received bytes are in the read buffer (reading the socket only if none
+    /// are); false at the end of the body. Cancel-safe.
+    async fn fill_buf(&mut self, dec: &BodyDecoder) -> Result<bool, String> {
         if dec.is_done() {
             return Ok(false);
         }
@@ -196,9 +196,35 @@ impl Conn {
         Ok(true)
     }
 
-    /// Hands `each` every payload span of the body already buffered, in order, without
-    /// waiting for more.
-    pub fn drain(
+    /// Waits until body bytes are received (reading the socket only if none are); false at
+    /// the end of the body. Cancel-safe. Follow with `drain`: over TLS the bytes may still be
+    /// encrypted records, which `drain` decrypts in place.
+    pub async fn fill(&mut self, dec: &BodyDecoder) -> Result<bool, String> {
+        if dec.is_done() {
+            return Ok(false);
+        }
+        if self.start < self.end {
+            return Ok(true);
+        }
+        match &mut self.io {
+            Io::Plain(_) => self.fill_buf(dec).await,
+            Io::Tls(t) => {
+                let more = t
+                    .fill()
+                    .await
+                    .map_err(|e| format!("reading response body: {e}"))?;
+                if !more {
+                    dec.at_eof()?;
+                }
+                Ok(more)
+            }
+        }
+    }
+
+    /// Hands `each` every payload span of the body already received, in order, without
+    /// waiting for more: what is in the read buffer, then (over TLS) every whole record
+    /// received, decrypted in place and decoded where it lies.
+    pub async fn drain(
         &mut self,
         dec: &mut BodyDecoder,
         mut each: impl FnMut(&[u8]) -> Result<(), String>,
@@ -213,7 +239,42 @@ impl Conn {
                 each(payload)?;
             }
         }
-        Ok(())
+        let Conn {
+            io,
+            buf,
+            start,
+            end,
+            ..
+        } = self;
+        let Io::Tls(t) = io else { return Ok(()) };
+        if *start < *end {
+            return Ok(()); // the body ended with bytes after it in the buffer
+        }
+        (*start, *end) = (0, 0);
+        t.drain_with(|mut data| {
+            while !data.is_empty() {
+                if dec.is_done() {
+                    // Bytes after the body's end stay for the next response.
+                    let (n, at) = (data.len(), *end);
+                    let room = buf
+                        .get_mut(at..at + n)
+                        .ok_or("more bytes after the response body than the read buffer holds")?;
+                    room.copy_from_slice(data);
+                    *end += n;
+                    return Ok(());
+                }
+                let (used, payload) = dec.decode(data)?;
+                if used == 0 {
+                    return Err("response body decoder made no progress".into());
+                }
+                data = &data[used..];
+                if !payload.is_empty() {
+                    each(payload)?;
+                }
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// Received bytes (a range from `next_span`).

@@ -109,10 +109,14 @@ impl BodyStream {
         self.conn.fill(&self.dec).await
     }
 
-    /// Hands `each` every payload piece already received, in order, without waiting: after one
-    /// `fill`, all that one socket read brought (a watch: many events) in one go.
-    pub fn drain(&mut self, each: impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
-        self.conn.drain(&mut self.dec, each)
+    /// Hands `each` every payload piece already received, in order, without waiting for the
+    /// socket: after one `fill`, all that one socket read brought (a watch: many events) in
+    /// one go. Over TLS the pieces are records' plaintext where it was decrypted.
+    pub async fn drain(
+        &mut self,
+        each: impl FnMut(&[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.conn.drain(&mut self.dec, each).await
     }
 }
 

@@ -186,6 +186,7 @@ async fn chunked_bodies_are_handed_out_as_they_arrive() {
                 rest.extend_from_slice(p);
                 Ok(())
             })
+            .await
             .unwrap();
     }
     assert_eq!(rest, b" world");

@@ -285,15 +285,17 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
         // Every event of one read arrived at the same time.
         let at = Receipt::now();
         let before = out.received();
-        let parsed = body.drain(|data| {
-            lines.each_line(data, |l| {
-                let e = parse_event(&scan, l)?;
-                if e.kind != "BOOKMARK" {
-                    out.record_at(&ctx, &at, e.rv, e.sent_unix_nanos);
-                }
-                Ok(())
+        let parsed = body
+            .drain(|data| {
+                lines.each_line(data, |l| {
+                    let e = parse_event(&scan, l)?;
+                    if e.kind != "BOOKMARK" {
+                        out.record_at(&ctx, &at, e.rv, e.sent_unix_nanos);
+                    }
+                    Ok(())
+                })
             })
-        });
+            .await;
         ctx.events.fetch_add(
             out.received() - before,
             std::sync::atomic::Ordering::Relaxed,
