@@ -133,6 +133,33 @@ impl Filter {
         true
     }
 
+    /// A field whose exact value every object this filter selects has, with that value (the
+    /// first non-negated field term, else the first label requirement naming one value), so
+    /// that watches can be indexed by it. `None` when no requirement pins a value.
+    pub fn exact_requirement(&self) -> Option<(Indexed, String)> {
+        if let Some(t) = self
+            .fields
+            .as_ref()
+            .and_then(|f| f.terms().iter().find(|t| !t.negated))
+        {
+            let field = Indexed::Field {
+                group: self.group,
+                resource: self.resource,
+                path: t.field.clone(),
+            };
+            return Some((field, t.value.clone()));
+        }
+        use keel_api::selectors::Operator;
+        self.labels.as_ref()?.requirements().iter().find_map(|r| {
+            match (r.operator, r.values.as_slice()) {
+                (Operator::Equals | Operator::DoubleEquals | Operator::In, [v]) => {
+                    Some((Indexed::Label(r.key.clone()), v.clone()))
+                }
+                _ => None,
+            }
+        })
+    }
+
     /// Filters stored bytes: parses only when a selector is set.
     pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
         if self.is_empty() {
@@ -141,6 +168,44 @@ impl Filter {
         match serde_json::from_slice::<Value>(bytes) {
             Ok(v) => self.matches(&v),
             Err(_) => false,
+        }
+    }
+}
+
+/// A value an object can be found by: its name, a label or a selectable field. What
+/// `value_of` gives is what the selectors compare (`Filter::matches`, a single-name watch).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Indexed {
+    /// `metadata.name`, as a single-name watch compares it.
+    Name,
+    /// A label (a non-string value reads as `""`, as label selectors read it).
+    Label(String),
+    /// A selectable field of a resource (absent reads as `""`, as field selectors read it).
+    Field {
+        group: &'static str,
+        resource: &'static str,
+        path: String,
+    },
+}
+
+impl Indexed {
+    /// The object's value of this field, if it has one.
+    pub fn value_of<'a>(&self, obj: &'a Value) -> Option<std::borrow::Cow<'a, str>> {
+        use std::borrow::Cow;
+        match self {
+            Indexed::Name => Some(Cow::Borrowed(objects::name(obj))),
+            Indexed::Label(key) => objects::meta(obj)
+                .and_then(|m| keel_api::jsonmap::get(m, "labels"))
+                .and_then(Value::as_object)
+                .and_then(|l| keel_api::jsonmap::get(l, key))
+                .map(|v| Cow::Borrowed(v.as_str().unwrap_or(""))),
+            Indexed::Field {
+                group,
+                resource,
+                path,
+            } => Some(Cow::Owned(
+                keel_strategy::field_value(group, resource, obj, path).unwrap_or_default(),
+            )),
         }
     }
 }

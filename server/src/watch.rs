@@ -13,7 +13,7 @@
 use crate::app::App;
 use crate::call::Call;
 use crate::objects;
-use crate::registry::Filter;
+use crate::registry::{Filter, Indexed};
 use crate::respond::{self, Format};
 use crate::store::ReadPoint;
 use crate::watch_feed::Subscription;
@@ -146,6 +146,15 @@ impl Selection {
 
     pub(crate) fn encoder(&self) -> &Encoder {
         &self.enc
+    }
+
+    /// A field and the exact value every object it selects has (the name of a single-name
+    /// watch, else the filter's `exact_requirement`): the feed's index of watches.
+    pub(crate) fn index_key(&self) -> Option<(Indexed, String)> {
+        match &self.name {
+            Some(n) => Some((Indexed::Name, n.clone())),
+            None => self.filter.exact_requirement(),
+        }
     }
 
     /// Whether the (parsed) object is selected.
@@ -397,10 +406,16 @@ impl Stream for WatchStream {
     }
 }
 
-/// Opens the stream's event source: the core's shared feed of the prefix, or an engine
-/// watcher of its own if the feed no longer reaches back to `from`.
-fn open_source(app: &Arc<App>, prefix: &[u8], from: u64) -> Result<Source, keel_engine::Error> {
-    if let Some(sub) = Subscription::join(app, prefix, from)? {
+/// Opens the stream's event source: the core's shared feed of the prefix (indexed by `index`,
+/// the selection's exact requirement, if it has one), or an engine watcher of its own if the
+/// feed no longer reaches back to `from`.
+fn open_source(
+    app: &Arc<App>,
+    prefix: &[u8],
+    from: u64,
+    index: Option<(Indexed, String)>,
+) -> Result<Source, keel_engine::Error> {
+    if let Some(sub) = Subscription::join(app, prefix, from, index)? {
         return Ok(Source::Feed(sub));
     }
     let watcher = app.storage.engine.watch(prefix, Revision(from))?;
@@ -442,7 +457,8 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
         _ => respond::JSON,
     };
-    let source = match open_source(&app, &prefix, from) {
+    let sel = Selection::new(filter, name, enc);
+    let source = match open_source(&app, &prefix, from, sel.index_key()) {
         Ok(s) => s,
         Err(keel_engine::Error::Compacted {
             requested,
@@ -453,7 +469,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
                 "too old resource version: {requested} ({compacted})"
             ));
             let mut out = Vec::new();
-            enc.error(&mut out, &err);
+            sel.enc.error(&mut out, &err);
             return Ok(stream_response(
                 content_type,
                 futures_util::stream::iter([Chunk::from(out)]),
@@ -475,7 +491,7 @@ pub async fn watch(app: Arc<App>, c: &mut Call<'_>) -> Result<Response, ApiError
         app: app.clone(),
         source,
         state: State::Initial(initial.into_iter()),
-        sel: Selection::new(filter, name, enc),
+        sel,
         deadline: Box::pin(tokio::time::sleep(timeout)),
         bookmarks,
         last_sent: from,

@@ -37,6 +37,7 @@
 //! ```
 
 use crate::app::App;
+use crate::registry::Indexed;
 use crate::respond::Format;
 use crate::watch::{as_happened, event_object, event_type, json_event_line, Selection};
 use keel_engine::{Event, EventKind, Revision, Store, WatchError, Watcher};
@@ -111,29 +112,38 @@ impl Line {
         self.bytes.len() + stored + self.more.as_ref().map_or(0, |m| m.charged)
     }
 
+    /// The new object (puts) and the previous one, parsed on first use; `charged` grows by
+    /// what parsing them costs.
+    fn parsed(&mut self, charged: &mut usize) -> (Option<&Value>, Option<&Value>) {
+        let ev = &self.ev;
+        let more = self.more.get_or_insert_with(Box::default);
+        let (new, old) = more.parsed.get_or_insert_with(|| {
+            let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).ok();
+            let new = (ev.kind == EventKind::Put)
+                .then(|| parse(ev.kv.value()))
+                .flatten();
+            let old = ev.prev.as_ref().and_then(|p| parse(p.value()));
+            let stored = ev.kv.value().len() + ev.prev.as_ref().map_or(0, |p| p.value().len());
+            more.charged += stored * PARSED_BYTES_PER_BYTE;
+            *charged += stored * PARSED_BYTES_PER_BYTE;
+            (new, old)
+        });
+        (new.as_ref(), old.as_ref())
+    }
+
     /// What `sel` sends for this event, if anything: the event's type and its shared bytes.
     /// `charged` grows by what had to be parsed or encoded.
     fn select(&mut self, sel: &Selection, charged: &mut usize) -> Option<Arc<[u8]>> {
+        let kind = if sel.selects_all() {
+            as_happened(&self.ev)?
+        } else {
+            let (new, old) = self.parsed(charged);
+            let new_ok = new.is_some_and(|v| sel.matches(v));
+            let old_ok = old.is_some_and(|v| sel.matches(v));
+            event_type(self.ev.kind, old_ok, new_ok)?
+        };
         let ev = &self.ev;
         let more = self.more.get_or_insert_with(Box::default);
-        let kind = if sel.selects_all() {
-            as_happened(ev)?
-        } else {
-            let (new, old) = more.parsed.get_or_insert_with(|| {
-                let parse = |b: &[u8]| serde_json::from_slice::<Value>(b).ok();
-                let new = (ev.kind == EventKind::Put)
-                    .then(|| parse(ev.kv.value()))
-                    .flatten();
-                let old = ev.prev.as_ref().and_then(|p| parse(p.value()));
-                let stored = ev.kv.value().len() + ev.prev.as_ref().map_or(0, |p| p.value().len());
-                more.charged += stored * PARSED_BYTES_PER_BYTE;
-                *charged += stored * PARSED_BYTES_PER_BYTE;
-                (new, old)
-            });
-            let new_ok = new.as_ref().is_some_and(|v| sel.matches(v));
-            let old_ok = old.as_ref().is_some_and(|v| sel.matches(v));
-            event_type(ev.kind, old_ok, new_ok)?
-        };
         let format = sel.encoder().format();
         if format == Format::Json && Some(kind) == as_happened(ev) {
             return Some(self.bytes.clone());
@@ -164,6 +174,28 @@ struct Slot {
     phase: usize,
     /// Waiting for its phase point: announcements do not wake it.
     paced: bool,
+    /// The exact requirement of its selection, by which the feed's index finds it.
+    index: Option<(Indexed, String)>,
+    /// For an indexed subscriber: the first and last line (sequence numbers) pulled since it
+    /// last read everything that its selection may select; lines outside are skipped unread.
+    relevant: Option<(u64, u64)>,
+}
+
+impl Slot {
+    /// Where its next read starts (`head`: the feed's head): past the lines the index rules
+    /// out for an indexed subscriber.
+    fn cursor(&self, head: u64) -> u64 {
+        match (&self.index, self.relevant) {
+            (None, _) => self.next_seq,
+            (Some(_), None) => self.next_seq.max(head),
+            (Some(_), Some((first, _))) => self.next_seq.max(first),
+        }
+    }
+
+    /// Whether it has an announced line to read (`announced`: the announced head).
+    fn has_announced(&self, announced: u64, head: u64) -> bool {
+        self.cursor(head) < announced
+    }
 }
 
 struct FeedState {
@@ -189,8 +221,12 @@ struct FeedState {
     /// The task's phase timer is armed.
     ticking: bool,
     /// Slots that asked to be woken by the next announcement (entries of slots since left,
-    /// reused or paced are skipped).
+    /// reused or paced are skipped; indexed ones stay until a line is for them).
     waiting: Vec<usize>,
+    /// Indexed subscribers (slots) by the field and the value their selection requires.
+    index: HashMap<Indexed, HashMap<String, Vec<usize>>>,
+    /// Scratch list of the slots a pulled line concerns.
+    marks: Vec<usize>,
 }
 
 impl FeedState {
@@ -211,6 +247,8 @@ impl FeedState {
             paced: vec![Vec::new(); WATCH_FEED_PHASES],
             ticking: false,
             waiting: Vec::new(),
+            index: HashMap::new(),
+            marks: Vec::new(),
         }
     }
 
@@ -226,6 +264,52 @@ impl FeedState {
         }
     }
 
+    /// Appends a pulled line, first marking it for the indexed subscribers whose field has
+    /// their value in its new or previous object (the only ones it may concern).
+    fn push_marked(&mut self, mut line: Line) {
+        if self.index.is_empty() {
+            return self.push(line);
+        }
+        let mut marks = std::mem::take(&mut self.marks);
+        // Charged through `push`, which counts the line's parsed objects too.
+        let (new, old) = line.parsed(&mut 0);
+        for (field, by_value) in &self.index {
+            for obj in [new, old].into_iter().flatten() {
+                let found = field.value_of(obj).and_then(|v| by_value.get(v.as_ref()));
+                marks.extend(found.into_iter().flatten());
+            }
+        }
+        self.push(line);
+        let seq = self.head_seq() - 1;
+        for &i in &marks {
+            if let Some(slot) = self.slots[i].as_mut() {
+                slot.relevant = Some((slot.relevant.map_or(seq, |(first, _)| first), seq));
+            }
+        }
+        marks.clear();
+        self.marks = marks;
+    }
+
+    fn index_add(&mut self, slot: usize, (field, value): &(Indexed, String)) {
+        let by_value = self.index.entry(field.clone()).or_default();
+        by_value.entry(value.clone()).or_default().push(slot);
+    }
+
+    fn index_remove(&mut self, slot: usize, (field, value): &(Indexed, String)) {
+        let Some(by_value) = self.index.get_mut(field) else {
+            return;
+        };
+        if let Some(slots) = by_value.get_mut(value) {
+            slots.retain(|&i| i != slot);
+            if slots.is_empty() {
+                by_value.remove(value);
+            }
+        }
+        if by_value.is_empty() {
+            self.index.remove(field);
+        }
+    }
+
     fn drop_first(&mut self) {
         if let Some(old) = self.lines.pop_front() {
             self.bytes -= old.charged();
@@ -237,7 +321,8 @@ impl FeedState {
 
     /// Drops lines every subscriber has passed, keeping the newest `WATCH_FEED_RETAIN_EVENTS`.
     fn trim(&mut self) {
-        let slowest = self.slots.iter().flatten().map(|s| s.next_seq).min();
+        let head = self.head_seq();
+        let slowest = self.slots.iter().flatten().map(|s| s.cursor(head)).min();
         let keep_from = self
             .head_seq()
             .saturating_sub(WATCH_FEED_RETAIN_EVENTS as u64);
@@ -247,11 +332,28 @@ impl FeedState {
         }
     }
 
-    /// Makes every pulled line readable and wakes the waiting subscribers.
+    /// Makes every pulled line readable and wakes the waiting subscribers that have one to
+    /// read (indexed subscribers no line is for keep waiting).
     fn announce(&mut self) {
-        self.announced = self.head_seq();
-        let waiting = std::mem::take(&mut self.waiting);
-        self.waiting = wake_listed(&mut self.slots, waiting, |s| !s.paced);
+        let head = self.head_seq();
+        self.announced = head;
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.retain(|&i| {
+            let Some(slot) = self.slots.get_mut(i).and_then(Option::as_mut) else {
+                return false;
+            };
+            if slot.paced || slot.waker.is_none() {
+                return false; // woken since, or waiting for its phase point instead
+            }
+            if !slot.has_announced(head, head) {
+                return true;
+            }
+            if let Some(w) = slot.waker.take() {
+                w.wake();
+            }
+            false
+        });
+        self.waiting = waiting;
     }
 
     /// Asks for slot `i` to be woken by the next announcement.
@@ -388,12 +490,15 @@ fn phase_point_time(epoch: Instant, k: u64) -> Instant {
 
 impl Subscription {
     /// Subscribes to this core's feed for `prefix`, for events after revision `after`,
-    /// starting the feed (and its engine watcher) if there is none. `Ok(None)`: a feed exists
-    /// but no longer holds every event after `after`; the caller watches on its own.
+    /// starting the feed (and its engine watcher) if there is none. `index`: the field and
+    /// value every object the watch selects has (`Selection::index_key`); the feed then wakes
+    /// it only for lines whose new or previous object has that value. `Ok(None)`: a feed
+    /// exists but no longer holds every event after `after`; the caller watches on its own.
     pub fn join(
         app: &Arc<App>,
         prefix: &[u8],
         after: u64,
+        index: Option<(Indexed, String)>,
     ) -> Result<Option<Subscription>, keel_engine::Error> {
         if SUBSCRIBERS.fetch_add(1, Ordering::Relaxed) >= WATCH_FEED_SUBSCRIBERS_MAX {
             SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
@@ -401,7 +506,7 @@ impl Subscription {
                 max: WATCH_FEED_SUBSCRIBERS_MAX,
             });
         }
-        let joined = Self::join_feed(app, prefix, after);
+        let joined = Self::join_feed(app, prefix, after, index);
         if !matches!(joined, Ok(Some(_))) {
             SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
         }
@@ -412,6 +517,7 @@ impl Subscription {
         app: &Arc<App>,
         prefix: &[u8],
         after: u64,
+        index: Option<(Indexed, String)>,
     ) -> Result<Option<Subscription>, keel_engine::Error> {
         let key = (Arc::as_ptr(&app.storage.engine) as usize, prefix.to_vec());
         let existing = FEEDS.with(|f| f.borrow().get(&key).and_then(Weak::upgrade));
@@ -431,16 +537,20 @@ impl Subscription {
         };
         let slot = {
             let mut st = feed.state.borrow_mut();
-            let idx = st.lines.partition_point(|l| l.rev <= after);
+            let next_seq = st.first_seq + st.lines.partition_point(|l| l.rev <= after) as u64;
+            let head = st.head_seq();
             let slot = Slot {
-                next_seq: st.first_seq + idx as u64,
+                next_seq,
                 after,
                 waker: None,
                 phase: rand::random::<u64>() as usize % WATCH_FEED_PHASES,
                 paced: false,
+                // Lines pulled before it joined were not marked for it: it reads them all.
+                relevant: (next_seq < head).then(|| (next_seq, head - 1)),
+                index,
             };
             st.subscribers += 1;
-            match st.free.pop() {
+            let i = match st.free.pop() {
                 Some(i) => {
                     st.slots[i] = Some(slot);
                     i
@@ -449,7 +559,11 @@ impl Subscription {
                     st.slots.push(Some(slot));
                     st.slots.len() - 1
                 }
+            };
+            if let Some(key) = st.slots[i].as_ref().and_then(|s| s.index.clone()) {
+                st.index_add(i, &key);
             }
+            i
         };
         Ok(Some(Subscription {
             feed,
@@ -534,7 +648,7 @@ impl Subscription {
         let st = self.feed.state.borrow();
         st.slots[self.slot]
             .as_ref()
-            .is_some_and(|s| s.next_seq >= st.announced)
+            .is_some_and(|s| !s.has_announced(st.announced, st.head_seq()))
     }
 
     /// Reads what is announced and not yet read (see `poll_chunk`).
@@ -550,6 +664,8 @@ impl Subscription {
             ..
         } = st;
         let slot = slots[self.slot].as_mut().expect("own slot");
+        // Lines the index rules out for this watch are passed unread.
+        slot.next_seq = slot.next_seq.max(slot.cursor(head).min(announced));
         if slot.next_seq < first_seq {
             return Read::Ended(WatchError::Lagged {
                 behind_events: head - slot.next_seq,
@@ -585,6 +701,9 @@ impl Subscription {
                 pieces += 1;
             }
         }
+        if slot.relevant.is_some_and(|(_, end)| slot.next_seq > end) {
+            slot.relevant = None;
+        }
         if let Some(rev) = last {
             return Read::Got(rev);
         }
@@ -603,7 +722,7 @@ impl Subscription {
     pub fn caught_up_to(&self) -> Option<u64> {
         let st = self.feed.state.borrow();
         let slot = st.slots[self.slot].as_ref()?;
-        (slot.next_seq >= st.head_seq()).then_some(st.synced)
+        (slot.cursor(st.head_seq()) >= st.head_seq()).then_some(st.synced)
     }
 }
 
@@ -611,7 +730,9 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         SUBSCRIBERS.fetch_sub(1, Ordering::Relaxed);
         let mut st = self.feed.state.borrow_mut();
-        st.slots[self.slot] = None;
+        if let Some(key) = st.slots[self.slot].take().and_then(|s| s.index) {
+            st.index_remove(self.slot, &key);
+        }
         st.free.push(self.slot);
         st.subscribers -= 1;
         if st.subscribers == 0 {
@@ -682,7 +803,7 @@ impl FeedTask {
                         if !line.is_empty() {
                             let rev = ev.revision().get();
                             let bytes = Arc::from(std::mem::take(&mut line));
-                            st.push(Line {
+                            st.push_marked(Line {
                                 rev,
                                 ev: ev.clone(),
                                 bytes,
@@ -853,6 +974,8 @@ mod tests {
             waker: None,
             phase: 0,
             paced: false,
+            index: None,
+            relevant: None,
         }));
         st.subscribers = 1;
         SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
@@ -905,6 +1028,8 @@ mod tests {
                     waker: None,
                     phase: i % WATCH_FEED_PHASES,
                     paced: false,
+                    index: None,
+                    relevant: None,
                 }));
                 st.subscribers += 1;
                 SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
@@ -1121,6 +1246,8 @@ mod tests {
             waker: None,
             phase: 0,
             paced: false,
+            index: None,
+            relevant: None,
         }));
         st.trim();
         assert_eq!(st.first_seq, 5, "the slowest subscriber's next line stays");
@@ -1268,6 +1395,8 @@ mod tests {
                 waker: Some(Waker::noop().clone()),
                 phase: (phase1 + 1) % WATCH_FEED_PHASES,
                 paced: true,
+                index: None,
+                relevant: None,
             });
         }
         feed.state.borrow_mut().release_phase(phase1);
@@ -1322,6 +1451,210 @@ mod tests {
         assert_eq!(woken(&counts), [1, 1, 0], "woken once per wait");
     }
 
+    /// A feed (empty, nothing announced) with one unpaced subscriber per selection, each
+    /// joined with its selection's index key, as `Subscription::join` does.
+    fn indexed_feed(sels: &[&Selection]) -> Vec<Subscription> {
+        let feed = Rc::new(Feed {
+            state: RefCell::new(state()),
+        });
+        (0..sels.len())
+            .map(|i| {
+                let mut st = feed.state.borrow_mut();
+                let index = sels[i].index_key();
+                st.slots.push(Some(Slot {
+                    next_seq: 0,
+                    after: 10,
+                    waker: None,
+                    phase: 0,
+                    paced: false,
+                    index: index.clone(),
+                    relevant: None,
+                }));
+                if let Some(key) = &index {
+                    st.index_add(i, key);
+                }
+                st.subscribers += 1;
+                SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
+                unpaced(feed.clone(), i)
+            })
+            .collect()
+    }
+
+    /// Polls each subscriber with its own counting waker until it waits.
+    fn wait_all(subs: &mut [Subscription], sels: &[&Selection], counts: &[Arc<Count>]) {
+        for ((sub, sel), count) in subs.iter_mut().zip(sels).zip(counts) {
+            let waker = Waker::from(count.clone());
+            let mut cx = Context::from_waker(&waker);
+            while sub
+                .poll_chunk(&mut cx, &mut Chunk::new(), 1 << 20, sel)
+                .is_ready()
+            {}
+        }
+    }
+
+    #[test]
+    fn index_keys_are_a_selection_s_exact_requirement() {
+        let label = |k: &str| Indexed::Label(k.to_string());
+        let key = |labels: Option<&str>, name: Option<&str>| {
+            selection(labels, name, Format::Json).index_key()
+        };
+        assert_eq!(
+            key(Some("tier=web"), None),
+            Some((label("tier"), "web".into()))
+        );
+        assert_eq!(
+            key(Some("a!=1,tier in (db)"), None),
+            Some((label("tier"), "db".into()))
+        );
+        assert_eq!(key(Some("tier in (db,web)"), None), None);
+        assert_eq!(key(Some("tier!=web,!x"), None), None);
+        assert_eq!(key(None, None), None);
+        assert_eq!(
+            key(Some("tier=web"), Some("b")),
+            Some((Indexed::Name, "b".into()))
+        );
+        let info = catalog().lookup("", "v1", "pods").unwrap();
+        let pods = Filter::parse(None, Some("status.phase!=Failed,spec.nodeName=n1"), info);
+        assert_eq!(
+            pods.unwrap().exact_requirement(),
+            Some((
+                Indexed::Field {
+                    group: "",
+                    resource: "pods",
+                    path: "spec.nodeName".into()
+                },
+                "n1".into()
+            ))
+        );
+        // What the index reads is what the selectors compare.
+        let unscheduled = json!({"metadata": {"name": "p"}, "spec": {}});
+        let (field, value) = Filter::parse(None, Some("spec.nodeName="), info)
+            .unwrap()
+            .exact_requirement()
+            .unwrap();
+        assert_eq!(value, "");
+        assert_eq!(field.value_of(&unscheduled).as_deref(), Some(""));
+        let odd = json!({"metadata": {"name": "c", "labels": {"tier": 7}}});
+        assert_eq!(label("tier").value_of(&odd).as_deref(), Some(""));
+        assert_eq!(label("app").value_of(&odd), None);
+    }
+
+    #[test]
+    fn indexed_watches_are_woken_only_by_lines_for_them() {
+        let web = selection(Some("tier=web"), None, Format::Json);
+        let db = selection(Some("tier=db,x!=1"), None, Format::Json);
+        let sels = [&web, &db, &everything()];
+        let mut subs = indexed_feed(&sels);
+        let counts = counters(3);
+        wait_all(&mut subs, &sels, &counts);
+        let feed = subs[0].feed.clone();
+        let pull = |line: Line| {
+            let mut st = feed.state.borrow_mut();
+            st.push_marked(line);
+            st.announce();
+        };
+        pull(put(11, cm("a", 11, "db"), None));
+        assert_eq!(
+            woken(&counts),
+            [0, 1, 1],
+            "web is not woken for a db object"
+        );
+        wait_all(&mut subs, &sels, &counts);
+        // a moves from db to web: its previous object concerns db, its new one web.
+        pull(put(12, cm("a", 12, "web"), Some(cm("a", 11, "db"))));
+        assert_eq!(woken(&counts), [1, 2, 2]);
+        let ev = |t: &str, rv: u64| (t.to_string(), "a".to_string(), rv.to_string());
+        let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[0], 1 << 20, &web) else {
+            panic!("web's event expected");
+        };
+        assert_eq!(
+            events(&chunk),
+            [ev("ADDED", 12)],
+            "line 11 was passed unread"
+        );
+        let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[1], 1 << 20, &db) else {
+            panic!("db's event expected");
+        };
+        assert_eq!(events(&chunk), [ev("DELETED", 12)]);
+        wait_all(&mut subs, &sels, &counts);
+        for rev in 13..20 {
+            pull(put(rev, cm("b", rev, "web"), None));
+        }
+        assert_eq!(woken(&counts), [2, 2, 3], "db slept through web's lines");
+        assert_eq!(
+            subs[1].caught_up_to(),
+            Some(10),
+            "db has been sent all it selects up to the feed's head"
+        );
+        assert!(feed.state.borrow().waiting.contains(&1), "db still waits");
+        // Leaving takes the watch out of the index.
+        subs.remove(1);
+        assert!(!feed.state.borrow().index[&Indexed::Label("tier".into())].contains_key("db"));
+    }
+
+    #[test]
+    fn an_idle_indexed_watch_does_not_hold_lines_back() {
+        let web = selection(Some("tier=web"), None, Format::Json);
+        let mut subs = indexed_feed(&[&web]);
+        let feed = subs[0].feed.clone();
+        let n = WATCH_FEED_RETAIN_EVENTS as u64 + 100;
+        {
+            let mut st = feed.state.borrow_mut();
+            for rev in 11..11 + n {
+                st.push_marked(put(rev, cm("a", rev, "db"), None));
+            }
+            st.announce();
+            st.trim();
+            assert_eq!(
+                st.lines.len(),
+                WATCH_FEED_RETAIN_EVENTS,
+                "lines it cannot select are not kept for it"
+            );
+            st.push_marked(put(11 + n, cm("b", 11 + n, "web"), None));
+            st.announce();
+        }
+        // Not lagged: every line it might select is still there.
+        let Poll::Ready(Ok((rev, chunk))) = poll_as(&mut subs[0], 1 << 20, &web) else {
+            panic!("the web line expected");
+        };
+        assert_eq!(rev, 11 + n);
+        assert_eq!(events(&chunk).len(), 1);
+    }
+
+    #[test]
+    fn an_indexed_watch_reads_the_lines_pulled_before_it_joined() {
+        let mut subs = feed_of(history(), 1);
+        let web = selection(Some("tier=web"), None, Format::Json);
+        let feed = subs[0].feed.clone();
+        let i = {
+            let mut st = feed.state.borrow_mut();
+            let head = st.head_seq();
+            st.slots.push(Some(Slot {
+                next_seq: 0,
+                after: 10,
+                waker: None,
+                phase: 0,
+                paced: false,
+                index: web.index_key(),
+                relevant: Some((0, head - 1)),
+            }));
+            st.index_add(1, &web.index_key().unwrap());
+            st.subscribers += 1;
+            SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
+            1
+        };
+        subs.push(unpaced(feed.clone(), i));
+        let Poll::Ready(Ok((rev, chunk))) = poll_as(&mut subs[1], 1 << 20, &web) else {
+            panic!("history expected");
+        };
+        assert_eq!(rev, 15);
+        assert_eq!(
+            events(&chunk).len(),
+            4,
+            "as a watch without the index sees it"
+        );
+    }
+
     #[test]
     fn the_waiting_list_stays_bounded_while_watches_come_and_go() {
         let mut st = state();
@@ -1335,6 +1668,8 @@ mod tests {
                 waker: None,
                 phase: 0,
                 paced: false,
+                index: None,
+                relevant: None,
             });
             st.wait(0, &waker);
             st.slots[0] = None;

@@ -166,6 +166,48 @@ fn watchers_joining_later_start_at_their_own_revision() {
 }
 
 #[test]
+fn selective_watchers_joining_later_read_what_the_feed_holds_for_them() {
+    let s = server();
+    let ns = s.namespace("fanout-join-sel");
+    let first_rv = list_rv(s, &ns);
+    let path = |rv: &str, sel: &str| {
+        format!(
+            "{}?watch=1&resourceVersion={rv}&timeoutSeconds=6{sel}",
+            cms(&ns)
+        )
+    };
+    let mut rvs = Vec::new();
+    let mut late = Vec::new();
+    let create = |i: usize| {
+        let tier = if i.is_multiple_of(2) { "web" } else { "db" };
+        let body = json!({"metadata": {"name": format!("s-{i}"), "labels": {"tier": tier}}});
+        let r = s.send_json("POST", &cms(&ns), &body);
+        assert_eq!(r.status, 201);
+        rv_of(&r.json())
+    };
+    // Live watches (on either core) keep the feeds running and holding these lines.
+    let live = [path(&first_rv, ""), path(&first_rv, "")];
+    watch_during(s, &live, || {
+        for i in 0..8 {
+            rvs.push(create(i));
+        }
+        // Start in the middle of what the feeds hold, selecting by label and by name.
+        let late_paths = [
+            path(&rvs[2], "&labelSelector=tier%3Dweb"),
+            path(&rvs[2], "&labelSelector=tier%3Ddb"),
+            path(&rvs[2], "&fieldSelector=metadata.name%3Ds-5"),
+        ];
+        late = watch_during(s, &late_paths, || rvs.push(create(8)));
+    });
+    let names = |events: &[Value]| -> Vec<String> {
+        summary(events).into_iter().map(|(_, n, _)| n).collect()
+    };
+    assert_eq!(names(&late[0]), ["s-4", "s-6", "s-8"]);
+    assert_eq!(names(&late[1]), ["s-3", "s-5", "s-7"]);
+    assert_eq!(names(&late[2]), ["s-5"]);
+}
+
+#[test]
 fn selectors_and_representations_share_a_feed_each_with_its_own_view() {
     let s = server();
     let ns = s.namespace("fanout-mixed");
