@@ -14,6 +14,16 @@
 //! first reader, and shared by the rest. So a thousand kubelet-like watches with a thousand
 //! different `spec.nodeName` selectors cost one parse per event per core, not a thousand.
 //!
+//! Index: a watch whose selection pins a value (its single name, a field term `f=v`, a label
+//! requirement `k=v` or `k in (v)`: `Selection::index_key`) is also filed under that field and
+//! value. The task marks each line it pulls for the indexed watches whose value the line's
+//! new or previous object has (one lookup per indexed field, not one test per watch); an
+//! indexed watch keeps the span of lines marked for it since its last read (`relevant`),
+//! passes every other line unread, and is woken by an announcement only when the span has an
+//! announced line. The index only rules lines out: marked lines are still tested against the
+//! whole selection. Lines pulled before a watch joined were not marked for it, so it reads
+//! them all.
+//!
 //! Pacing: the task announces lines as it pulls them. A subscriber that was waiting reads
 //! them at once (so a lone event after a quiet period goes out immediately), but once it has
 //! read everything it reads again only at its next *phase point*: every
@@ -33,6 +43,7 @@
 //! ```text
 //!   log:   first_seq ......... announced ..... head      (seq numbers of lines)
 //!   sub:            next_seq ^                           reads [next_seq, announced)
+//!   indexed sub:    next_seq ^   relevant (first..last)  reads from max(next_seq, first)
 //!   floor: every event with revision > floor is in the log or still to come
 //! ```
 
