@@ -48,6 +48,27 @@ pub struct Conn {
     pub used: bool,
 }
 
+/// Decodes `data` as the body `dec` decodes until it ends, handing `each` every payload
+/// span; returns how many bytes of `data` belong to the body (the rest follow it).
+fn decode_spans(
+    dec: &mut BodyDecoder,
+    mut data: &[u8],
+    each: &mut impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<usize, String> {
+    let len = data.len();
+    while !data.is_empty() && !dec.is_done() {
+        let (used, payload) = dec.decode(data)?;
+        if used == 0 {
+            return Err("response body decoder made no progress".into());
+        }
+        data = &data[used..];
+        if !payload.is_empty() {
+            each(payload)?;
+        }
+    }
+    Ok(len - data.len())
+}
+
 impl Conn {
     /// Connects (and, for `https://`, completes the TLS handshake).
     pub async fn connect(url: &Url, tls: Option<&Tls>) -> Result<Conn, String> {
@@ -229,16 +250,7 @@ impl Conn {
         dec: &mut BodyDecoder,
         mut each: impl FnMut(&[u8]) -> Result<(), String>,
     ) -> Result<(), String> {
-        while self.start < self.end && !dec.is_done() {
-            let (used, payload) = dec.decode(&self.buf[self.start..self.end])?;
-            if used == 0 {
-                return Err("response body decoder made no progress".into());
-            }
-            self.start += used;
-            if !payload.is_empty() {
-                each(payload)?;
-            }
-        }
+        self.start += decode_spans(dec, &self.buf[self.start..self.end], &mut each)?;
         let Conn {
             io,
             buf,
@@ -251,27 +263,15 @@ impl Conn {
             return Ok(()); // the body ended with bytes after it in the buffer
         }
         (*start, *end) = (0, 0);
-        t.drain_with(|mut data| {
-            while !data.is_empty() {
-                if dec.is_done() {
-                    // Bytes after the body's end stay for the next response.
-                    let (n, at) = (data.len(), *end);
-                    let room = buf
-                        .get_mut(at..at + n)
-                        .ok_or("more bytes after the response body than the read buffer holds")?;
-                    room.copy_from_slice(data);
-                    *end += n;
-                    return Ok(());
-                }
-                let (used, payload) = dec.decode(data)?;
-                if used == 0 {
-                    return Err("response body decoder made no progress".into());
-                }
-                data = &data[used..];
-                if !payload.is_empty() {
-                    each(payload)?;
-                }
-            }
+        t.drain_with(|data| {
+            // Bytes after the body's end stay for the next response.
+            let rest = &data[decode_spans(dec, data, &mut each)?..];
+            let at = *end;
+            let room = buf
+                .get_mut(at..at + rest.len())
+                .ok_or("more bytes after the response body than the read buffer holds")?;
+            room.copy_from_slice(rest);
+            *end += rest.len();
             Ok(())
         })
         .await

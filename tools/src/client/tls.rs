@@ -436,25 +436,30 @@ mod tests {
         (io.unwrap(), server)
     }
 
+    /// Sends `data` in writes of many sizes (records split and joined across socket reads),
+    /// then closes the session.
+    async fn send_in_writes_of_many_sizes(
+        mut tls: tokio_rustls::server::TlsStream<TcpStream>,
+        data: Vec<u8>,
+    ) {
+        let mut at = 0;
+        for size in [1usize, 5, 16_384, 16_385, 40_000, 3].iter().cycle() {
+            let end = (at + size).min(data.len());
+            tls.write_all(&data[at..end]).await.unwrap();
+            tls.flush().await.unwrap();
+            at = end;
+            if at == data.len() {
+                break;
+            }
+        }
+        tls.shutdown().await.unwrap();
+    }
+
     #[tokio::test]
     async fn reads_every_byte_in_order_into_buffers_of_any_size() {
         let sent = pattern(300_000);
         let to_send = sent.clone();
-        let (mut io, server) = pair(|mut tls| async move {
-            // Writes of many sizes: records split and joined across socket reads.
-            let mut at = 0;
-            for size in [1usize, 5, 16_384, 16_385, 40_000, 3].iter().cycle() {
-                let end = (at + size).min(to_send.len());
-                tls.write_all(&to_send[at..end]).await.unwrap();
-                tls.flush().await.unwrap();
-                at = end;
-                if at == to_send.len() {
-                    break;
-                }
-            }
-            tls.shutdown().await.unwrap();
-        })
-        .await;
+        let (mut io, server) = pair(|tls| send_in_writes_of_many_sizes(tls, to_send)).await;
         let mut got = Vec::new();
         // Caller buffers smaller and larger than a record: the rest of a record is kept.
         for size in [1usize, 7, 100, 20_000, 70_000].iter().cycle() {
@@ -476,20 +481,7 @@ mod tests {
     async fn drain_hands_out_every_byte_in_order_where_it_was_decrypted() {
         let sent = pattern(300_000);
         let to_send = sent.clone();
-        let (mut io, server) = pair(|mut tls| async move {
-            let mut at = 0;
-            for size in [1usize, 5, 16_384, 16_385, 40_000, 3].iter().cycle() {
-                let end = (at + size).min(to_send.len());
-                tls.write_all(&to_send[at..end]).await.unwrap();
-                tls.flush().await.unwrap();
-                at = end;
-                if at == to_send.len() {
-                    break;
-                }
-            }
-            tls.shutdown().await.unwrap();
-        })
-        .await;
+        let (mut io, server) = pair(|tls| send_in_writes_of_many_sizes(tls, to_send)).await;
         // A small first read leaves the rest of its record spilled (as a response head's
         // read does); drain hands that out first.
         let mut got = vec![0; 3];
