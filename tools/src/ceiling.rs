@@ -108,16 +108,8 @@ impl WatchLog {
 /// `obj` with `"resourceVersion":"rv"` as the first field of its `metadata`. The load
 /// generator's objects never carry one; an object without `metadata` is an error.
 pub fn with_resource_version(obj: &[u8], rv: u64) -> Result<Vec<u8>, String> {
-    const META: &[u8] = br#""metadata":{"#;
-    let at = memchr::memmem::find(obj, META).ok_or("object without metadata")? + META.len();
     let field = format!(r#""resourceVersion":"{rv}""#);
-    let comma = if obj.get(at) == Some(&b'}') { "" } else { "," };
-    let mut out = Vec::with_capacity(obj.len() + field.len() + 1);
-    out.extend_from_slice(&obj[..at]);
-    out.extend_from_slice(field.as_bytes());
-    out.extend_from_slice(comma.as_bytes());
-    out.extend_from_slice(&obj[at..]);
-    Ok(out)
+    crate::objects::with_first_member(obj, "metadata", &field)
 }
 
 /// One core's pacing: a ticker that wakes, every `WATCH_FEED_INTERVAL / WATCH_FEED_PHASES`,

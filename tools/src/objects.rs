@@ -103,6 +103,24 @@ pub fn spread_size(size: usize, spread: f64, i: u64) -> usize {
     (size as f64 * f).round() as usize
 }
 
+/// `obj` (JSON text) with `member` (`"key":value`) made the first member of the object that
+/// follows the first `"key_of_object":{` in it (a comma added unless that object was empty).
+/// Byte-level, for the objects this tool writes, whose layout it knows; an error if the key is
+/// not there.
+pub fn with_first_member(obj: &[u8], key_of_object: &str, member: &str) -> Result<Vec<u8>, String> {
+    let open = format!("\"{key_of_object}\":{{");
+    let at = memchr::memmem::find(obj, open.as_bytes())
+        .ok_or_else(|| format!("object without {key_of_object}"))?
+        + open.len();
+    let comma = if obj.get(at) == Some(&b'}') { "" } else { "," };
+    let mut out = Vec::with_capacity(obj.len() + member.len() + 1);
+    out.extend_from_slice(&obj[..at]);
+    out.extend_from_slice(member.as_bytes());
+    out.extend_from_slice(comma.as_bytes());
+    out.extend_from_slice(&obj[at..]);
+    Ok(out)
+}
+
 /// Unix time in nanoseconds.
 pub fn now_unix_nanos() -> u128 {
     std::time::SystemTime::now()

@@ -194,18 +194,6 @@ pub async fn watch(
     watchrun::run("kube", watchers, selectors.max(1), open, writes).await
 }
 
-/// Adds `WATCH_GROUP_LABEL=group` to the labels of a loadgen object's JSON.
-fn with_group_label(obj: Vec<u8>, group: u64) -> Result<Vec<u8>, String> {
-    const LABELS: &[u8] = br#""labels":{"#;
-    let at = memchr::memmem::find(&obj, LABELS).ok_or("object without labels")? + LABELS.len();
-    let label = format!(r#""{WATCH_GROUP_LABEL}":"{group}","#);
-    let mut out = Vec::with_capacity(obj.len() + label.len());
-    out.extend_from_slice(&obj[..at]);
-    out.extend_from_slice(label.as_bytes());
-    out.extend_from_slice(&obj[at..]);
-    Ok(out)
-}
-
 async fn writer(
     c: &KubeClient,
     naming: Naming,
@@ -223,7 +211,8 @@ async fn writer(
             let mut obj = objects::object_json(&n, i, size, 0);
             let group = if selectors > 0 {
                 let g = i % u64::from(selectors);
-                obj = with_group_label(obj, g)?;
+                let label = format!(r#""{WATCH_GROUP_LABEL}":"{g}""#);
+                obj = objects::with_first_member(&obj, "labels", &label)?;
                 g as u32
             } else {
                 0
