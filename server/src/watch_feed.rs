@@ -301,6 +301,39 @@ impl FeedState {
         self.marks = marks;
     }
 
+    /// Adds a subscriber for the events after revision `after`, reading at `phase`, filed in
+    /// the index under `index` if given; returns its slot.
+    fn add_slot(&mut self, after: u64, phase: usize, index: Option<(Indexed, String)>) -> usize {
+        let next_seq = self.first_seq + self.lines.partition_point(|l| l.rev <= after) as u64;
+        let head = self.head_seq();
+        let key = index.clone();
+        let slot = Slot {
+            next_seq,
+            after,
+            waker: None,
+            phase,
+            paced: false,
+            // Lines pulled before it joined were not marked for it: it reads them all.
+            relevant: (next_seq < head).then(|| (next_seq, head - 1)),
+            index,
+        };
+        self.subscribers += 1;
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(slot);
+                i
+            }
+            None => {
+                self.slots.push(Some(slot));
+                self.slots.len() - 1
+            }
+        };
+        if let Some(key) = &key {
+            self.index_add(i, key);
+        }
+        i
+    }
+
     fn index_add(&mut self, slot: usize, (field, value): &(Indexed, String)) {
         let by_value = self.index.entry(field.clone()).or_default();
         by_value.entry(value.clone()).or_default().push(slot);
@@ -546,36 +579,8 @@ impl Subscription {
                 feed
             }
         };
-        let slot = {
-            let mut st = feed.state.borrow_mut();
-            let next_seq = st.first_seq + st.lines.partition_point(|l| l.rev <= after) as u64;
-            let head = st.head_seq();
-            let slot = Slot {
-                next_seq,
-                after,
-                waker: None,
-                phase: rand::random::<u64>() as usize % WATCH_FEED_PHASES,
-                paced: false,
-                // Lines pulled before it joined were not marked for it: it reads them all.
-                relevant: (next_seq < head).then(|| (next_seq, head - 1)),
-                index,
-            };
-            st.subscribers += 1;
-            let i = match st.free.pop() {
-                Some(i) => {
-                    st.slots[i] = Some(slot);
-                    i
-                }
-                None => {
-                    st.slots.push(Some(slot));
-                    st.slots.len() - 1
-                }
-            };
-            if let Some(key) = st.slots[i].as_ref().and_then(|s| s.index.clone()) {
-                st.index_add(i, &key);
-            }
-            i
-        };
+        let phase = rand::random::<u64>() as usize % WATCH_FEED_PHASES;
+        let slot = feed.state.borrow_mut().add_slot(after, phase, index);
         Ok(Some(Subscription {
             feed,
             slot,
@@ -1468,23 +1473,9 @@ mod tests {
         let feed = Rc::new(Feed {
             state: RefCell::new(state()),
         });
-        (0..sels.len())
-            .map(|i| {
-                let mut st = feed.state.borrow_mut();
-                let index = sels[i].index_key();
-                st.slots.push(Some(Slot {
-                    next_seq: 0,
-                    after: 10,
-                    waker: None,
-                    phase: 0,
-                    paced: false,
-                    index: index.clone(),
-                    relevant: None,
-                }));
-                if let Some(key) = &index {
-                    st.index_add(i, key);
-                }
-                st.subscribers += 1;
+        sels.iter()
+            .map(|sel| {
+                let i = feed.state.borrow_mut().add_slot(10, 0, sel.index_key());
                 SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
                 unpaced(feed.clone(), i)
             })
@@ -1637,23 +1628,9 @@ mod tests {
         let mut subs = feed_of(history(), 1);
         let web = selection(Some("tier=web"), None, Format::Json);
         let feed = subs[0].feed.clone();
-        let i = {
-            let mut st = feed.state.borrow_mut();
-            let head = st.head_seq();
-            st.slots.push(Some(Slot {
-                next_seq: 0,
-                after: 10,
-                waker: None,
-                phase: 0,
-                paced: false,
-                index: web.index_key(),
-                relevant: Some((0, head - 1)),
-            }));
-            st.index_add(1, &web.index_key().unwrap());
-            st.subscribers += 1;
-            SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
-            1
-        };
+        // Joins as `Subscription::join` does, after all of history was pulled.
+        let i = feed.state.borrow_mut().add_slot(10, 0, web.index_key());
+        SUBSCRIBERS.fetch_add(1, Ordering::Relaxed);
         subs.push(unpaced(feed.clone(), i));
         let Poll::Ready(Ok((rev, chunk))) = poll_as(&mut subs[1], 1 << 20, &web) else {
             panic!("history expected");
