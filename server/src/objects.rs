@@ -33,6 +33,11 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     m.as_object_mut().unwrap()
 }
 
+/// The object's labels, if it has a labels map.
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    keel_api::jsonmap::get(meta(obj)?, "labels")?.as_object()
+}
+
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     meta(obj)?.get(field)?.as_str()
 }

@@ -117,10 +117,7 @@ impl Filter {
 
     pub fn matches(&self, obj: &Value) -> bool {
         if let Some(l) = &self.labels {
-            let labels = objects::meta(obj)
-                .and_then(|m| keel_api::jsonmap::get(m, "labels"))
-                .and_then(Value::as_object);
-            if !l.matches(labels) {
+            if !l.matches(objects::labels(obj)) {
                 return false;
             }
         }
@@ -194,11 +191,9 @@ impl Indexed {
         use std::borrow::Cow;
         match self {
             Indexed::Name => Some(Cow::Borrowed(objects::name(obj))),
-            Indexed::Label(key) => objects::meta(obj)
-                .and_then(|m| keel_api::jsonmap::get(m, "labels"))
-                .and_then(Value::as_object)
-                .and_then(|l| keel_api::jsonmap::get(l, key))
-                .map(|v| Cow::Borrowed(v.as_str().unwrap_or(""))),
+            Indexed::Label(key) => {
+                keel_api::selectors::label_value(objects::labels(obj), key).map(Cow::Borrowed)
+            }
             Indexed::Field {
                 group,
                 resource,

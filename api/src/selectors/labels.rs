@@ -41,6 +41,14 @@ pub struct Requirement {
     pub values: Vec<String>,
 }
 
+/// The value of label `key` as selectors compare it: `None` when absent, `""` when not a
+/// string.
+pub fn label_value<'a>(labels: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str> {
+    labels
+        .and_then(|l| crate::jsonmap::get(l, key))
+        .map(|v| v.as_str().unwrap_or(""))
+}
+
 /// A parsed label selector: all requirements must match. `nothing` is the selector of a null
 /// `metav1.LabelSelector`, which matches no object.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -135,9 +143,7 @@ impl Requirement {
 
     /// Whether `labels` satisfy this requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let value = labels
-            .and_then(|l| crate::jsonmap::get(l, &self.key))
-            .map(|v| v.as_str().unwrap_or(""));
+        let value = label_value(labels, &self.key);
         match (self.operator, value) {
             (Operator::In | Operator::Equals | Operator::DoubleEquals, Some(v)) => {
                 self.has_value(v)

@@ -6,7 +6,7 @@ mod labels;
 mod lexer;
 
 pub use fields::{escape_value, unescape_value, FieldSelector, FieldTerm};
-pub use labels::{LabelSelector, Operator, Requirement};
+pub use labels::{label_value, LabelSelector, Operator, Requirement};
 
 /// Longest selector string accepted; longer ones are rejected before parsing.
 pub const SELECTOR_LEN_MAX: usize = 64 * 1024;
