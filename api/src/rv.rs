@@ -8,6 +8,7 @@
 
 use crate::status::{field, ApiError, StatusCause};
 use base64::Engine as _;
+pub use keel_revision::Revision;
 use serde::{Deserialize, Serialize};
 
 /// Where a read is served from.
@@ -18,9 +19,9 @@ pub enum ReadAt {
     /// Any available state; the newest is preferred, no consistency guarantee.
     Any,
     /// A state at least as new as the given version.
-    NotOlderThan(u64),
+    NotOlderThan(Revision),
     /// Exactly the given version; 410 Expired if it was compacted away.
-    Exact(u64),
+    Exact(Revision),
 }
 
 /// The list query parameters that decide how a list is served.
@@ -55,7 +56,7 @@ pub enum WatchStart {
     /// Synthetic ADDED events for any recent state, then changes.
     StateAtAny,
     /// Only changes after the given version (no synthetic events).
-    After(u64),
+    After(Revision),
 }
 
 /// Value of `resourceVersionMatch` that asks for exactly the given version.
@@ -96,9 +97,9 @@ fn invalid_rv_text(s: &str, why: &str) -> String {
 /// Parses a resourceVersion (`""` and `"0"` are 0). A malformed one is answered as upstream's
 /// watch cache does: code 500 with no reason and the field error as message (upstream does not
 /// map this storage error to 400; see kubernetes issues 101350 and 139485).
-pub fn parse_resource_version(s: &str) -> Result<u64, ApiError> {
+pub fn parse_resource_version(s: &str) -> Result<Revision, ApiError> {
     if s.is_empty() || s == "0" {
-        return Ok(0);
+        return Ok(Revision::ZERO);
     }
     match parse_uint_error(s) {
         None => Ok(s.parse().unwrap_or_default()),
@@ -108,7 +109,7 @@ pub fn parse_resource_version(s: &str) -> Result<u64, ApiError> {
 
 /// Like [`parse_resource_version`] for the requests upstream's cache hands to etcd (paged or
 /// `Exact` lists), where the same problem is a 400 `invalid resource version: ...`.
-fn parse_resource_version_delegated(s: &str) -> Result<u64, ApiError> {
+fn parse_resource_version_delegated(s: &str) -> Result<Revision, ApiError> {
     parse_resource_version(s)
         .map_err(|e| ApiError::bad_request(format!("invalid resource version: {}", e.message)))
 }
@@ -254,10 +255,10 @@ struct ContinueToken {
 /// Encodes a continue token in upstream's shape: unpadded URL-safe base64 of
 /// `{"v":"meta.k8s.io/v1","rv":<rv>,"start":"<key>\u0000"}`, where the start key is the
 /// first key strictly after `start_after_key`.
-pub fn encode_continue(rv: u64, start_after_key: &str) -> String {
+pub fn encode_continue(rv: Revision, start_after_key: &str) -> String {
     let token = ContinueToken {
         v: CONTINUE_TOKEN_VERSION.to_string(),
-        rv: i64::try_from(rv).unwrap_or(i64::MAX),
+        rv: i64::try_from(rv.get()).unwrap_or(i64::MAX),
         start: format!("{start_after_key}\0"),
     };
     let json = serde_json::to_vec(&token).unwrap_or_default();
@@ -290,7 +291,7 @@ fn is_clean_key(key: &str) -> bool {
 /// Decodes a token made by [`encode_continue`] into `(rv, start_after_key)`, rejecting
 /// malformed tokens with upstream's 400 messages (`invalid continue token: continue key is
 /// not valid: ...`).
-pub fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
+pub fn decode_continue(token: &str) -> Result<(Revision, String), ApiError> {
     if token.len() > CONTINUE_TOKEN_LEN_MAX {
         return Err(invalid_token(format!(
             "token is longer than {CONTINUE_TOKEN_LEN_MAX} bytes"
@@ -322,7 +323,7 @@ pub fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
         .strip_suffix('\0')
         .filter(|k| is_clean_key(key) && !k.is_empty());
     match start_after {
-        Some(k) => Ok((rv, k.to_string())),
+        Some(k) => Ok((Revision(rv), k.to_string())),
         None => Err(invalid_token(&parsed.start)),
     }
 }

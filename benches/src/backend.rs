@@ -8,7 +8,8 @@ pub trait Backend: Store + Sized + 'static {
     const NAME: &'static str;
     fn open(opts: Options) -> Result<Self, Error>;
     fn close(self) -> Result<(), Error>;
-    fn stats(&self) -> Stats;
+    /// Counters for the report (the model keeps none but its revision).
+    fn counters(&self) -> Stats;
 }
 
 impl Backend for Engine {
@@ -19,7 +20,7 @@ impl Backend for Engine {
     fn close(self) -> Result<(), Error> {
         Engine::close(self)
     }
-    fn stats(&self) -> Stats {
+    fn counters(&self) -> Stats {
         Engine::stats(self)
     }
 }
@@ -32,7 +33,7 @@ impl Backend for MemStore {
     fn close(self) -> Result<(), Error> {
         Ok(())
     }
-    fn stats(&self) -> Stats {
+    fn counters(&self) -> Stats {
         Stats {
             revision: self.current_revision(),
             ..Stats::default()

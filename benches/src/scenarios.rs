@@ -7,8 +7,8 @@ use crate::hist::{self, Latency};
 use crate::sys::{self, Rss};
 use hdrhistogram::Histogram;
 use keel_engine::{
-    Error, Event, ListRequest, Options, Pending, Precondition, ReadAt, Revision, Stats, SyncMode,
-    WriteOp, Written,
+    Error, Event, ListRequest, Options, Pending, Precondition, ReadAt, Revision, Stats, StoreExt,
+    SyncMode, WriteOp, Written,
 };
 use serde::Serialize;
 use std::cell::RefCell;
@@ -212,7 +212,7 @@ pub fn run_writes<B: Backend>(parent: &Path, cfg: &WritesConfig) -> BenchResult<
         value: filler_value(),
     });
     let start_barrier = Arc::new(Barrier::new(threads + 1));
-    let s0 = store.stats();
+    let s0 = store.counters();
     let cpu0 = sys::cpu_seconds();
     let mut handles = Vec::new();
     for t in 0..threads {
@@ -275,7 +275,7 @@ pub fn run_writes<B: Backend>(parent: &Path, cfg: &WritesConfig) -> BenchResult<
     }
     let elapsed = t0.elapsed();
     let cpu = sys::cpu_seconds() - cpu0;
-    let s1 = store.stats();
+    let s1 = store.counters();
     drop(sh);
     close_store(store)?;
     drop(dir);
@@ -874,7 +874,7 @@ pub fn run_store<B: Backend>(
 
     // Close, measure the directory, reopen.
     progress("close + reopen");
-    let before_close = store.stats();
+    let before_close = store.counters();
     out.reopen.stats_before_close = StatsLite::from(&before_close);
     out.reopen.keys = cfg.keys;
     let t0 = Instant::now();
@@ -889,7 +889,7 @@ pub fn run_store<B: Backend>(
     let t0 = Instant::now();
     let store = open_store::<B>(dir.path(), cfg.shards, SyncMode::Always)?;
     out.reopen.open_s = t0.elapsed().as_secs_f64();
-    let after = store.stats();
+    let after = store.counters();
     out.reopen.stats_after_open = StatsLite::from(&after);
     out.reopen.keys_match = after.keys == before_close.keys;
     out.reopen.revision_match = store.current_revision() == rev;
@@ -1046,7 +1046,7 @@ const SUBMIT_SAMPLE_EVERY: u64 = 4;
 const SENTINEL_KEY: &[u8] = b"/core/pods/~end-of-benchmark";
 
 async fn watch_task(
-    mut w: keel_engine::Watcher,
+    mut w: Box<dyn keel_engine::EventStream>,
     idx: usize,
     agg: Rc<RefCell<WatchAgg>>,
     sh: Arc<WatchShared>,
@@ -1063,7 +1063,7 @@ async fn watch_task(
             // kept as (stamp, publish instant, count), not as a clone of one of its events: a
             // thousand watchers cloning the same `Arc` would contend on its count.
             let mut group: Option<(u64, Option<Instant>, u64)> = None;
-            let polled = w.poll_visit(cx, |ev| {
+            let polled = w.poll_visit(cx, &mut |ev: &Arc<Event>| {
                 let (received, received_ns) = *clock.get_or_insert_with(|| {
                     let r = Instant::now();
                     (r, r.saturating_duration_since(sh.base).as_nanos() as u64)
@@ -1158,7 +1158,7 @@ pub fn run_watch<B: Backend>(parent: &Path, cfg: &WatchConfig) -> BenchResult<Wa
     // Open the watchers on this thread, then hand them to the runtime threads.
     let t0 = Instant::now();
     let threads = cfg.threads.max(1);
-    let mut per_thread: Vec<Vec<(usize, keel_engine::Watcher)>> =
+    let mut per_thread: Vec<Vec<(usize, Box<dyn keel_engine::EventStream>)>> =
         (0..threads).map(|_| Vec::new()).collect();
     for i in 0..cfg.watchers {
         let w = store.watch(POD_PREFIX, rev0).map_err(err("watch"))?;

@@ -26,7 +26,6 @@ pub mod list;
 pub mod model;
 pub mod options;
 pub mod pending;
-pub mod revision;
 mod sched;
 pub mod segment;
 pub mod sequencer;
@@ -35,16 +34,16 @@ pub mod store;
 pub mod value;
 pub mod watch;
 
-pub use engine::{Engine, Stats};
+pub use engine::Engine;
 pub use error::{Error, WatchError};
+pub use keel_revision::Revision;
 pub use limits::Limits;
 pub use model::MemStore;
 pub use options::{Options, SyncMode};
 pub use pending::{Completion, Pending};
-pub use revision::Revision;
 pub use store::{
-    BoxError, Event, EventKind, KeyValue, ListRequest, ListResult, Precondition, ReadAt, Store,
-    WriteContext, WriteOp, Written,
+    BoxError, Capabilities, Event, EventKind, EventStream, KeyValue, ListRequest, ListResult,
+    Precondition, ReadAt, Stats, Store, StoreExt, ValueBuilder, WriteContext, WriteOp, Written,
 };
 pub use value::Value;
 pub use watch::{HistorySource, Hub, Watcher};

@@ -4,11 +4,11 @@
 //! that it is obviously right; the contract suite and the randomized tests hold the engine to
 //! it. Writes are "durable" at once.
 
-use crate::store::{BoxError, WriteContext};
+use crate::store::{Capabilities, EventStream, ValueBuilder, WriteContext};
 use crate::watch::{HistorySource, Hub};
 use crate::{
     Error, Event, EventKind, KeyValue, Limits, ListRequest, ListResult, Pending, Precondition,
-    ReadAt, Revision, Store, WatchError, Watcher, WriteOp, Written,
+    ReadAt, Revision, Store, WatchError, WriteOp, Written,
 };
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -32,6 +32,8 @@ pub struct MemStore {
     shared: Arc<Shared>,
     hub: Arc<Hub>,
     limits: Limits,
+    /// Whether value builders are told their revision (`Capabilities::revision_before_seal`).
+    revision_before_seal: bool,
 }
 
 impl Default for MemStore {
@@ -53,7 +55,16 @@ impl MemStore {
             }),
             hub: Arc::new(Hub::new(&limits, Revision::ZERO)),
             limits,
+            revision_before_seal: true,
         }
+    }
+
+    /// A model whose value builders are not told their revision, as a backend that learns it
+    /// only once the bytes are stored (etcd): what the server's fallback for such backends is
+    /// tested against.
+    pub fn without_revision_before_seal(mut self) -> MemStore {
+        self.revision_before_seal = false;
+        self
     }
 }
 
@@ -168,15 +179,27 @@ impl Store for MemStore {
         })
     }
 
-    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
-    where
-        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
-    {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            revision_before_seal: self.revision_before_seal,
+        }
+    }
+
+    fn write_with(
+        &self,
+        key: &[u8],
+        op: WriteOp,
+        build: &mut ValueBuilder<'_>,
+    ) -> Pending<Result<Written, Error>> {
         Pending::ready(self.write_now(key, op, build))
     }
 
-    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error> {
-        self.hub.watch(self.shared.clone(), prefix, after)
+    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Box<dyn EventStream>, Error> {
+        Ok(Box::new(self.hub.watch(
+            self.shared.clone(),
+            prefix,
+            after,
+        )?))
     }
 
     fn compact(&self, revision: Revision) -> Result<(), Error> {
@@ -203,10 +226,12 @@ impl Store for MemStore {
 }
 
 impl MemStore {
-    fn write_now<F>(&self, key: &[u8], op: WriteOp, build: F) -> Result<Written, Error>
-    where
-        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
-    {
+    fn write_now(
+        &self,
+        key: &[u8],
+        op: WriteOp,
+        build: &mut ValueBuilder<'_>,
+    ) -> Result<Written, Error> {
         if key.is_empty() {
             return Err(Error::EmptyKey);
         }
@@ -243,7 +268,7 @@ impl MemStore {
             _ => {
                 let mut buf = Vec::new();
                 let ctx = WriteContext {
-                    revision,
+                    revision: self.revision_before_seal.then_some(revision),
                     current: current.as_ref().map(|kv| kv.value()),
                     current_revision: current.as_ref().map(|kv| kv.mod_revision),
                 };

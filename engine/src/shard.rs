@@ -575,7 +575,7 @@ impl Shard {
         let cur_bytes = cur.as_ref().map(|(v, seg)| current_value(&w, seg, v));
         let rev = self.seq.allocate();
         let ctx = WriteContext {
-            revision: rev,
+            revision: Some(rev),
             current: cur_bytes.as_deref(),
             current_revision: cur_rev,
         };

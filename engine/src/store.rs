@@ -19,9 +19,11 @@
 //! an earlier process or long ago and carry `None`. Delivery latency as the store is
 //! responsible for it is `received - visible_at`; the time before it is the write's commit.
 
-use crate::{Error, Pending, Revision, Value, Watcher};
+use crate::{Error, Pending, Revision, Value, WatchError};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// Boxed error a value builder returns to abort a write.
@@ -59,7 +61,11 @@ pub enum WriteOp {
 /// What a value builder is told: the revision the new version will carry (so the server can
 /// write `metadata.resourceVersion` into the bytes it stores) and the current version.
 pub struct WriteContext<'a> {
-    pub revision: Revision,
+    /// The revision the new version will carry: `Some` exactly when the backend has
+    /// `Capabilities::revision_before_seal` (the embedded engine and the model do; a backend
+    /// whose revisions are assigned by a remote store after the bytes are sent, such as etcd,
+    /// gives `None`, and readers must learn the revision from `KeyValue::mod_revision`).
+    pub revision: Option<Revision>,
     pub current: Option<&'a [u8]>,
     pub current_revision: Option<Revision>,
 }
@@ -270,8 +276,112 @@ pub struct ListResult {
     pub remaining: u64,
 }
 
-/// The contract every backend implements.
+/// The embedded engine's counters, for tests, benchmarks and `/metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub revision: Revision,
+    pub compacted: Revision,
+    pub shards: usize,
+    /// Live keys (latest version not a tombstone) at the current revision.
+    pub keys: u64,
+    /// Versions held in the index (history included).
+    pub versions: u64,
+    pub segments: usize,
+    /// Bytes of segment files on disk (their sizes).
+    pub segment_bytes: u64,
+    /// Batches written and `fdatasync` calls made since open.
+    pub batches_written: u64,
+    pub syncs: u64,
+    /// Bytes written by batches since open.
+    pub bytes_written: u64,
+    pub watchers: usize,
+    pub segments_rewritten: u64,
+}
+
+/// What a backend can do beyond the contract; callers that rely on a capability check it and
+/// fall back when it is absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The value builder is told the revision its write will get (`WriteContext::revision`
+    /// is `Some`) before the bytes are sealed, so a value can embed its own revision and be
+    /// served as stored. Without it a reader learns the revision from `mod_revision`.
+    pub revision_before_seal: bool,
+}
+
+/// The value builder of a write: appends the new value to the buffer, or refuses the write.
+/// Called at most once, synchronously inside `Store::write`, and never for a delete.
+pub type ValueBuilder<'a> = dyn FnMut(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError> + 'a;
+
+/// A stream of committed events of one prefix, in revision order (what `Store::watch` gives).
+/// Dropping it releases its watcher slot.
+pub trait EventStream: Send {
+    /// Hands each available event (a bounded batch) to `visit`, without cloning it: live
+    /// events may be visited in place under a lock, so `visit` must be quick. `Ready(Ok(n))`
+    /// once `n > 0` events were visited; `Pending` registers `cx`'s waker.
+    fn poll_visit(
+        &mut self,
+        cx: &mut Context<'_>,
+        visit: &mut dyn FnMut(&Arc<Event>),
+    ) -> Poll<Result<usize, WatchError>>;
+
+    /// Appends available events (a bounded batch) to `out` without waiting; returns how many.
+    fn try_batch(&mut self, out: &mut Vec<Arc<Event>>) -> Result<usize, WatchError>;
+
+    /// Blocks the thread until at least one event is appended to `out` or `timeout` passes.
+    /// Returns whether events were appended.
+    fn next_batch_timeout(
+        &mut self,
+        out: &mut Vec<Arc<Event>>,
+        timeout: Duration,
+    ) -> Result<bool, WatchError>;
+
+    /// Polls for a batch: `Ready(Ok(()))` once at least one event was appended to `out`.
+    fn poll_batch(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Poll<Result<(), WatchError>> {
+        self.poll_visit(cx, &mut |e| out.push(e.clone()))
+            .map(|r| r.map(|_| ()))
+    }
+}
+
+impl<T: EventStream + ?Sized> EventStream for Box<T> {
+    fn poll_visit(
+        &mut self,
+        cx: &mut Context<'_>,
+        visit: &mut dyn FnMut(&Arc<Event>),
+    ) -> Poll<Result<usize, WatchError>> {
+        (**self).poll_visit(cx, visit)
+    }
+
+    fn try_batch(&mut self, out: &mut Vec<Arc<Event>>) -> Result<usize, WatchError> {
+        (**self).try_batch(out)
+    }
+
+    fn next_batch_timeout(
+        &mut self,
+        out: &mut Vec<Arc<Event>>,
+        timeout: Duration,
+    ) -> Result<bool, WatchError> {
+        (**self).next_batch_timeout(out, timeout)
+    }
+
+    fn poll_batch(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Poll<Result<(), WatchError>> {
+        (**self).poll_batch(cx, out)
+    }
+}
+
+/// The contract every backend implements. Object-safe: the server holds an
+/// `Arc<dyn Store>` and never names the backend behind it.
 pub trait Store: Send + Sync {
+    /// What this backend can do beyond the contract.
+    fn capabilities(&self) -> Capabilities;
+
     /// The newest revision whose changes (and all before it) are visible.
     fn current_revision(&self) -> Revision;
 
@@ -286,19 +396,50 @@ pub trait Store: Send + Sync {
     /// buffer it is given; returning an error aborts the write with `Error::Aborted`. A write
     /// that reached `build` has consumed its revision even when aborted (or refused as
     /// `ValueTooLarge`): revisions stay increasing, but the next write skips that one.
-    /// The result is available once the write is durable and visible.
-    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
-    where
-        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>;
+    /// The result is available once the write is durable and visible. (`StoreExt::write`
+    /// takes a plain closure.)
+    fn write_with(
+        &self,
+        key: &[u8],
+        op: WriteOp,
+        build: &mut ValueBuilder<'_>,
+    ) -> Pending<Result<Written, Error>>;
 
     /// Watches every change after `after` to keys under `prefix`.
-    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error>;
+    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Box<dyn EventStream>, Error>;
 
     /// Forgets history older than `revision`. Compacting to an older revision is a no-op;
     /// compacting beyond the current revision fails with `FutureRevision`.
     fn compact(&self, revision: Revision) -> Result<(), Error>;
 
-    // Conveniences over `write`.
+    /// The embedded engine's counters (segments, bytes, watchers) for `/metrics`; `None` for
+    /// backends that keep none.
+    fn stats(&self) -> Option<Stats> {
+        None
+    }
+
+    /// `Err(reason)` once the backend can no longer accept writes (a failed sync: the disk
+    /// returned EIO or is full), for the server's readiness and liveness checks.
+    fn health(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Conveniences over `Store::write_with`, for every backend (also behind `dyn Store`).
+pub trait StoreExt: Store {
+    /// `write_with` for a closure called at most once.
+    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
+    where
+        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
+    {
+        let mut build = Some(build);
+        self.write_with(key, op, &mut |ctx, out| {
+            let build = build
+                .take()
+                .expect("a value builder is called at most once");
+            build(ctx, out)
+        })
+    }
 
     fn create(&self, key: &[u8], value: &[u8]) -> Pending<Result<Written, Error>> {
         self.write(key, WriteOp::Create, |_, out| {
@@ -323,3 +464,5 @@ pub trait Store: Send + Sync {
         self.write(key, WriteOp::Delete(pre), |_, _| Ok(()))
     }
 }
+
+impl<S: Store + ?Sized> StoreExt for S {}

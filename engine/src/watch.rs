@@ -496,6 +496,36 @@ impl Watcher {
     }
 }
 
+impl crate::store::EventStream for Watcher {
+    fn poll_visit(
+        &mut self,
+        cx: &mut Context<'_>,
+        visit: &mut dyn FnMut(&Arc<Event>),
+    ) -> Poll<Result<usize, WatchError>> {
+        Watcher::poll_visit(self, cx, visit)
+    }
+
+    fn try_batch(&mut self, out: &mut Vec<Arc<Event>>) -> Result<usize, WatchError> {
+        Watcher::try_batch(self, out)
+    }
+
+    fn next_batch_timeout(
+        &mut self,
+        out: &mut Vec<Arc<Event>>,
+        timeout: Duration,
+    ) -> Result<bool, WatchError> {
+        Watcher::next_batch_timeout(self, out, timeout)
+    }
+
+    fn poll_batch(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut Vec<Arc<Event>>,
+    ) -> Poll<Result<(), WatchError>> {
+        Watcher::poll_batch(self, cx, out)
+    }
+}
+
 /// `key.starts_with(prefix)`, without a `memcmp` call for the usual short prefix (every watcher
 /// tests every event of the ring).
 #[inline]
@@ -539,7 +569,8 @@ mod tests {
     }
 
     use crate::{
-        Engine, Event, EventKind, KeyValue, Limits, MemStore, Options, Revision, Store, SyncMode,
+        Engine, Event, EventKind, KeyValue, Limits, MemStore, Options, Revision, Store, StoreExt,
+        SyncMode,
     };
     use std::sync::Arc;
     use std::time::{Duration, Instant};
@@ -649,7 +680,7 @@ mod tests {
         // After a reopen the first five come from disk (catch-up), the rest live.
         let engine = open_engine(dir.path());
         let mut batched = engine.watch(b"/w/", Revision::ZERO).expect("watch");
-        let mut visited = engine.watch(b"/w/", Revision::ZERO).expect("watch");
+        let mut visited = engine.watcher(b"/w/", Revision::ZERO).expect("watch");
         for i in 0..5 {
             create(&engine, &format!("/w/new{i}"));
             create(&engine, &format!("/x/more{i}"));

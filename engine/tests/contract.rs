@@ -11,8 +11,8 @@ mod common;
 use common::*;
 use keel_engine::ReadAt::{Exact, Latest, NotOlderThan};
 use keel_engine::{
-    Error, Limits, ListRequest, MemStore, Precondition, ReadAt, Revision, Store, SyncMode,
-    WatchError, WriteOp,
+    Error, Limits, ListRequest, MemStore, Precondition, ReadAt, Revision, Store, StoreExt,
+    SyncMode, WatchError, WriteOp,
 };
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ fn rev(n: u64) -> Revision {
     Revision(n)
 }
 
-fn page<S: Store>(
+fn page<S: Store + ?Sized>(
     s: &S,
     prefix: &[u8],
     start_after: Option<&[u8]>,
@@ -118,7 +118,7 @@ fn state_at(events: &[Ev], snapshot: u64) -> Vec<Kv> {
 // =============================================================================================
 // The contract
 
-fn starts_empty<S: Store>(s: &S) {
+fn starts_empty<S: Store + ?Sized>(s: &S) {
     assert_eq!(s.current_revision(), Revision::ZERO);
     assert_eq!(s.compacted_revision(), Revision::ZERO);
     assert_eq!(get_kv(s, b"a", Latest), None);
@@ -138,7 +138,7 @@ fn starts_empty<S: Store>(s: &S) {
     );
 }
 
-fn create_and_already_exists<S: Store>(s: &S) {
+fn create_and_already_exists<S: Store + ?Sized>(s: &S) {
     let k: &[u8] = b"/registry/pods/default/a";
     let w1 = ok(s.create(k, b"v1"));
     assert!(w1.revision > Revision::ZERO);
@@ -187,7 +187,7 @@ fn create_and_already_exists<S: Store>(s: &S) {
     assert_eq!(s.current_revision(), w6.revision);
 }
 
-fn update_preconditions<S: Store>(s: &S) {
+fn update_preconditions<S: Store + ?Sized>(s: &S) {
     let k: &[u8] = b"u/k";
     assert_not_found(ack(s.update(k, NONE, b"x")));
     assert_not_found(ack(s.update(k, at(rev(1)), b"x")));
@@ -237,7 +237,7 @@ fn update_preconditions<S: Store>(s: &S) {
     );
 }
 
-fn delete_preconditions<S: Store>(s: &S) {
+fn delete_preconditions<S: Store + ?Sized>(s: &S) {
     let k: &[u8] = b"d/k";
     assert_not_found(ack(s.delete(k, NONE)));
     assert_not_found(ack(s.delete(k, at(rev(1)))));
@@ -280,7 +280,7 @@ fn delete_preconditions<S: Store>(s: &S) {
     assert_eq!(get_kv(s, b"d/k3", Latest), None);
 }
 
-fn value_builder_context_and_abort<S: Store>(s: &S) {
+fn value_builder_context_and_abort<S: Store + ?Sized>(s: &S) {
     let k: &[u8] = b"b/k";
     let mut seen = None;
     let w1 = ok(s.write(k, WriteOp::Create, |ctx, out| {
@@ -289,15 +289,21 @@ fn value_builder_context_and_abort<S: Store>(s: &S) {
             ctx.current.map(<[u8]>::to_vec),
             ctx.current_revision,
         ));
-        out.extend_from_slice(format!("rv={}", ctx.revision).as_bytes());
+        let rv = ctx.revision.map_or(0, |r| r.0);
+        out.extend_from_slice(format!("rv={rv}").as_bytes());
         Ok(())
     }));
+    // A backend tells the builder its revision exactly when it says it can.
+    let told = |r: Revision| s.capabilities().revision_before_seal.then_some(r);
     assert_eq!(
         seen.take(),
-        Some((w1.revision, None, None)),
+        Some((told(w1.revision), None, None)),
         "builder context of a create"
     );
-    let v1 = format!("rv={}", w1.revision).into_bytes();
+    let v1 = match told(w1.revision) {
+        Some(r) => format!("rv={r}").into_bytes(),
+        None => b"rv=0".to_vec(),
+    };
     assert_eq!(get_kv(s, k, Latest), Some(Kv::new(k, &v1, w1.revision.0)));
 
     let w2 = ok(s.write(k, WriteOp::Update(at(w1.revision)), |ctx, out| {
@@ -312,7 +318,7 @@ fn value_builder_context_and_abort<S: Store>(s: &S) {
     }));
     assert_eq!(
         seen.take(),
-        Some((w2.revision, Some(v1.clone()), Some(w1.revision)))
+        Some((told(w2.revision), Some(v1.clone()), Some(w1.revision)))
     );
     let v2 = [&v1[..], b"+1"].concat();
     assert_eq!(get_kv(s, k, Latest), Some(Kv::new(k, &v2, w2.revision.0)));
@@ -363,7 +369,7 @@ fn value_builder_context_and_abort<S: Store>(s: &S) {
     }
 }
 
-fn get_at_revisions<S: Store>(s: &S) {
+fn get_at_revisions<S: Store + ?Sized>(s: &S) {
     let k: &[u8] = b"g/k";
     let w1 = ok(s.create(k, b"v1"));
     let w2 = ok(s.update(k, NONE, b"v2"));
@@ -424,7 +430,7 @@ fn get_at_revisions<S: Store>(s: &S) {
     assert_eq!(kvs(&r.items), vec![Kv::new(b"g/other", b"o", o.revision.0)]);
 }
 
-fn list_prefix_in_key_order<S: Store>(s: &S) {
+fn list_prefix_in_key_order<S: Store + ?Sized>(s: &S) {
     let keys: [&[u8]; 11] = [
         b"b/1", b"a/2", b"a/10", b"a", b"a/", b"a0", b"a/1", b"\xff", b"a/1/x", b"\x00", b"A/1",
     ];
@@ -494,7 +500,7 @@ fn list_prefix_in_key_order<S: Store>(s: &S) {
     assert!(!r.more);
 }
 
-fn list_many_keys_across_shards<S: Store>(s: &S) {
+fn list_many_keys_across_shards<S: Store + ?Sized>(s: &S) {
     let n = 120u64;
     let mut want = Vec::new();
     for i in 0..n {
@@ -536,7 +542,7 @@ fn list_many_keys_across_shards<S: Store>(s: &S) {
     assert_eq!(got, want);
 }
 
-fn list_pagination_at_snapshot_while_writing<S: Store>(s: &S) {
+fn list_pagination_at_snapshot_while_writing<S: Store + ?Sized>(s: &S) {
     let mut expected = Vec::new();
     for i in 0..20 {
         let k = format!("p/{i:02}");
@@ -596,7 +602,7 @@ fn count_after(want: &[Kv], key: &[u8]) -> u64 {
 /// stay exact on every page at a snapshot while the store changes, after compacting up to
 /// the snapshot, for pages that resume after a key that is not in the store, and at a newer
 /// snapshot.
-fn list_pagination_counts_remaining_at_scale<S: Store>(s: &S) {
+fn list_pagination_counts_remaining_at_scale<S: Store + ?Sized>(s: &S) {
     let n = 3000u64;
     let pending: Vec<_> = (0..n)
         .map(|i| {
@@ -667,7 +673,7 @@ fn list_pagination_counts_remaining_at_scale<S: Store>(s: &S) {
     assert_eq!(r.remaining, count_after(&now, &last));
 }
 
-fn list_at_old_revisions<S: Store>(s: &S) {
+fn list_at_old_revisions<S: Store + ?Sized>(s: &S) {
     let a = ok(s.create(b"o/a", b"1")).revision.0;
     let b = ok(s.create(b"o/b", b"1")).revision.0;
     let c = ok(s.create(b"o/c", b"1")).revision.0;
@@ -733,7 +739,7 @@ fn list_at_old_revisions<S: Store>(s: &S) {
     );
 }
 
-fn compaction<S: Store>(s: &S) {
+fn compaction<S: Store + ?Sized>(s: &S) {
     let k1 = ok(s.create(b"c/k", b"v1")).revision;
     let k2 = ok(s.update(b"c/k", NONE, b"v2")).revision;
     let j = ok(s.create(b"c/j", b"j")).revision;
@@ -844,7 +850,7 @@ fn compaction<S: Store>(s: &S) {
     );
 }
 
-fn revisions_increase_and_acks_are_visible<S: Store>(s: &S) {
+fn revisions_increase_and_acks_are_visible<S: Store + ?Sized>(s: &S) {
     let mut last = s.current_revision();
     let mut live: BTreeMap<Vec<u8>, Kv> = BTreeMap::new();
     for i in 0..200u64 {
@@ -884,7 +890,7 @@ fn revisions_increase_and_acks_are_visible<S: Store>(s: &S) {
     }
 }
 
-fn watch_from_revision<S: Store>(s: &S) {
+fn watch_from_revision<S: Store + ?Sized>(s: &S) {
     let r1 = ok(s.create(b"w/1", b"v1")).revision.0;
     let before = s.current_revision();
     let mut w = s.watch(b"", before).expect("watch");
@@ -933,7 +939,7 @@ fn watch_from_revision<S: Store>(s: &S) {
     assert_eq!(collect(&mut w, 1), vec![e7]);
 }
 
-fn watch_prefix_filter<S: Store>(s: &S) {
+fn watch_prefix_filter<S: Store + ?Sized>(s: &S) {
     ok(s.create(b"a/0", b"old"));
     let cur = s.current_revision();
     let mut wa = s.watch(b"a/", cur).expect("watch");
@@ -1216,7 +1222,7 @@ fn lagging_watcher<S: Store>(make: impl Fn(Limits) -> S) {
     let mut slow_backlog = s.watch(b"", cur).expect("watch");
     let mut slow_ring = s.watch(b"", cur).expect("watch");
     let mut fast = s.watch(b"", cur).expect("watch");
-    let expect_lagged = |w: &mut keel_engine::Watcher, what: &str| {
+    let expect_lagged = |w: &mut dyn keel_engine::EventStream, what: &str| {
         let mut out = Vec::new();
         let deadline = std::time::Instant::now() + PATIENCE;
         loop {
@@ -1245,7 +1251,7 @@ fn lagging_watcher<S: Store>(make: impl Fn(Limits) -> S) {
         );
     };
     let mut i = 0;
-    let mut step = |fast: &mut keel_engine::Watcher| {
+    let mut step = |fast: &mut dyn keel_engine::EventStream| {
         let r = ok(s.create(format!("lag/{i:03}").as_bytes(), b"v"))
             .revision
             .0;
@@ -1270,7 +1276,7 @@ fn lagging_watcher<S: Store>(make: impl Fn(Limits) -> S) {
 /// Several writers, a lister and a watcher at once: every acknowledged revision is distinct
 /// and visible to its writer at once; the watcher sees every change exactly once in revision
 /// order; every list shows exactly the state at its snapshot revision.
-fn concurrent_writers_readers_and_watcher<S: Store>(s: &S) {
+fn concurrent_writers_readers_and_watcher<S: Store + ?Sized>(s: &S) {
     const WRITERS: usize = 4;
     const WRITES: usize = 50;
     let base = s.current_revision();
@@ -1377,7 +1383,7 @@ fn concurrent_writers_readers_and_watcher<S: Store>(s: &S) {
 
 /// Conditional updates racing on one key: each precondition admits exactly one writer, so
 /// no increment is lost and every committed value is distinct.
-fn concurrent_conditional_updates<S: Store>(s: &S) {
+fn concurrent_conditional_updates<S: Store + ?Sized>(s: &S) {
     const THREADS: u64 = 4;
     const INCREMENTS: u64 = 40;
     let k: &[u8] = b"cas/counter";
@@ -1427,7 +1433,7 @@ fn concurrent_conditional_updates<S: Store>(s: &S) {
 /// (watched from the start) must be self-consistent (each event's previous value is the
 /// key's previous event), contain every acknowledged write, and explain every read: a read
 /// at revision R saw exactly the log's state at R, or failed with `Compacted`.
-fn concurrent_contention_with_compaction<S: Store>(s: &S) {
+fn concurrent_contention_with_compaction<S: Store + ?Sized>(s: &S) {
     const WRITERS: u64 = 3;
     const OPS: u64 = 120;
     let mut log_watch = s.watch(b"x/", Revision::ZERO).expect("watch");
@@ -1555,7 +1561,10 @@ fn concurrent_contention_with_compaction<S: Store>(s: &S) {
     }
 }
 
-fn watch_step(w: &mut keel_engine::Watcher, out: &mut Vec<std::sync::Arc<keel_engine::Event>>) {
+fn watch_step(
+    w: &mut dyn keel_engine::EventStream,
+    out: &mut Vec<std::sync::Arc<keel_engine::Event>>,
+) {
     w.next_batch_timeout(out, Duration::from_millis(20))
         .expect("watch");
 }
@@ -1573,69 +1582,70 @@ macro_rules! contract_suite {
                 ($make)(limits)
             }
 
-            fn fresh() -> impl Store {
-                make(Limits::default())
+            /// Behind `dyn Store`, as the server holds a backend.
+            fn fresh() -> Box<dyn Store> {
+                Box::new(make(Limits::default()))
             }
 
             #[test]
             fn starts_empty() {
-                super::starts_empty(&fresh())
+                super::starts_empty(&*fresh())
             }
             #[test]
             fn create_and_already_exists() {
-                super::create_and_already_exists(&fresh())
+                super::create_and_already_exists(&*fresh())
             }
             #[test]
             fn update_preconditions() {
-                super::update_preconditions(&fresh())
+                super::update_preconditions(&*fresh())
             }
             #[test]
             fn delete_preconditions() {
-                super::delete_preconditions(&fresh())
+                super::delete_preconditions(&*fresh())
             }
             #[test]
             fn value_builder_context_and_abort() {
-                super::value_builder_context_and_abort(&fresh())
+                super::value_builder_context_and_abort(&*fresh())
             }
             #[test]
             fn get_at_revisions() {
-                super::get_at_revisions(&fresh())
+                super::get_at_revisions(&*fresh())
             }
             #[test]
             fn list_prefix_in_key_order() {
-                super::list_prefix_in_key_order(&fresh())
+                super::list_prefix_in_key_order(&*fresh())
             }
             #[test]
             fn list_many_keys_across_shards() {
-                super::list_many_keys_across_shards(&fresh())
+                super::list_many_keys_across_shards(&*fresh())
             }
             #[test]
             fn list_pagination_at_snapshot_while_writing() {
-                super::list_pagination_at_snapshot_while_writing(&fresh())
+                super::list_pagination_at_snapshot_while_writing(&*fresh())
             }
             #[test]
             fn list_pagination_counts_remaining_at_scale() {
-                super::list_pagination_counts_remaining_at_scale(&fresh())
+                super::list_pagination_counts_remaining_at_scale(&*fresh())
             }
             #[test]
             fn list_at_old_revisions() {
-                super::list_at_old_revisions(&fresh())
+                super::list_at_old_revisions(&*fresh())
             }
             #[test]
             fn compaction() {
-                super::compaction(&fresh())
+                super::compaction(&*fresh())
             }
             #[test]
             fn revisions_increase_and_acks_are_visible() {
-                super::revisions_increase_and_acks_are_visible(&fresh())
+                super::revisions_increase_and_acks_are_visible(&*fresh())
             }
             #[test]
             fn watch_from_revision() {
-                super::watch_from_revision(&fresh())
+                super::watch_from_revision(&*fresh())
             }
             #[test]
             fn watch_prefix_filter() {
-                super::watch_prefix_filter(&fresh())
+                super::watch_prefix_filter(&*fresh())
             }
             #[test]
             fn watch_history_then_live() {
@@ -1663,21 +1673,23 @@ macro_rules! contract_suite {
             }
             #[test]
             fn concurrent_contention_with_compaction() {
-                super::concurrent_contention_with_compaction(&fresh())
+                super::concurrent_contention_with_compaction(&*fresh())
             }
             #[test]
             fn concurrent_conditional_updates() {
-                super::concurrent_conditional_updates(&fresh())
+                super::concurrent_conditional_updates(&*fresh())
             }
             #[test]
             fn concurrent_writers_readers_and_watcher() {
-                super::concurrent_writers_readers_and_watcher(&fresh())
+                super::concurrent_writers_readers_and_watcher(&*fresh())
             }
         }
     };
 }
 
 contract_suite!(memstore, MemStore::new);
+contract_suite!(memstore_no_revision_before_seal, |l| MemStore::new(l)
+    .without_revision_before_seal());
 contract_suite!(engine_1shard, |l| TestEngine::open(1, SyncMode::None, l));
 contract_suite!(engine_4shards, |l| TestEngine::open(4, SyncMode::None, l));
 contract_suite!(engine_4shards_sync, |l| TestEngine::open(

@@ -11,7 +11,9 @@
 //!   only ever reports a prefix of the original records, byte for byte.
 
 use keel_engine::format::{self, Op, ScanEnd, SegmentHeader};
-use keel_engine::{Engine, Error, ListRequest, Options, ReadAt, Revision, Store, SyncMode};
+use keel_engine::{
+    Engine, Error, ListRequest, Options, ReadAt, Revision, Store, StoreExt, SyncMode,
+};
 use std::path::{Path, PathBuf};
 
 const SEGMENT_BYTES: u64 = 64 * 1024;

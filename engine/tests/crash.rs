@@ -22,7 +22,8 @@
 //! `KEEL_CRASH_KIND` (`small`, `reuse` or `big`: only that kind of directory streak).
 
 use keel_engine::{
-    Engine, Error, ListRequest, Options, Precondition, ReadAt, Revision, Store, SyncMode, WriteOp,
+    Engine, Error, ListRequest, Options, Precondition, ReadAt, Revision, Store, StoreExt, SyncMode,
+    WriteOp,
 };
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -201,8 +202,11 @@ fn child_writer(engine: &Engine, tid: usize, seed: u64, big: bool) {
         let built = std::cell::Cell::new(None);
         let res = engine
             .write(k.as_bytes(), op, |ctx, out| {
-                built.set(Some(ctx.revision));
-                out.extend_from_slice(&make_value(&k, ctx.revision.0, len));
+                let rev = ctx
+                    .revision
+                    .expect("the engine tells builders their revision");
+                built.set(Some(rev));
+                out.extend_from_slice(&make_value(&k, rev.0, len));
                 Ok(())
             })
             .wait();
@@ -679,7 +683,10 @@ fn check_reopened(
         };
         let w = engine
             .write(k.as_bytes(), op, |ctx, out| {
-                out.extend_from_slice(&make_value(&k, ctx.revision.0, len));
+                let rev = ctx
+                    .revision
+                    .expect("the engine tells builders their revision");
+                out.extend_from_slice(&make_value(&k, rev.0, len));
                 Ok(())
             })
             .wait()

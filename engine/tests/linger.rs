@@ -9,7 +9,7 @@
 mod common;
 
 use common::TestEngine;
-use keel_engine::{Engine, ListRequest, Options, Store, SyncMode};
+use keel_engine::{Engine, ListRequest, Options, Store, StoreExt, SyncMode};
 use std::time::{Duration, Instant};
 
 /// Longer than any test may take: a linger that happens is unmistakable.

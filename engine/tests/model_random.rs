@@ -14,8 +14,8 @@ mod common;
 use common::*;
 use keel_engine::store::{BoxError, WriteContext};
 use keel_engine::{
-    Error, Limits, ListRequest, ListResult, MemStore, Precondition, ReadAt, Revision, Store,
-    SyncMode, Watcher, WriteOp, Written,
+    Error, EventStream, Limits, ListRequest, ListResult, MemStore, Precondition, ReadAt, Revision,
+    Store, StoreExt, SyncMode, WriteOp, Written,
 };
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -386,8 +386,8 @@ macro_rules! ensure_eq {
 
 struct WatchPair {
     prefix: Vec<u8>,
-    engine: Watcher,
-    model: Watcher,
+    engine: Box<dyn EventStream>,
+    model: Box<dyn EventStream>,
     /// The revision this pair has been read up to (for resuming after a reopen).
     seen: Revision,
 }
@@ -428,7 +428,7 @@ fn norm_list(r: Result<ListResult, Error>) -> Result<ListView, String> {
         .map_err(|e| err_str(&e))
 }
 
-type Seen = Option<(Revision, Option<Vec<u8>>, Option<Revision>)>;
+type Seen = Option<(Option<Revision>, Option<Vec<u8>>, Option<Revision>)>;
 
 /// A value builder that appends `value` (or refuses, if `abort`) and records its context.
 fn builder<'a>(
@@ -807,7 +807,7 @@ impl Runner {
     /// revision they had reached; the model's keep going.
     fn reopen(&mut self) -> Outcome {
         self.drain_all()?;
-        let positions: Vec<(Vec<u8>, Revision, Watcher)> = self
+        let positions: Vec<(Vec<u8>, Revision, Box<dyn EventStream>)> = self
             .watches
             .drain(..)
             .map(|p| (p.prefix, p.seen, p.model))

@@ -3,8 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Largest token file accepted.
-pub const TOKEN_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+use crate::limits::TOKEN_FILE_BYTES_MAX;
 
 /// An authenticated caller.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,8 +1,25 @@
-//! keel's API server: the HTTP handlers, generic registry and controllers on top of the
-//! storage engine. Layers: `app` (routing, auth, non-resource endpoints) -> `registry`,
-//! `watch`, `subresources` (verbs) -> `store` (engine glue). Pure API semantics live in
-//! keel-api, keel-schema, keel-catalog and keel-strategy; protobuf in keel-proto; HTTP in
-//! keel-http.
+//! keel's API server: HTTP handlers over a typed registry over a storage backend, with the
+//! per-type policy in keel-strategy.
+//!
+//! Layers, each importing only the ones below it (no module imports one that imports it back):
+//!
+//! ```text
+//!   run                 start-up: options, backend, layers, serving, controllers
+//!   handlers/           HTTP: routing, authn/authz, query, negotiation, bodies, responses,
+//!                       watch streams, subresources, reviews, discovery, OpenAPI, health
+//!   controllers/        bootstrap and the namespace controller (registry clients)
+//!   state               the shared state: registry, live routes, auth, metrics, settings
+//!   registry/           typed get/list/watch/create/guaranteed_update/delete/deletecollection
+//!   routes              live resource table: catalog snapshot + storage location per resource
+//!   watch_feed/         per-core shared watch fan-out (log, pacing, task, subscription)
+//!   selection, repr     selectors and watch-event rules; media types and encodings
+//!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
+//!   objects, alloc, auth, metrics, options, limits, schema_meta   (leaves)
+//! ```
+//!
+//! Pure API semantics live in keel-api, keel-schema, keel-catalog and keel-strategy; protobuf
+//! in keel-proto; HTTP in keel-http. The server holds its store as `Arc<dyn Store>` and never
+//! names a backend outside `run` (which opens the one `--storage-backend` names).
 
 // `ApiError` mirrors metav1.Status (160 bytes); errors are the cold path of every handler.
 #![allow(clippy::result_large_err)]
@@ -14,22 +31,19 @@
 pub type Allocator = mimalloc::MiMalloc;
 
 pub mod alloc;
-pub mod app;
 pub mod auth;
-pub mod bootstrap;
-pub mod call;
-pub mod health;
+pub mod controllers;
+pub mod handlers;
+pub mod limits;
 pub mod metrics;
-pub mod nsctl;
 pub mod objects;
 pub mod options;
 pub mod registry;
-pub mod request_info;
-pub mod respond;
-pub mod reviews;
+pub mod repr;
+pub mod routes;
 pub mod run;
 pub mod schema_meta;
-pub mod store;
-pub mod subresources;
-pub mod watch;
+pub mod selection;
+pub mod state;
+pub mod storage;
 pub mod watch_feed;

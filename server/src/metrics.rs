@@ -1,6 +1,7 @@
 //! `/metrics` in the Prometheus text format: requests by verb, resource and code, latency
 //! histograms, stored objects and open watches, named as upstream's apiserver metrics.
 
+use crate::limits::{METRIC_SERIES_MAX as SERIES_MAX, METRIC_SLOTS as SLOTS};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -13,8 +14,6 @@ pub const LATENCY_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
-/// Distinct label sets kept; beyond it new series are folded into `resource="other"`.
-pub const SERIES_MAX: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Series {
@@ -90,10 +89,6 @@ impl Hist {
 type WatchGauges = BTreeMap<(String, String), Arc<AtomicI64>>;
 /// Request histograms merged over response codes.
 type Merged = BTreeMap<(&'static str, String, String, String, String, &'static str), Hist>;
-
-/// Request series are recorded in one of these per thread slot, so the serving cores never
-/// contend for a lock or allocate on the hot path; `render` merges them.
-const SLOTS: usize = 8;
 
 /// One slot's series, bucketed by a hash of their labels.
 #[derive(Default)]

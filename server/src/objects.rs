@@ -2,6 +2,7 @@
 //! that lets the engine's value builder write the revision into stored bytes without
 //! re-serializing the object.
 
+use keel_engine::Revision;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
@@ -72,7 +73,7 @@ pub fn stored_is_deleting(bytes: &[u8]) -> Result<bool, keel_api::status::ApiErr
     match serde_json::from_slice::<Obj>(bytes) {
         Ok(o) => Ok(o.metadata.is_some_and(|m| m.deletion_timestamp.is_some())),
         // Anything unusual (metadata not an object, ...): the general path decides.
-        Err(_) => Ok(is_deleting(&crate::respond::parse_stored(bytes)?)),
+        Err(_) => Ok(is_deleting(&parse_stored(bytes)?)),
     }
 }
 
@@ -333,18 +334,47 @@ impl Spliced {
         self.bytes.is_empty()
     }
 
-    /// Appends the object with `revision` as its resourceVersion.
-    pub fn write(&self, revision: u64, out: &mut Vec<u8>) {
+    /// Appends the object with `revision` as its resourceVersion (`""` for `None`: a store
+    /// that learns the revision only after the bytes are sealed).
+    pub fn write(&self, revision: Option<Revision>, out: &mut Vec<u8>) {
         out.reserve(self.bytes.len());
         out.extend_from_slice(&self.bytes[..self.split]);
-        out.extend_from_slice(revision.to_string().as_bytes());
+        if let Some(r) = revision {
+            out.extend_from_slice(r.to_string().as_bytes());
+        }
         out.extend_from_slice(&self.bytes[self.tail..]);
     }
 }
 
 /// Replaces `metadata.resourceVersion` in a parsed object.
-pub fn set_rv(obj: &mut Value, rv: u64) {
+pub fn set_rv(obj: &mut Value, rv: Revision) {
     set_meta(obj, "resourceVersion", Value::String(rv.to_string()));
+}
+
+/// Rewrites the first `"resourceVersion":"..."` of stored bytes (the object's own, since
+/// metadata is stored before any other field that could hold that key, and a string value
+/// cannot hold the unescaped quotes).
+pub fn with_resource_version(bytes: &[u8], rev: Revision) -> Vec<u8> {
+    const NEEDLE: &[u8] = b"\"resourceVersion\":\"";
+    let Some(at) = memchr::memmem::find(bytes, NEEDLE) else {
+        return bytes.to_vec();
+    };
+    let start = at + NEEDLE.len();
+    let Some(len) = bytes[start..].iter().position(|&b| b == b'"') else {
+        return bytes.to_vec();
+    };
+    let mut out = Vec::with_capacity(bytes.len() + 20);
+    out.extend_from_slice(&bytes[..start]);
+    out.extend_from_slice(rev.to_string().as_bytes());
+    out.extend_from_slice(&bytes[start + len..]);
+    out
+}
+
+/// Parses stored JSON; a failure is the server's fault (500), not the client's.
+pub fn parse_stored(bytes: &[u8]) -> Result<Value, keel_api::status::ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        keel_api::status::ApiError::internal(format!("stored object is not valid JSON: {e}"))
+    })
 }
 
 #[cfg(test)]
@@ -498,12 +528,35 @@ mod tests {
         let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}});
         let s = Spliced::new(&mut o);
         let mut out = Vec::new();
-        s.write(1234, &mut out);
+        s.write(Some(Revision(1234)), &mut out);
         let back: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(back["metadata"]["resourceVersion"], "1234");
         assert_eq!(back["data"]["k"], "v");
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1234\""), "{text}");
+    }
+
+    #[test]
+    fn splice_without_revision_leaves_it_empty_for_readers_to_fill() {
+        let mut o = json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"resourceVersion": "x"}}});
+        let s = Spliced::new(&mut o);
+        let mut out = Vec::new();
+        s.write(None, &mut out);
+        let back: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back["metadata"]["resourceVersion"], "");
+        let filled: Value =
+            serde_json::from_slice(&with_resource_version(&out, Revision(40))).unwrap();
+        assert_eq!(filled["metadata"]["resourceVersion"], "40");
+        assert_eq!(filled["metadata"]["labels"]["resourceVersion"], "x");
+    }
+
+    #[test]
+    fn deleted_objects_carry_the_deletion_revision() {
+        let b = br#"{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"12","labels":{"resourceVersion":"x"}}}"#;
+        let out = with_resource_version(b, Revision(40));
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["metadata"]["resourceVersion"], "40");
+        assert_eq!(v["metadata"]["labels"]["resourceVersion"], "x");
     }
 
     #[test]

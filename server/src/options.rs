@@ -65,9 +65,17 @@ pub struct Options {
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: String,
 
-    /// Storage backend: `keel` (the embedded engine). `etcd3` is not implemented yet.
+    /// Storage backend: `keel` (the embedded engine, in `<data-dir>/store`) or `memory` (the
+    /// in-memory reference model of the store: nothing survives a restart; for tests).
+    /// `etcd3` is not implemented yet.
     #[arg(long, default_value = "keel")]
     pub storage_backend: String,
+
+    /// With `--storage-backend=memory`: store objects without their resourceVersion, as a
+    /// backend that learns revisions only after a write (etcd) must, so that reads fill it
+    /// in. For testing that path.
+    #[arg(long, hide = true)]
+    pub memory_store_without_revisions: bool,
 
     /// etcd endpoints for `--storage-backend=etcd3` (not implemented yet).
     #[arg(long, value_delimiter = ',')]

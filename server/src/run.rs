@@ -1,22 +1,27 @@
-//! Process start-up: validate options, open the store, bootstrap, serve.
+//! Process start-up: validate options, open the storage backend, build the layers (storage,
+//! registry, routes, state, handlers), serve, bootstrap, start the controllers.
 
 use crate::alloc::Allocators;
-use crate::app::{App, AppParts, Handler};
 use crate::auth::{AlwaysAllow, TokenFile};
+use crate::handlers::Handler;
+use crate::limits::{BOOKMARK_INTERVAL_MIN, MAINTENANCE_INTERVAL_MIN};
 use crate::options::{self, Cidr, Options};
-use crate::store::Storage;
+use crate::registry::Registry;
+use crate::routes::LiveRoutes;
+use crate::state::{State, StateParts};
+use crate::storage::{Location, Storage};
+use keel_engine::Store;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::sync::Arc;
-
-/// Shortest accepted `--watch-bookmark-interval`.
-pub const BOOKMARK_INTERVAL_MIN: std::time::Duration = std::time::Duration::from_millis(100);
-/// Shortest accepted `--storage-maintenance-interval`.
-pub const MAINTENANCE_INTERVAL_MIN: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Checks everything that can be checked before touching the data directory.
 pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catalog), String> {
     match opts.storage_backend.as_str() {
-        "keel" => {}
+        "keel" if opts.memory_store_without_revisions => {
+            return Err("--memory-store-without-revisions needs --storage-backend=memory".into())
+        }
+        "keel" | "memory" => {}
         "etcd3" => {
             return Err(
                 "--storage-backend=etcd3 is not implemented yet; use the embedded store (keel)"
@@ -25,7 +30,7 @@ pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catal
         }
         other => {
             return Err(format!(
-                "--storage-backend: unknown backend {other:?} (expected \"keel\")"
+                "--storage-backend: unknown backend {other:?} (expected \"keel\" or \"memory\")"
             ))
         }
     }
@@ -65,7 +70,6 @@ pub fn run(opts: Options) -> Result<(), String> {
         });
     }
     let (cidr, ports, catalog) = validate(&opts)?;
-    let catalog: &'static keel_catalog::Catalog = Box::leak(Box::new(catalog));
     let data = opts.data_dir.clone();
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
 
@@ -84,37 +88,28 @@ pub fn run(opts: Options) -> Result<(), String> {
     let server_tls = keel_http::tls::server_config(&cert, &key, Some(&client_ca))?;
     let token_path = match &opts.token_auth_file {
         Some(p) => p.clone(),
-        None => {
-            crate::bootstrap::ensure_token_file(&data).map_err(|e| format!("token file: {e}"))?
-        }
+        None => crate::controllers::bootstrap::ensure_token_file(&data)
+            .map_err(|e| format!("token file: {e}"))?,
     };
     let tokens = TokenFile::load(&token_path)?;
 
-    // Store.
-    let mut eo = keel_engine::Options::new(data.join("store"));
-    if let Some(n) = opts.shards {
-        eo.shards = n.max(1);
-    }
-    eo.sync = opts.sync.parse().expect("validated");
-    eo.commit_linger = opts.commit_linger;
-    eo.commit_linger_gate = Some(keel_http::load::saturated);
-    eo.history = opts.watch_history;
-    eo.maintenance_interval = Some(
-        opts.storage_maintenance_interval
-            .max(MAINTENANCE_INTERVAL_MIN),
+    // Layers: storage backend, registry, routes, shared state.
+    let backend = open_backend(&opts, &data)?;
+    let namespaces = catalog
+        .lookup("", "v1", "namespaces")
+        .map(|ns| Location::of(&catalog, ns))
+        .ok_or("namespaces are always served")?;
+    let registry = Registry::new(
+        Storage::new(backend),
+        Allocators::new(cidr, ports),
+        namespaces,
     );
-    eo.limits.value_bytes_max = opts.max_request_bytes.max(eo.limits.value_bytes_max);
-    let engine = keel_engine::Engine::open(eo).map_err(|e| format!("opening the store: {e}"))?;
-
-    let app = Arc::new(App::new(AppParts {
-        storage: Storage {
-            engine: Arc::new(engine),
-        },
-        catalog,
+    let st = Arc::new(State::new(StateParts {
+        registry,
+        routes: LiveRoutes::new(catalog),
         tokens,
         authorizer: Box::new(AlwaysAllow),
         always_allow: opts.authorization_always_allow_paths.clone(),
-        alloc: Allocators::new(cidr, ports),
         min_request_timeout: opts.min_request_timeout,
         bookmark_interval: opts.watch_bookmark_interval.max(BOOKMARK_INTERVAL_MIN),
     }));
@@ -147,7 +142,7 @@ pub fn run(opts: Options) -> Result<(), String> {
             pin: true,
             limits,
         },
-        Arc::new(Handler(app.clone())),
+        Arc::new(Handler(st.clone())),
     )
     .map_err(|e| format!("listening: {e}"))?;
     let addrs = server.local_addrs();
@@ -158,8 +153,8 @@ pub fn run(opts: Options) -> Result<(), String> {
         .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(crate::bootstrap::bootstrap(&app, secure.port()))?;
-    crate::nsctl::spawn(app.clone());
+    rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
+    crate::controllers::namespace::spawn(st.clone());
     let host = match secure.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
         IpAddr::V6(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
@@ -169,9 +164,10 @@ pub fn run(opts: Options) -> Result<(), String> {
     let server_url = format!("https://{host}:{}", secure.port());
     let ca_pem =
         std::fs::read(&tls.ca_cert).map_err(|e| format!("{}: {e}", tls.ca_cert.display()))?;
-    if let Some(token) = crate::bootstrap::admin_token(&token_path) {
-        let kc = crate::bootstrap::write_kubeconfig(&data, &server_url, &ca_pem, &token)
-            .map_err(|e| format!("kubeconfig: {e}"))?;
+    if let Some(token) = crate::controllers::bootstrap::admin_token(&token_path) {
+        let kc =
+            crate::controllers::bootstrap::write_kubeconfig(&data, &server_url, &ca_pem, &token)
+                .map_err(|e| format!("kubeconfig: {e}"))?;
         eprintln!("apiserver: wrote {}", kc.display());
     }
     std::fs::write(data.join("port"), secure.port().to_string()).map_err(|e| e.to_string())?;
@@ -179,8 +175,37 @@ pub fn run(opts: Options) -> Result<(), String> {
         std::fs::write(data.join("insecure-port"), p.port().to_string())
             .map_err(|e| e.to_string())?;
     }
-    app.mark_ready();
+    st.mark_ready();
     eprintln!("apiserver: serving on {server_url} ({cores} cores)");
     server.join();
     Ok(())
+}
+
+/// The storage backend `--storage-backend` names.
+fn open_backend(opts: &Options, data: &Path) -> Result<Arc<dyn Store>, String> {
+    if opts.storage_backend == "memory" {
+        let mut limits = keel_engine::Limits::default();
+        limits.value_bytes_max = opts.max_request_bytes.max(limits.value_bytes_max);
+        let model = keel_engine::MemStore::new(limits);
+        return Ok(Arc::new(if opts.memory_store_without_revisions {
+            model.without_revision_before_seal()
+        } else {
+            model
+        }));
+    }
+    let mut eo = keel_engine::Options::new(data.join("store"));
+    if let Some(n) = opts.shards {
+        eo.shards = n.max(1);
+    }
+    eo.sync = opts.sync.parse().expect("validated");
+    eo.commit_linger = opts.commit_linger;
+    eo.commit_linger_gate = Some(keel_http::load::saturated);
+    eo.history = opts.watch_history;
+    eo.maintenance_interval = Some(
+        opts.storage_maintenance_interval
+            .max(MAINTENANCE_INTERVAL_MIN),
+    );
+    eo.limits.value_bytes_max = opts.max_request_bytes.max(eo.limits.value_bytes_max);
+    let engine = keel_engine::Engine::open(eo).map_err(|e| format!("opening the store: {e}"))?;
+    Ok(Arc::new(engine))
 }

@@ -6,7 +6,7 @@ fn get_table() {
         (None, Ok(ReadAt::MostRecent)),
         (Some(""), Ok(ReadAt::MostRecent)),
         (Some("0"), Ok(ReadAt::Any)),
-        (Some("42"), Ok(ReadAt::NotOlderThan(42))),
+        (Some("42"), Ok(ReadAt::NotOlderThan(Revision(42)))),
     ];
     for (rv, want) in rows {
         assert_eq!(plan_get(rv).map_err(|e| e.code), want, "rv {rv:?}");
@@ -19,7 +19,7 @@ fn watch_table() {
         (None, WatchStart::StateAtMostRecent),
         (Some(""), WatchStart::StateAtMostRecent),
         (Some("0"), WatchStart::StateAtAny),
-        (Some("42"), WatchStart::After(42)),
+        (Some("42"), WatchStart::After(Revision(42))),
     ];
     for (rv, want) in rows {
         assert_eq!(plan_watch(rv).expect("valid"), want, "rv {rv:?}");
@@ -33,7 +33,7 @@ fn watch_table() {
     );
 }
 
-const TOKEN_RV: u64 = 7;
+const TOKEN_RV: Revision = Revision(7);
 const FORBIDDEN_UNSET: &str = "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided";
 const FORBIDDEN_EXACT_ZERO: &str = "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"";
 const CONTINUE_WITH_RV: &str = "specifying resource version is not allowed when using continue";
@@ -82,7 +82,7 @@ fn list_table() {
             [
                 Want::Read(MostRecent),
                 Want::Read(Any),
-                Want::Read(NotOlderThan(5)),
+                Want::Read(NotOlderThan(Revision(5))),
             ],
         ),
         (
@@ -91,7 +91,7 @@ fn list_table() {
             [
                 Want::Read(MostRecent),
                 Want::Read(Any),
-                Want::Read(Exact(5)),
+                Want::Read(Exact(Revision(5))),
             ],
         ),
         (
@@ -109,13 +109,13 @@ fn list_table() {
             [
                 Want::Error(422, "Invalid", FORBIDDEN_UNSET),
                 Want::Error(422, "Invalid", FORBIDDEN_EXACT_ZERO),
-                Want::Read(Exact(5)),
+                Want::Read(Exact(Revision(5))),
             ],
         ),
         (
             Some("Exact"),
             1,
-            [invalid_unset, invalid_zero, Want::Read(Exact(5))],
+            [invalid_unset, invalid_zero, Want::Read(Exact(Revision(5)))],
         ),
         (
             Some("NotOlderThan"),
@@ -123,7 +123,7 @@ fn list_table() {
             [
                 Want::Error(422, "Invalid", FORBIDDEN_UNSET),
                 Want::Read(Any),
-                Want::Read(NotOlderThan(5)),
+                Want::Read(NotOlderThan(Revision(5))),
             ],
         ),
         (
@@ -132,7 +132,7 @@ fn list_table() {
             [
                 Want::Error(422, "Invalid", FORBIDDEN_UNSET),
                 Want::Read(Any),
-                Want::Read(NotOlderThan(5)),
+                Want::Read(NotOlderThan(Revision(5))),
             ],
         ),
     ];
@@ -201,7 +201,7 @@ fn list_limit_zero_or_negative_is_unlimited() {
     };
     assert_eq!(
         plan_list(&req).expect("valid").read,
-        ReadAt::NotOlderThan(5),
+        ReadAt::NotOlderThan(Revision(5)),
         "limit=0 is not paging"
     );
 }
@@ -249,14 +249,17 @@ fn malformed_resource_version() {
         };
         assert_eq!(plan_list(&exact).expect_err(rv).code, 400);
     }
-    assert_eq!(parse_resource_version(""), Ok(0));
-    assert_eq!(parse_resource_version("0"), Ok(0));
-    assert_eq!(parse_resource_version("18446744073709551615"), Ok(u64::MAX));
+    assert_eq!(parse_resource_version(""), Ok(Revision::ZERO));
+    assert_eq!(parse_resource_version("0"), Ok(Revision::ZERO));
+    assert_eq!(
+        parse_resource_version("18446744073709551615"),
+        Ok(Revision::MAX)
+    );
 }
 
 #[test]
 fn continue_token_shape_round_trip() {
-    let token = encode_continue(12, "default/web");
+    let token = encode_continue(Revision(12), "default/web");
     let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(&token)
         .expect("base64");
@@ -264,7 +267,10 @@ fn continue_token_shape_round_trip() {
         String::from_utf8(json).expect("utf8"),
         r#"{"v":"meta.k8s.io/v1","rv":12,"start":"default/web\u0000"}"#
     );
-    assert_eq!(decode_continue(&token), Ok((12, "default/web".to_string())));
+    assert_eq!(
+        decode_continue(&token),
+        Ok((Revision(12), "default/web".to_string()))
+    );
     assert!(!token.contains('='), "unpadded");
     let plan = plan_list(&ListRequest {
         continue_token: Some(&token),
@@ -275,7 +281,7 @@ fn continue_token_shape_round_trip() {
     assert_eq!(
         plan,
         ListPlan {
-            read: ReadAt::Exact(12),
+            read: ReadAt::Exact(Revision(12)),
             start_after: Some("default/web".into()),
             limit: Some(3)
         }
@@ -325,7 +331,10 @@ fn malformed_continue_tokens() {
     assert!(not_json.message.starts_with(prefix));
     assert!(decode_continue(&"a".repeat(CONTINUE_TOKEN_LEN_MAX + 1)).is_err());
     let leading_slash = b64(r#"{"v":"meta.k8s.io/v1","rv":3,"start":"/ns/a\u0000"}"#);
-    assert_eq!(decode_continue(&leading_slash), Ok((3, "ns/a".to_string())));
+    assert_eq!(
+        decode_continue(&leading_slash),
+        Ok((Revision(3), "ns/a".to_string()))
+    );
     let bad_token = plan_list(&ListRequest {
         continue_token: Some("!!!"),
         resource_version: Some("5"),

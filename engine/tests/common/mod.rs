@@ -5,10 +5,10 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
-use keel_engine::store::{BoxError, WriteContext};
 use keel_engine::{
-    Engine, Error, Event, EventKind, KeyValue, Limits, ListRequest, ListResult, Options, Pending,
-    ReadAt, Revision, Stats, Store, SyncMode, WatchError, Watcher, WriteOp, Written,
+    BoxError, Capabilities, Engine, Error, Event, EventKind, EventStream, KeyValue, Limits,
+    ListRequest, ListResult, Options, Pending, ReadAt, Revision, Stats, Store, SyncMode,
+    ValueBuilder, WatchError, WriteContext, WriteOp, Written,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -182,13 +182,18 @@ impl Store for TestEngine {
     fn list(&self, req: &ListRequest<'_>) -> Result<ListResult, Error> {
         self.engine().list(req)
     }
-    fn write<F>(&self, key: &[u8], op: WriteOp, build: F) -> Pending<Result<Written, Error>>
-    where
-        F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
-    {
-        self.engine().write(key, op, build)
+    fn capabilities(&self) -> Capabilities {
+        self.engine().capabilities()
     }
-    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error> {
+    fn write_with(
+        &self,
+        key: &[u8],
+        op: WriteOp,
+        build: &mut ValueBuilder<'_>,
+    ) -> Pending<Result<Written, Error>> {
+        self.engine().write_with(key, op, build)
+    }
+    fn watch(&self, prefix: &[u8], after: Revision) -> Result<Box<dyn EventStream>, Error> {
         self.engine().watch(prefix, after)
     }
     fn compact(&self, revision: Revision) -> Result<(), Error> {
@@ -297,7 +302,7 @@ pub fn ok(p: Pending<Result<Written, Error>>) -> Written {
 }
 
 #[track_caller]
-pub fn get_kv<S: Store>(s: &S, key: &[u8], at: ReadAt) -> Option<Kv> {
+pub fn get_kv<S: Store + ?Sized>(s: &S, key: &[u8], at: ReadAt) -> Option<Kv> {
     s.get(key, at)
         .unwrap_or_else(|e| panic!("get {} at {at:?}: {e:?}", show(key)))
         .map(|k| kv(&k))
@@ -305,7 +310,7 @@ pub fn get_kv<S: Store>(s: &S, key: &[u8], at: ReadAt) -> Option<Kv> {
 
 /// Lists everything under `prefix` at `at`, no limit.
 #[track_caller]
-pub fn list_all<S: Store>(s: &S, prefix: &[u8], at: ReadAt) -> (Vec<Kv>, Revision) {
+pub fn list_all<S: Store + ?Sized>(s: &S, prefix: &[u8], at: ReadAt) -> (Vec<Kv>, Revision) {
     let r = s
         .list(&ListRequest {
             prefix,
@@ -324,7 +329,7 @@ pub fn list_all<S: Store>(s: &S, prefix: &[u8], at: ReadAt) -> (Vec<Kv>, Revisio
 /// Collects events from `w` until `n` have arrived (failing after `PATIENCE`), then checks
 /// that no further event is immediately available.
 #[track_caller]
-pub fn collect(w: &mut Watcher, n: usize) -> Vec<Ev> {
+pub fn collect(w: &mut dyn EventStream, n: usize) -> Vec<Ev> {
     let mut out = Vec::new();
     let deadline = Instant::now() + PATIENCE;
     while out.len() < n {
@@ -356,7 +361,7 @@ pub fn collect(w: &mut Watcher, n: usize) -> Vec<Ev> {
 }
 
 /// Reads whatever `w` has available right now, until it has nothing more.
-pub fn drain_now(w: &mut Watcher) -> Result<Vec<Ev>, WatchError> {
+pub fn drain_now(w: &mut dyn EventStream) -> Result<Vec<Ev>, WatchError> {
     let mut out = Vec::new();
     loop {
         let before = out.len();

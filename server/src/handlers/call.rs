@@ -1,13 +1,15 @@
-//! One resource request after routing: what the handlers work from.
+//! One resource request after routing: what the handlers work from (the request, what its
+//! path addresses, the resource it routed to, the caller and the query).
 
+use super::request_info::ResourceRequest;
 use crate::auth::User;
-use crate::request_info::ResourceRequest;
-use crate::respond::{self, Format};
-use crate::store::Location;
+use crate::repr::{self, Format};
+use crate::routes::Resource;
 use keel_api::status::ApiError;
 use keel_catalog::ResourceInfo;
 use keel_http::Request;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Query parameters, last value wins (as Go's `url.Values.Get` returns the first; clients
 /// never repeat these).
@@ -91,8 +93,8 @@ impl FieldValidation {
 pub struct Call<'a> {
     pub req: &'a Request,
     pub rr: &'a ResourceRequest,
-    pub info: &'static ResourceInfo,
-    pub loc: Location,
+    /// The resource the path routed to (held from the routes snapshot the request loaded).
+    pub res: Arc<Resource>,
     pub user: &'a User,
     pub query: Query,
     /// `Warning` header values to add to the response.
@@ -100,6 +102,10 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
+    pub fn info(&self) -> &ResourceInfo {
+        &self.res.info
+    }
+
     pub fn accept(&self) -> Option<&str> {
         self.req.headers.get("accept")
     }
@@ -111,36 +117,29 @@ impl<'a> Call<'a> {
     /// Negotiated response format for object/list responses of this resource.
     pub fn format(&self) -> Result<Format, ApiError> {
         // The common cases answer JSON whatever else is offered: skip the protobuf lookup.
-        if respond::plain_json_accept(self.accept()) {
+        if repr::plain_json_accept(self.accept()) {
             return Ok(Format::Json);
         }
-        let proto = keel_proto::supports(&self.api_version(), self.info.kind);
-        respond::negotiate(self.accept(), true, proto)
+        let proto = keel_proto::supports(&self.api_version(), self.info().kind);
+        repr::negotiate(self.accept(), true, proto)
     }
 
     pub fn api_version(&self) -> String {
-        if self.info.group.is_empty() {
-            self.info.version.to_string()
-        } else {
-            format!("{}/{}", self.info.group, self.info.version)
-        }
+        self.info().api_version()
     }
 
-    pub fn key(&self, name: &str) -> Vec<u8> {
-        self.loc.key(&self.rr.namespace, name)
+    /// The namespace of the path (empty for cluster-wide paths).
+    pub fn namespace(&self) -> &str {
+        &self.rr.namespace
+    }
+
+    /// The name of the path (empty on collection paths).
+    pub fn name(&self) -> &str {
+        &self.rr.name
     }
 
     /// The group-qualified resource, as error messages name it (`deployments.apps`).
     pub fn not_found(&self, name: &str) -> ApiError {
-        ApiError::not_found(self.info.group, self.info.plural, name)
-    }
-
-    pub fn field_manager(&self) -> String {
-        if let Some(m) = self.query.nonempty("fieldManager") {
-            return m.to_string();
-        }
-        // Upstream derives the default manager from the user agent's program name.
-        let ua = self.req.headers.get("user-agent").unwrap_or("unknown");
-        ua.split('/').next().unwrap_or("unknown").to_string()
+        self.res.not_found(name)
     }
 }

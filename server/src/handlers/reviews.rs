@@ -3,11 +3,11 @@
 //! `selfsubjectrulesreviews`, `selfsubjectreviews` and `tokenreviews` (what `kubectl auth
 //! can-i` and `kubectl auth whoami` use).
 
-use crate::app::App;
+use super::body::decode_object;
+use super::call::Call;
+use super::respond;
 use crate::auth::{self, Attributes, User};
-use crate::call::Call;
-use crate::registry;
-use crate::respond;
+use crate::state::State;
 use keel_api::status::{field, ApiError};
 use keel_http::Response;
 use serde_json::{json, Value};
@@ -33,10 +33,10 @@ pub fn is_review(group: &str, resource: &str) -> bool {
 }
 
 /// `POST` of a review: the object comes back with its `status` filled in (201).
-pub async fn create(app: &App, c: &mut Call<'_>) -> Result<Response, ApiError> {
+pub async fn create(c: &mut Call<'_>, app: &State) -> Result<Response, ApiError> {
     let format = c.format()?;
-    let mut obj = registry::decode_object(c)?;
-    let status = match c.info.plural {
+    let mut obj = decode_object(c)?;
+    let status = match c.info().plural {
         "selfsubjectaccessreviews" => access(app, c, &obj, c.user)?,
         "localsubjectaccessreviews" | "subjectaccessreviews" => {
             let user = subject(&obj);
@@ -97,7 +97,7 @@ fn subject(obj: &Value) -> User {
 
 /// Asks the authorizer what the review's attributes ask; 422 unless exactly one of
 /// `resourceAttributes` and `nonResourceAttributes` is given.
-fn access(app: &App, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, ApiError> {
+fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, ApiError> {
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let res = spec.get("resourceAttributes").filter(|v| v.is_object());
     let non = spec.get("nonResourceAttributes").filter(|v| v.is_object());
@@ -115,8 +115,8 @@ fn access(app: &App, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, Ap
             detail,
         );
         return Err(ApiError::invalid(
-            c.info.group,
-            c.info.kind,
+            c.info().group,
+            c.info().kind,
             "",
             vec![cause],
         ));
@@ -128,7 +128,7 @@ fn access(app: &App, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, Ap
         s(res, "subresource"),
         s(res, "name"),
     );
-    let namespace = match c.info.plural {
+    let namespace = match c.info().plural {
         "localsubjectaccessreviews" => c.rr.namespace.clone(),
         _ => s(res, "namespace"),
     };
@@ -150,7 +150,7 @@ fn access(app: &App, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, Ap
     })
 }
 
-fn token_review(app: &App, obj: &Value) -> Value {
+fn token_review(app: &State, obj: &Value) -> Value {
     let token = obj
         .pointer("/spec/token")
         .and_then(Value::as_str)

@@ -1,8 +1,10 @@
-//! The resource version newtype.
+//! keel-revision: the resource version newtype, one type from the store through the API
+//! semantics (`keel-api`'s resourceVersion rules and continue tokens) to the server.
 //!
-//! Revisions are handed out by one global sequencer (see `sequencer.rs`): strictly increasing
-//! in commit order across every shard. Clients see them as decimal strings; inside the engine
-//! they are never passed around as bare integers.
+//! The embedded engine hands revisions out from one global sequencer: strictly increasing in
+//! commit order across every shard (an etcd backend uses etcd's revisions, which have the same
+//! order). Clients see them as decimal strings; inside keel they are never passed around as
+//! bare integers. No dependencies.
 
 use std::fmt;
 use std::str::FromStr;
@@ -13,6 +15,7 @@ pub struct Revision(pub u64);
 
 impl Revision {
     pub const ZERO: Revision = Revision(0);
+    pub const MAX: Revision = Revision(u64::MAX);
 
     pub fn get(self) -> u64 {
         self.0

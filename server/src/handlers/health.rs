@@ -1,15 +1,13 @@
 //! `/healthz`, `/livez`, `/readyz`: named checks, `verbose`, `exclude` and per-check paths.
 
-use crate::app::App;
-use crate::respond;
-use keel_engine::Store;
+use super::respond;
+use crate::state::State;
 use keel_http::{Request, Response};
-use std::sync::atomic::Ordering;
 
 const ENDPOINTS: &[&str] = &["healthz", "livez", "readyz"];
 
 /// Whether `path` is a health endpoint or one of its per-check paths.
-pub fn is_health_path(_always_allow: &[String], path: &str) -> bool {
+pub fn is_health_path(path: &str) -> bool {
     let p = path.trim_start_matches('/');
     let first = p.split('/').next().unwrap_or("");
     ENDPOINTS.contains(&first)
@@ -17,18 +15,17 @@ pub fn is_health_path(_always_allow: &[String], path: &str) -> bool {
 
 /// The checks of one endpoint and their results (`Err` carries the reason, withheld from the
 /// non-verbose body as upstream does).
-fn checks(app: &App, endpoint: &str) -> Vec<(&'static str, Result<(), String>)> {
-    let store = match app
-        .storage
-        .engine
-        .get(b"/healthz-probe", keel_engine::ReadAt::Latest)
-    {
-        Ok(_) => Ok(()),
-        Err(e) => Err(e.to_string()),
-    };
+fn checks(app: &State, endpoint: &str) -> Vec<(&'static str, Result<(), String>)> {
+    // The store answers a read, and can still write (a failed sync stops its writes).
+    let storage = app.registry.storage();
+    let store = storage
+        .get_latest(b"/healthz-probe")
+        .map(|_| ())
+        .map_err(|e| e.message)
+        .and_then(|()| storage.health());
     let mut v = vec![("ping", Ok(())), ("log", Ok(())), ("store", store)];
     if endpoint == "readyz" {
-        let ready = if app.ready.load(Ordering::SeqCst) {
+        let ready = if app.is_ready() {
             Ok(())
         } else {
             Err("bootstrap not finished".into())
@@ -39,7 +36,7 @@ fn checks(app: &App, endpoint: &str) -> Vec<(&'static str, Result<(), String>)> 
     v
 }
 
-pub fn serve(app: &App, req: &Request) -> Response {
+pub fn serve(app: &State, req: &Request) -> Response {
     let path = req.path.trim_matches('/');
     let mut parts = path.splitn(2, '/');
     let endpoint = parts.next().unwrap_or("");

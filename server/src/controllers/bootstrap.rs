@@ -1,9 +1,11 @@
 //! First-start setup and start-up state: credentials, the admin kubeconfig, default
-//! namespaces, the `kubernetes` service and the allocators' view of stored services.
+//! namespaces, the `kubernetes` service and the allocators' view of stored services. Objects
+//! are created through the registry, as any client's would be.
 
-use crate::app::App;
-use crate::objects::{self, Spliced};
-use crate::store::{Location, ReadPoint};
+use crate::objects;
+use crate::registry::CreateOptions;
+use crate::routes::Resource;
+use crate::state::State;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -63,100 +65,57 @@ pub fn write_kubeconfig(
     Ok(path)
 }
 
-/// Creates an object unless one of that name exists, applying the type's create strategy.
-async fn ensure(
-    app: &App,
-    group: &str,
-    version: &str,
-    plural: &str,
-    mut obj: Value,
-) -> Result<(), String> {
-    let info = app
-        .catalog
-        .lookup(group, version, plural)
-        .ok_or_else(|| format!("{plural} not served"))?;
+/// Creates `obj` unless an object of that name exists.
+async fn ensure(st: &State, res: &Resource, obj: Value) -> Result<(), String> {
     let ns = objects::meta_str(&obj, "namespace")
         .unwrap_or("")
         .to_string();
-    let key = Location::of(app.catalog, info).key(&ns, objects::name(&obj));
-    if app
-        .storage
-        .get(&key, ReadPoint::Latest)
-        .await
+    if st
+        .registry
+        .exists(res, &ns, objects::name(&obj))
         .map_err(|e| e.message)?
-        .is_some()
     {
         return Ok(());
     }
-    objects::set_meta(&mut obj, "uid", objects::new_uid().into());
-    objects::set_meta(&mut obj, "creationTimestamp", objects::now_rfc3339().into());
-    keel_strategy::prepare_for_create(
-        group,
-        plural,
-        &mut obj,
-        &keel_strategy::Ctx {
-            now_rfc3339: objects::now_rfc3339(),
-        },
-    );
-    let spliced = Spliced::new(&mut obj);
-    match app.storage.create(&key, &spliced).await {
-        Ok(_) | Err(keel_engine::Error::AlreadyExists { .. }) => Ok(()),
-        Err(e) => Err(e.to_string()),
+    match st
+        .registry
+        .create(res, &ns, obj, &CreateOptions::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Created meanwhile (by another API server on the same store).
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.message),
     }
 }
 
 /// Default namespaces and the `kubernetes` service; allocations of stored services.
-pub async fn bootstrap(app: &App, secure_port: u16) -> Result<(), String> {
-    restore_allocations(app).await?;
+pub async fn bootstrap(st: &State, secure_port: u16) -> Result<(), String> {
+    let routes = st.routes.load();
+    restore_allocations(st, routes.core("services")).await?;
     for ns in DEFAULT_NAMESPACES {
-        ensure(
-            app,
-            "",
-            "v1",
-            "namespaces",
-            json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}}),
-        )
-        .await?;
+        let obj = json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}});
+        ensure(st, routes.core("namespaces"), obj).await?;
     }
-    let ip = app.alloc.first_ip().to_string();
+    let ip = st.registry.allocators().first_ip().to_string();
     let svc = json!({
         "kind": "Service", "apiVersion": "v1",
         "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
         "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": secure_port}], "sessionAffinity": "None", "type": "ClusterIP"}
     });
-    let info = app
-        .catalog
-        .lookup("", "v1", "services")
-        .ok_or("services not served")?;
-    let mut reserve = svc.clone();
-    let key = Location::of(app.catalog, info).key("default", "kubernetes");
-    if app
-        .storage
-        .get_latest(&key)
-        .map_err(|e| e.message)?
-        .is_none()
-    {
-        app.alloc
-            .allocate(info, &mut reserve, false)
-            .map_err(|e| e.message)?;
-        ensure(app, "", "v1", "services", svc).await?;
-    }
-    Ok(())
+    ensure(st, routes.core("services"), svc).await
 }
 
-async fn restore_allocations(app: &App) -> Result<(), String> {
-    let Some(info) = app.catalog.lookup("", "v1", "services") else {
-        return Ok(());
-    };
-    let prefix = Location::of(app.catalog, info).list_prefix("");
-    let list = app
-        .storage
-        .list(&prefix, None, 0, ReadPoint::Latest)
+/// Marks the cluster IPs and node ports of the stored services as taken.
+async fn restore_allocations(st: &State, services: &Resource) -> Result<(), String> {
+    let (items, _) = st
+        .registry
+        .list_all(services, "")
         .await
         .map_err(|e| e.message)?;
-    for kv in list.items {
+    for kv in items {
         if let Ok(v) = serde_json::from_slice::<Value>(kv.value()) {
-            app.alloc.restore(&v);
+            st.registry.allocators().restore(&v);
         }
     }
     Ok(())

@@ -1,0 +1,173 @@
+//! The namespace controller: empties a terminating namespace of every namespaced object, then
+//! removes the `kubernetes` finalizer so the namespace itself goes away. It works through the
+//! registry like any client: it watches namespaces (this thread's own feed of them) to wake
+//! on changes, lists, deletes and updates.
+
+use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, NAMESPACE_RESYNC};
+use crate::objects;
+use crate::registry::{DeleteOptions, Source, Step, UpdateOptions};
+use crate::repr::{Encoder, Format};
+use crate::routes::Routes;
+use crate::selection::{Filter, Selection};
+use crate::state::State;
+use keel_api::rv::WatchStart;
+use keel_api::status::ApiError;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Runs the controller on its own thread with its own single-threaded runtime.
+pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("keel-namespace-controller".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("controller runtime");
+            // The watch feed's task runs on this thread's local set.
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, run(st));
+        })
+        .expect("spawn namespace controller")
+}
+
+/// A watch of every namespace from now on (only its wake-ups are used).
+async fn watch_namespaces(st: &State) -> Option<(Source, Selection)> {
+    let routes = st.routes.load();
+    let ns = routes.core("namespaces");
+    let sel = Selection::new(
+        Filter::everything(&ns.info),
+        None,
+        Encoder::new(Format::Json, ns.info.clone()),
+    );
+    let from = st.registry.storage().current();
+    let w = st
+        .registry
+        .watch(ns, "", WatchStart::After(from), &sel)
+        .await
+        .ok()?;
+    Some((w.source, sel))
+}
+
+async fn run(st: Arc<State>) {
+    let mut watch = watch_namespaces(&st).await;
+    loop {
+        let pass_started = tokio::time::Instant::now();
+        if let Err(e) = reconcile_all(&st).await {
+            eprintln!("namespace controller: {}", e.message);
+        }
+        // Changes during this wait are seen by the next pass, which reads every namespace.
+        tokio::time::sleep_until(pass_started + NAMESPACE_PASS_INTERVAL_MIN).await;
+        // Wake on any namespace change, or after the resync interval.
+        match watch.as_mut() {
+            Some((source, sel)) => {
+                let wait = std::future::poll_fn(|cx| match source.poll(cx, sel, 1) {
+                    Step::Pending(_) => std::task::Poll::Pending,
+                    step => std::task::Poll::Ready(step),
+                });
+                if let Ok(Step::Ended(_)) = tokio::time::timeout(NAMESPACE_RESYNC, wait).await {
+                    watch = watch_namespaces(&st).await;
+                }
+            }
+            None => {
+                tokio::time::sleep(NAMESPACE_RESYNC).await;
+                watch = watch_namespaces(&st).await;
+            }
+        }
+    }
+}
+
+async fn reconcile_all(st: &State) -> Result<(), ApiError> {
+    let routes = st.routes.load();
+    let (items, _) = st.registry.list_all(routes.core("namespaces"), "").await?;
+    for kv in items {
+        let ns = objects::parse_stored(kv.value())?;
+        if objects::is_deleting(&ns) {
+            finish(st, &routes, &ns).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the namespace's contents; once empty, drops the `kubernetes` finalizer (the
+/// registry removes a terminating namespace whose last finalizer goes).
+async fn finish(st: &State, routes: &Routes, ns: &Value) -> Result<(), ApiError> {
+    let name = objects::name(ns).to_string();
+    let remaining = delete_contents(st, routes, &name).await?;
+    if remaining > 0 {
+        return Ok(());
+    }
+    let opts = UpdateOptions {
+        dry_run: false,
+        subresource: "finalize",
+        replace: false,
+        strategy: false,
+    };
+    // Races with other writers of the namespace are retried; errors wait for the next pass.
+    let _ = st
+        .registry
+        .guaranteed_update(
+            routes.core("namespaces"),
+            "",
+            &name,
+            &opts,
+            &mut |current| {
+                let mut new = current
+                    .ok_or_else(|| ApiError::not_found("", "namespaces", &name))?
+                    .clone();
+                if let Some(f) = new
+                    .pointer_mut("/spec/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    f.retain(|x| x != "kubernetes");
+                }
+                Ok(new)
+            },
+        )
+        .await;
+    Ok(())
+}
+
+/// Deletes every namespaced object of `ns`; returns how many are still there.
+async fn delete_contents(st: &State, routes: &Routes, ns: &str) -> Result<usize, ApiError> {
+    let mut seen = HashSet::new();
+    let mut remaining = 0;
+    let nodes = routes.core("nodes");
+    for res in routes.resources() {
+        let info = &res.info;
+        if !info.namespaced || !info.supports("delete") {
+            continue;
+        }
+        if !seen.insert(res.loc.prefix.clone()) {
+            continue;
+        }
+        let (items, _) = st.registry.list_all(res, ns).await?;
+        for kv in items {
+            remaining += 1;
+            let obj = objects::parse_stored(kv.value())?;
+            if objects::is_deleting(&obj) && !objects::finalizers(&obj).is_empty() {
+                continue;
+            }
+            let mut opts = DeleteOptions::default();
+            // A pod bound to a node that does not exist has no kubelet to finish its graceful
+            // deletion (upstream's pod garbage collector force-deletes such pods).
+            if info.group.is_empty() && info.plural == "pods" {
+                let node = obj
+                    .pointer("/spec/nodeName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let node_exists =
+                    !node.is_empty() && st.registry.exists(nodes, "", node).unwrap_or(false);
+                if !node_exists {
+                    opts.grace_period = Some(0);
+                }
+            }
+            let _ = st
+                .registry
+                .delete(res, ns, objects::name(&obj), &opts)
+                .await;
+        }
+    }
+    Ok(remaining)
+}

@@ -1,0 +1,226 @@
+//! The non-resource endpoints: discovery (`/api`, `/apis`, per group and version, and the
+//! aggregated documents), OpenAPI (`/openapi/v2`, `/openapi/v3`), `/version` and `/metrics`.
+//! Discovery and OpenAPI come from the routes snapshot the request loads, so they follow
+//! resources added or removed at run time.
+
+use super::call::Query;
+use super::{authorize, health, not_found_path, respond};
+use crate::auth::{Attributes, User};
+use crate::repr::JSON;
+use crate::state::State;
+use keel_api::status::ApiError;
+use keel_http::{Request, Response};
+
+fn authorize_path(st: &State, user: &User, path: &str) -> Result<(), ApiError> {
+    authorize(
+        st,
+        &Attributes {
+            user,
+            verb: "get",
+            group: "",
+            resource: "",
+            subresource: "",
+            namespace: "",
+            name: "",
+            path: Some(path),
+        },
+    )
+}
+
+pub fn discovery(
+    st: &State,
+    req: &Request,
+    user: &User,
+    core: bool,
+    group: Option<&str>,
+    version: Option<&str>,
+) -> Result<Response, ApiError> {
+    authorize_path(st, user, &req.path)?;
+    let routes = st.routes.load();
+    let catalog = &routes.catalog;
+    let accept = req.headers.get("accept").unwrap_or("");
+    match (group, version) {
+        (None, None) => {
+            if let Some(v) = aggregated_version(accept) {
+                let body = catalog.aggregated(core, v);
+                let ct = format!(
+                    "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+                );
+                return Ok(respond::response(200, &ct, body));
+            }
+            let body = if core {
+                catalog.api_versions()
+            } else {
+                catalog.api_group_list()
+            };
+            Ok(respond::response(200, JSON, body))
+        }
+        (Some(g), None) => catalog
+            .api_group(g)
+            .map(|b| respond::response(200, JSON, b))
+            .ok_or_else(not_found_path),
+        (g, Some(v)) => catalog
+            .resource_list(g.unwrap_or(""), v)
+            .map(|b| respond::response(200, JSON, b))
+            .ok_or_else(not_found_path),
+    }
+}
+
+pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, ApiError> {
+    let path = req.path.trim_end_matches('/');
+    authorize_path(st, user, path)?;
+    if req.method.as_str() != "GET" && req.method.as_str() != "HEAD" {
+        return Err(super::method_not_allowed());
+    }
+    match path {
+        "/version" => Ok(respond::response(200, JSON, version_json())),
+        "/metrics" => Ok(respond::response(
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            metrics_text(st).into_bytes(),
+        )),
+        "/openapi/v2" => {
+            let accept = req.headers.get("accept").unwrap_or("");
+            if !accept.is_empty() && !accept.contains("json") && !accept.contains("*/*") {
+                return Err(ApiError::not_acceptable(&[JSON]));
+            }
+            let routes = st.routes.load();
+            Ok(respond::response(
+                200,
+                JSON,
+                keel_schema::schemas().openapi_v2(routes.resource_descs()),
+            ))
+        }
+        "/openapi/v3" => {
+            let routes = st.routes.load();
+            let doc = keel_schema::schemas().openapi_v3_root_doc(routes.resource_descs());
+            Ok(openapi_response(doc, None, ""))
+        }
+        p if p.starts_with("/openapi/v3/") => {
+            let rest = &p["/openapi/v3/".len()..];
+            let (group, version) = match rest.split('/').collect::<Vec<_>>().as_slice() {
+                ["api", v] => ("", *v),
+                ["apis", g, v] => (*g, *v),
+                _ => return Err(not_found_path()),
+            };
+            let routes = st.routes.load();
+            let doc = keel_schema::schemas()
+                .openapi_v3_group_version_doc(group, version, routes.resource_descs())
+                .ok_or_else(not_found_path)?;
+            let hash = Query::from_request(req).nonempty("hash").map(String::from);
+            Ok(openapi_response(doc, hash.as_deref(), p))
+        }
+        p if health::is_health_path(p) => Ok(health::serve(st, req)),
+        _ => Err(not_found_path()),
+    }
+}
+
+/// `/metrics`: request series, stored objects per resource, open watches, the store's
+/// counters.
+fn metrics_text(st: &State) -> String {
+    let mut text = st.metrics.render(&object_counts(st));
+    if let Some(stats) = st.registry.storage().stats() {
+        crate::metrics::render_store(&mut text, &stats);
+    }
+    text
+}
+
+/// Stored objects per resource, for `/metrics` (each storage location counted once).
+fn object_counts(st: &State) -> Vec<(String, String, u64)> {
+    let routes = st.routes.load();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for r in routes.resources() {
+        if !seen.insert(r.loc.prefix.clone()) {
+            continue;
+        }
+        if let Ok(n) = st.registry.count(r) {
+            if n > 0 {
+                out.push((r.info.group.to_string(), r.info.plural.to_string(), n));
+            }
+        }
+    }
+    out
+}
+
+/// An OpenAPI v3 document with upstream's caching headers: a `hash` query naming the current
+/// document is immutable; a stale one is redirected to the current URL.
+fn openapi_response(doc: keel_schema::OpenApiDoc, hash: Option<&str>, path: &str) -> Response {
+    if let Some(h) = hash {
+        if h != doc.etag {
+            let mut r = respond::response(301, JSON, Vec::new());
+            r.headers
+                .push(("Location".into(), format!("{path}?hash={}", doc.etag)));
+            return r;
+        }
+    }
+    let mut r = respond::response(200, JSON, doc.body.to_vec());
+    r.headers.push(("ETag".into(), format!("\"{}\"", doc.etag)));
+    r.headers.push(("Vary".into(), "Accept".into()));
+    if hash.is_some() {
+        r.headers
+            .push(("Cache-Control".into(), "public, immutable".into()));
+        let expires = chrono::Utc::now() + chrono::Duration::days(365);
+        r.headers.push((
+            "Expires".into(),
+            expires.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
+        ));
+    } else {
+        r.headers
+            .push(("Cache-Control".into(), "no-cache, private".into()));
+    }
+    r
+}
+
+fn aggregated_version(accept: &str) -> Option<&'static str> {
+    for range in accept.split(',') {
+        let r = range.replace(' ', "");
+        if !r.contains("as=APIGroupDiscoveryList") || !r.contains("g=apidiscovery.k8s.io") {
+            if r.starts_with("application/json") && !r.contains("as=") {
+                return None;
+            }
+            continue;
+        }
+        if r.contains("v=v2beta1") {
+            return Some("v2beta1");
+        }
+        if r.contains("v=v2") {
+            return Some("v2");
+        }
+    }
+    None
+}
+
+pub fn version_json() -> Vec<u8> {
+    serde_json::to_vec_pretty(&serde_json::json!({
+        "major": "1",
+        "minor": "32",
+        "gitVersion": concat!("v1.32.0-keel.", env!("CARGO_PKG_VERSION")),
+        "gitCommit": option_env!("KEEL_GIT_COMMIT").unwrap_or("unknown"),
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "n/a (rust)",
+        "compiler": "rustc",
+        "platform": format!("linux/{}", std::env::consts::ARCH),
+    }))
+    .expect("JSON")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregated_discovery_negotiation() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_version(kubectl), Some("v2"));
+        assert_eq!(
+            aggregated_version(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+            ),
+            Some("v2beta1")
+        );
+        assert_eq!(aggregated_version("application/json"), None);
+        assert_eq!(aggregated_version(""), None);
+    }
+}

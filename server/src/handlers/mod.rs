@@ -1,0 +1,254 @@
+//! The HTTP handlers: every request is classified by its path (`request_info`),
+//! authenticated and authorized, routed to its resource (one load of the live routes per
+//! request) and served by the handler of its verb (`resource`, `watch`, `subresources`,
+//! `reviews`) or of its non-resource endpoint (`discovery`, `health`). Handlers do HTTP work
+//! only: query parsing (`call`), negotiation (`crate::repr`), bodies (`body`) and responses
+//! (`respond`); the registry below them does the rest.
+
+mod body;
+mod call;
+mod discovery;
+mod health;
+pub mod request_info;
+mod resource;
+mod respond;
+mod reviews;
+mod subresources;
+mod watch;
+
+pub use call::{parse_bool, FieldValidation, Query};
+pub use discovery::version_json;
+
+use crate::auth::{self, Attributes, User};
+use crate::metrics::RequestLabels;
+use crate::state::State;
+use call::Call;
+use keel_api::status::ApiError;
+use keel_http::{Request, Response};
+use request_info::{ResourceRequest, Target};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The HTTP layer's view of the server.
+pub struct Handler(pub Arc<State>);
+
+impl keel_http::Handler for Handler {
+    fn handle(&self, req: Request) -> Pin<Box<dyn Future<Output = Response>>> {
+        Box::pin(serve(self.0.clone(), req))
+    }
+}
+
+/// Serves one request.
+pub async fn serve(st: Arc<State>, req: Request) -> Response {
+    let start = Instant::now();
+    let watch = !req.query.is_empty() && Query::from_request(&req).flag("watch");
+    let target = request_info::classify(req.method.as_str(), &req.path, watch);
+    let (resp, labels) = match route(&st, &req, &target).await {
+        Ok(r) => r,
+        Err((e, labels)) => (respond::error(&e), labels),
+    };
+    if let Some(l) = labels {
+        let code = resp.status;
+        st.metrics.observe(
+            &RequestLabels {
+                verb: l.0,
+                group: &l.1,
+                version: &l.2,
+                resource: &l.3,
+                subresource: &l.4,
+                scope: l.5,
+            },
+            code,
+            start.elapsed(),
+        );
+    }
+    resp
+}
+
+type Labels = (&'static str, String, String, String, String, &'static str);
+
+async fn route(
+    st: &State,
+    req: &Request,
+    target: &Target,
+) -> Result<(Response, Option<Labels>), (ApiError, Option<Labels>)> {
+    let path = req.path.trim_end_matches('/');
+    if st
+        .always_allow
+        .iter()
+        .any(|p| p.trim_end_matches('/') == path)
+        || health::is_health_path(path)
+    {
+        return Ok((health::serve(st, req), None));
+    }
+    let user = authenticate(st, req).map_err(|e| (e, None))?;
+    match target {
+        Target::Resource(rr) => {
+            let labels = labels_of(rr);
+            match resource(st, req, rr, &user).await {
+                Ok(r) => Ok((r, Some(labels))),
+                Err(e) => Err((e, Some(labels))),
+            }
+        }
+        Target::Discovery {
+            core,
+            group,
+            version,
+        } => discovery::discovery(st, req, &user, *core, group.as_deref(), version.as_deref())
+            .map(|r| (r, None))
+            .map_err(|e| (e, None)),
+        Target::NonResource => discovery::non_resource(st, req, &user)
+            .map(|r| (r, None))
+            .map_err(|e| (e, None)),
+    }
+}
+
+fn authenticate(st: &State, req: &Request) -> Result<User, ApiError> {
+    let cert = req
+        .client_cert
+        .as_ref()
+        .map(|c| (c.common_name.as_str(), c.organizations.as_slice()));
+    auth::authenticate(&st.tokens, req.headers.get("authorization"), cert)
+        .ok_or_else(ApiError::unauthorized)
+}
+
+fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
+    st.authorizer.authorize(attrs).map_err(|_| {
+        ApiError::forbidden(
+            &attrs.user.name,
+            attrs.verb,
+            attrs.group,
+            attrs.resource,
+            (!attrs.namespace.is_empty()).then_some(attrs.namespace),
+            (!attrs.name.is_empty()).then_some(attrs.name),
+        )
+    })
+}
+
+/// A request for a resource: authorized, routed to its resource through the routes snapshot
+/// loaded here, checked against the verbs and subresources it serves, then handled.
+async fn resource(
+    st: &State,
+    req: &Request,
+    rr: &ResourceRequest,
+    user: &User,
+) -> Result<Response, ApiError> {
+    authorize(
+        st,
+        &Attributes {
+            user,
+            verb: rr.verb,
+            group: &rr.group,
+            resource: &rr.resource,
+            subresource: &rr.subresource,
+            namespace: &rr.namespace,
+            name: &rr.name,
+            path: None,
+        },
+    )?;
+    let routes = st.routes.load();
+    let res = routes
+        .lookup(&rr.group, &rr.version, &rr.resource)
+        .ok_or_else(not_found_path)?;
+    let info = &res.info;
+    if !rr.subresource.is_empty() && info.subresource(&rr.subresource).is_none() {
+        return Err(not_found_path());
+    }
+    if !info.namespaced && !rr.namespace.is_empty() && rr.resource != "namespaces" {
+        return Err(not_found_path());
+    }
+    let verb_ok = match info.subresource(&rr.subresource) {
+        None => info.supports(rr.verb),
+        Some(sub) => sub.verbs.contains(&rr.verb),
+    };
+    if !verb_ok || !route_exists(rr) {
+        return Err(method_not_allowed());
+    }
+    let mut c = Call {
+        req,
+        rr,
+        res: res.clone(),
+        user,
+        query: Query::from_request(req),
+        warnings: Vec::new(),
+    };
+    let c = &mut c;
+    match (rr.subresource.as_str(), rr.verb) {
+        ("", "get") | ("status", "get") => resource::get(c, st).await,
+        ("", "list") => resource::list(c, st).await,
+        ("", "watch") => watch::watch(c, st).await,
+        ("", "create") if info.group.is_empty() && info.plural == "bindings" => {
+            let body = body::decode_body(c.content_type(), &req.body)?;
+            let pod = crate::objects::name(&body).to_string();
+            c.res = routes.core("pods").clone();
+            subresources::binding(c, st, &pod).await
+        }
+        ("", "create") if reviews::is_review(info.group, info.plural) => {
+            reviews::create(c, st).await
+        }
+        ("", "create") => resource::create(c, st).await,
+        ("" | "status", "update") => resource::update(c, st).await,
+        ("" | "status", "patch") => resource::patch(c, st).await,
+        ("", "delete") => resource::delete(c, st).await,
+        ("", "deletecollection") => resource::delete_collection(c, st).await,
+        ("scale", _) => subresources::scale(c, st).await,
+        ("binding", "create") => {
+            let name = rr.name.clone();
+            subresources::binding(c, st, &name).await
+        }
+        ("eviction", "create") => subresources::eviction(c, st).await,
+        ("log", "get") => subresources::log(c, st).await,
+        ("finalize", "update") => subresources::finalize(c, st).await,
+        _ => Err(method_not_allowed()),
+    }
+}
+
+fn labels_of(rr: &ResourceRequest) -> Labels {
+    let scope = if !rr.name.is_empty() || rr.verb == "create" {
+        "resource"
+    } else if !rr.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    };
+    (
+        rr.verb,
+        rr.group.clone(),
+        rr.version.clone(),
+        rr.resource.clone(),
+        rr.subresource.clone(),
+        scope,
+    )
+}
+
+/// Whether upstream registers a route for this verb on this kind of path: collections take
+/// list, watch, create and deletecollection; named objects (and their subresources) take
+/// get, watch, create (subresources only), update, patch and delete.
+fn route_exists(rr: &ResourceRequest) -> bool {
+    match (rr.name.is_empty(), rr.verb) {
+        (true, v) => matches!(v, "list" | "watch" | "create" | "deletecollection"),
+        (false, "create") => !rr.subresource.is_empty(),
+        (false, v) => matches!(v, "get" | "watch" | "update" | "patch" | "delete"),
+    }
+}
+
+/// The 405 upstream's router answers when no route takes the method on a path.
+fn method_not_allowed() -> ApiError {
+    let mut e = ApiError::method_not_supported("", "", "");
+    e.message = "the server does not allow this method on the requested resource".into();
+    e.group = Some(String::new());
+    e.kind = Some(String::new());
+    e
+}
+
+/// The 404 upstream's router answers for a path it does not serve.
+fn not_found_path() -> ApiError {
+    let mut e = ApiError::not_found("", "", "");
+    e.message = "the server could not find the requested resource".into();
+    e.name = None;
+    e.kind = None;
+    e.group = None;
+    e
+}

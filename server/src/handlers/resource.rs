@@ -1,0 +1,312 @@
+//! The verbs of a resource's own paths: each parses its query and body, calls the registry
+//! and writes the response in the negotiated representation.
+
+use super::body::{check_type, decode_body, decode_object, validate_fields};
+use super::call::Call;
+use super::respond::{self, table_of, with_warnings};
+use crate::objects;
+use crate::registry::{CreateOptions, DeleteOptions, UpdateOptions};
+use crate::repr::{self, Format};
+use crate::selection::Filter;
+use crate::storage::ReadPoint;
+use keel_api::rv;
+use keel_api::status::ApiError;
+use keel_http::Response;
+use serde_json::{json, Value};
+
+/// Patch media types keel accepts (server-side apply is not implemented yet).
+pub const PATCH_TYPES: [&str; 3] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
+// ---------------------------------------------------------------- reads
+
+pub async fn get(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let at = rv::plan_get(c.query.nonempty("resourceVersion"))?;
+    let kv = st
+        .registry
+        .get(&c.res, c.namespace(), c.name(), ReadPoint::from(at))
+        .await?;
+    let include = include_object(c)?;
+    let info = c.info();
+    respond::object(200, format, kv.value().to_vec(), |obj| {
+        keel_catalog::table(
+            info,
+            &[obj],
+            include,
+            json!({"resourceVersion": objects::meta_str(obj, "resourceVersion").unwrap_or("")}),
+            std::time::SystemTime::now(),
+        )
+    })
+}
+
+pub fn include_object(c: &Call<'_>) -> Result<keel_catalog::IncludeObject, ApiError> {
+    use keel_catalog::IncludeObject as I;
+    match c.query.nonempty("includeObject") {
+        None | Some("Metadata") => Ok(I::Metadata),
+        Some("None") => Ok(I::None),
+        Some("Object") => Ok(I::Object),
+        Some(v) => Err(ApiError::bad_request(format!(
+            "includeObject: unsupported value {v:?}: supported values: \"None\", \"Metadata\", \"Object\""
+        ))),
+    }
+}
+
+/// The selectors of a list, watch or deletecollection.
+pub fn filter(c: &Call<'_>) -> Result<Filter, ApiError> {
+    Filter::parse(
+        c.query.nonempty("labelSelector"),
+        c.query.nonempty("fieldSelector"),
+        c.info(),
+    )
+}
+
+pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let filter = filter(c)?;
+    let plan = rv::plan_list(&rv::ListRequest {
+        resource_version: c.query.get("resourceVersion"),
+        resource_version_match: c.query.nonempty("resourceVersionMatch"),
+        limit: c.query.int("limit")?,
+        continue_token: c.query.nonempty("continue"),
+    })?;
+    let page = st
+        .registry
+        .list(&c.res, c.namespace(), &plan, &filter)
+        .await?;
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), page.revision.to_string().into());
+    if !page.continue_token.is_empty() {
+        meta.insert("continue".into(), page.continue_token.clone().into());
+    }
+    if let Some(r) = page.remaining {
+        meta.insert("remainingItemCount".into(), r.into());
+    }
+    let meta = Value::Object(meta);
+    let list_kind = format!("{}List", c.info().kind);
+    match format {
+        Format::Json => {
+            let size: usize = page.items.iter().map(|kv| kv.value().len() + 1).sum();
+            if size > crate::limits::LIST_STREAM_THRESHOLD_BYTES {
+                return Ok(respond::json_list_stream(
+                    &c.api_version(),
+                    &list_kind,
+                    &meta,
+                    page.items,
+                ));
+            }
+            let body = respond::json_list(
+                &c.api_version(),
+                &list_kind,
+                &meta,
+                page.items.iter().map(|kv| kv.value()),
+                size,
+            );
+            Ok(respond::response(200, repr::JSON, body))
+        }
+        Format::Protobuf => {
+            let items = parse_all(&page.items)?;
+            let list = json!({"kind": list_kind, "apiVersion": c.api_version(), "metadata": meta, "items": items});
+            let out = keel_proto::encode(&list)
+                .map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?;
+            Ok(respond::response(200, keel_proto::MEDIA_TYPE, out))
+        }
+        Format::Table => {
+            let items = parse_all(&page.items)?;
+            let refs: Vec<&Value> = items.iter().collect();
+            let t = keel_catalog::table(
+                c.info(),
+                &refs,
+                include_object(c)?,
+                meta,
+                std::time::SystemTime::now(),
+            );
+            Ok(respond::response(
+                200,
+                repr::TABLE_MEDIA,
+                serde_json::to_vec(&t).expect("JSON"),
+            ))
+        }
+    }
+}
+
+fn parse_all(items: &[keel_engine::KeyValue]) -> Result<Vec<Value>, ApiError> {
+    items
+        .iter()
+        .map(|kv| objects::parse_stored(kv.value()))
+        .collect()
+}
+
+// ---------------------------------------------------------------- writes
+
+pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let opts = CreateOptions {
+        dry_run: c.query.dry_run()?,
+    };
+    let obj = decode_object(c)?;
+    let created = st
+        .registry
+        .create(&c.res, c.namespace(), obj, &opts)
+        .await?;
+    let resp = respond::object(201, format, created.bytes, |o| table_of(c, o))?;
+    Ok(with_warnings(resp, c))
+}
+
+pub async fn update(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let obj = decode_object(c)?;
+    if objects::name(&obj) != c.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({})",
+            objects::name(&obj),
+            c.name()
+        )));
+    }
+    if c.info().namespaced {
+        if let Some(ns) = objects::meta_str(&obj, "namespace").filter(|n| !n.is_empty()) {
+            if ns != c.namespace() {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+    }
+    let opts = UpdateOptions {
+        dry_run: c.query.dry_run()?,
+        subresource: &c.rr.subresource,
+        replace: true,
+        strategy: true,
+    };
+    let updated = st
+        .registry
+        .guaranteed_update(&c.res, c.namespace(), c.name(), &opts, &mut |_| {
+            Ok(obj.clone())
+        })
+        .await?;
+    let status = if updated.created { 201 } else { 200 };
+    let resp = respond::object(status, format, updated.bytes, |o| table_of(c, o))?;
+    Ok(with_warnings(resp, c))
+}
+
+pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let media = repr::media_of(c.content_type());
+    if !PATCH_TYPES.contains(&media.as_str()) {
+        // Server-side apply (`application/apply-patch+yaml`) is not implemented yet.
+        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
+    }
+    let (res, ns, name) = (c.res.clone(), c.rr.namespace.clone(), c.rr.name.clone());
+    let subresource = c.rr.subresource.clone();
+    let opts = UpdateOptions {
+        dry_run: c.query.dry_run()?,
+        subresource: &subresource,
+        replace: false,
+        strategy: true,
+    };
+    let updated = st
+        .registry
+        .guaranteed_update(&res, &ns, &name, &opts, &mut |current| {
+            let Some(current) = current else {
+                return Err(res.not_found(&name));
+            };
+            let mut v = apply_patch(c, current, &media)?;
+            check_type(c, &mut v)?;
+            let bytes = serde_json::to_vec(&v).expect("JSON");
+            validate_fields(c, &bytes, &mut v)?;
+            Ok(v)
+        })
+        .await?;
+    let resp = respond::object(200, format, updated.bytes, |o| table_of(c, o))?;
+    Ok(with_warnings(resp, c))
+}
+
+/// Applies the request's patch document (of media type `media`) to `current`.
+fn apply_patch(c: &Call<'_>, current: &Value, media: &str) -> Result<Value, ApiError> {
+    let patch: Value = serde_json::from_slice(&c.req.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    match media {
+        "application/merge-patch+json" => {
+            let mut out = current.clone();
+            keel_api::patch::merge_patch(&mut out, &patch);
+            Ok(out)
+        }
+        "application/json-patch+json" => {
+            let mut out = current.clone();
+            keel_api::patch::json_patch(&mut out, &patch)?;
+            Ok(out)
+        }
+        _ => {
+            let info = c.info();
+            let meta = crate::schema_meta::SchemaMerge {
+                gvk: (info.group, info.version, info.kind),
+            };
+            keel_api::patch::strategic_merge_patch(current, &patch, &meta)
+        }
+    }
+}
+
+// ---------------------------------------------------------------- delete
+
+/// `DeleteOptions` from the query and the body (JSON or protobuf).
+pub fn delete_options(c: &Call<'_>) -> Result<DeleteOptions, ApiError> {
+    let mut o = DeleteOptions {
+        grace_period: c.query.int("gracePeriodSeconds")?,
+        propagation: c.query.nonempty("propagationPolicy").map(String::from),
+        dry_run: c.query.dry_run()?,
+        ..Default::default()
+    };
+    if !c.req.body.is_empty() {
+        let v = decode_body(c.content_type(), &c.req.body)?;
+        o.merge_body(&v);
+    }
+    o.validate()?;
+    Ok(o)
+}
+
+pub async fn delete(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let opts = delete_options(c)?;
+    let bytes = st
+        .registry
+        .delete(&c.res, c.namespace(), c.name(), &opts)
+        .await?;
+    respond::object(200, format, bytes, |o| table_of(c, o))
+}
+
+pub async fn delete_collection(
+    c: &mut Call<'_>,
+    st: &crate::state::State,
+) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let opts = delete_options(c)?;
+    let filter = filter(c)?;
+    let deleted = st
+        .registry
+        .delete_collection(&c.res, c.namespace(), &filter, &opts)
+        .await?;
+    let meta = json!({"resourceVersion": st.registry.storage().current().to_string()});
+    let list_kind = format!("{}List", c.info().kind);
+    match format {
+        Format::Json => Ok(respond::response(
+            200,
+            repr::JSON,
+            respond::json_list(
+                &c.api_version(),
+                &list_kind,
+                &meta,
+                deleted.iter().map(Vec::as_slice),
+                0,
+            ),
+        )),
+        _ => {
+            let items: Result<Vec<Value>, ApiError> =
+                deleted.iter().map(|b| objects::parse_stored(b)).collect();
+            let list = json!({"kind": list_kind, "apiVersion": c.api_version(), "metadata": meta, "items": items?});
+            respond::value(200, format, &list)
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Watch streams over HTTP: synthetic ADDED events for the initial state, then every change
+//! the registry's watch source gives (this core's shared feed, or a store watcher of the
+//! stream's own), with bookmarks and a timeout, as a chunked response.
+//!
+//! State machine of one stream: `Initial` (draining the listed state) -> `Live` (store
+//! events) -> `Ended` (timeout, client gone, or an ERROR event was sent: lagging or compacted
+//! history).
+
+use super::call::Call;
+use super::resource::filter;
+use crate::limits::WATCH_CHUNK_BYTES;
+use crate::metrics::WatchGuard;
+use crate::registry::{Source, Step};
+use crate::repr::{self, Encoder, Format};
+use crate::selection::Selection;
+use crate::state::State;
+use futures_core::Stream;
+use keel_api::rv;
+use keel_api::status::ApiError;
+use keel_engine::{KeyValue, Revision};
+use keel_http::{Body, Chunk, Response};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::Sleep;
+
+enum Phase {
+    Initial(std::vec::IntoIter<KeyValue>),
+    Live,
+    Ended,
+}
+
+struct WatchStream {
+    source: Source,
+    phase: Phase,
+    sel: Selection,
+    deadline: Pin<Box<Sleep>>,
+    bookmarks: Option<Pin<Box<Sleep>>>,
+    bookmark_interval: Duration,
+    last_sent: Revision,
+    _guard: WatchGuard,
+}
+
+impl WatchStream {
+    fn poll_initial(&mut self) -> Option<Vec<u8>> {
+        let Phase::Initial(items) = &mut self.phase else {
+            return None;
+        };
+        let mut out = Vec::new();
+        let mut batch = Vec::new();
+        for kv in items.by_ref() {
+            batch.push(kv);
+            if batch.iter().map(|k| k.value().len()).sum::<usize>() >= WATCH_CHUNK_BYTES {
+                break;
+            }
+        }
+        if batch.is_empty() {
+            self.phase = Phase::Live;
+            return None;
+        }
+        for kv in &batch {
+            if self.sel.matches_bytes(kv.value()) {
+                self.sel.encoder().event(&mut out, "ADDED", kv.value());
+            }
+        }
+        Some(out)
+    }
+
+    /// A bookmark if one is due; `caught_up`: every event up to it has been sent.
+    fn poll_bookmark(
+        &mut self,
+        cx: &mut Context<'_>,
+        caught_up: Option<Revision>,
+    ) -> Option<Chunk> {
+        let b = self.bookmarks.as_mut()?;
+        if b.as_mut().poll(cx).is_pending() {
+            return None;
+        }
+        let deadline = tokio::time::Instant::now() + self.bookmark_interval;
+        b.as_mut().reset(deadline);
+        let _ = b.as_mut().poll(cx);
+        self.last_sent = self.last_sent.max(caught_up.unwrap_or(Revision::ZERO));
+        let mut out = Vec::new();
+        self.sel.encoder().bookmark(&mut out, self.last_sent);
+        Some(out.into())
+    }
+}
+
+impl Stream for WatchStream {
+    type Item = Chunk;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        let this = &mut *self;
+        loop {
+            if matches!(this.phase, Phase::Ended) {
+                return Poll::Ready(None);
+            }
+            if matches!(this.phase, Phase::Initial(_)) {
+                match this.poll_initial() {
+                    Some(chunk) if !chunk.is_empty() => return Poll::Ready(Some(chunk.into())),
+                    _ => continue,
+                }
+            }
+            if this.deadline.as_mut().poll(cx).is_ready() {
+                this.phase = Phase::Ended;
+                if this.bookmarks.is_some() {
+                    let mut out = Vec::new();
+                    this.sel.encoder().bookmark(&mut out, this.last_sent);
+                    return Poll::Ready(Some(out.into()));
+                }
+                return Poll::Ready(None);
+            }
+            match this.source.poll(cx, &this.sel, WATCH_CHUNK_BYTES) {
+                Step::Chunk(chunk, rev) => {
+                    this.last_sent = rev;
+                    return Poll::Ready(Some(chunk));
+                }
+                Step::Nothing(rev) => this.last_sent = rev,
+                Step::Ended(e) => {
+                    this.phase = Phase::Ended;
+                    let err = ApiError::expired(format!("watch ended: {e}"));
+                    let mut out = Vec::new();
+                    this.sel.encoder().error(&mut out, &err);
+                    return Poll::Ready(Some(out.into()));
+                }
+                Step::Pending(caught_up) => {
+                    return match this.poll_bookmark(cx, caught_up) {
+                        Some(chunk) => Poll::Ready(Some(chunk)),
+                        None => Poll::Pending,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Starts a watch; the response streams until the timeout or the client leaves.
+pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
+    let format = c.format()?;
+    let filter = filter(c)?;
+    rv::validate_watch_match(c.query.nonempty("resourceVersionMatch"))?;
+    let start = rv::plan_watch(c.query.nonempty("resourceVersion"))?;
+    let timeout = match c.query.int("timeoutSeconds")? {
+        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        _ => {
+            let min = st.min_request_timeout.max(1);
+            Duration::from_secs(min + rand::random::<u64>() % min)
+        }
+    };
+    let name = (!c.name().is_empty()).then(|| c.name().to_string());
+    let enc = Encoder::new(format, c.res.info.clone());
+    let sel = Selection::new(filter, name, enc);
+    let content_type = match format {
+        Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
+        _ => repr::JSON,
+    };
+    let watch = match st.registry.watch(&c.res, c.namespace(), start, &sel).await {
+        Ok(w) => w,
+        // Upstream answers a start older than the history with 200 and one ERROR event.
+        Err(e) if e.code == 410 => {
+            let mut out = Vec::new();
+            sel.encoder().error(&mut out, &e);
+            return Ok(stream_response(
+                content_type,
+                futures_util::stream::iter([Chunk::from(out)]),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    let bookmarks = c
+        .query
+        .flag("allowWatchBookmarks")
+        .then(|| Box::pin(tokio::time::sleep(st.bookmark_interval)));
+    let s = WatchStream {
+        _guard: st.metrics.watch_opened(c.info().group, c.info().plural),
+        source: watch.source,
+        phase: Phase::Initial(watch.initial.into_iter()),
+        sel,
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        bookmarks,
+        bookmark_interval: st.bookmark_interval,
+        last_sent: watch.from,
+    };
+    Ok(stream_response(content_type, s))
+}
+
+fn stream_response(content_type: &str, s: impl Stream<Item = Chunk> + 'static) -> Response {
+    Response {
+        status: 200,
+        headers: vec![
+            ("Content-Type".into(), content_type.into()),
+            ("Cache-Control".into(), "no-cache, private".into()),
+        ],
+        body: Body::Chunks(Box::pin(s)),
+    }
+}

@@ -1,0 +1,104 @@
+//! Every named bound of the API server in one place: retries, batches, waits, chunk sizes,
+//! the watch feed's log, metric series and files read at start. The HTTP layer's bounds
+//! (headers, bodies, connections, in-flight requests) are in `keel_http::Limits`, the store's
+//! in `keel_engine::limits`. Each says why it has the value it has.
+
+use std::time::Duration;
+
+// ------------------------------------------------------------------------- registry
+
+/// Attempts of an optimistic read-modify-write (`Registry::guaranteed_update`, deletes)
+/// before giving up with 409: each attempt lost to a concurrent writer, so sixteen in a row
+/// means the object is hot enough that the client should back off.
+pub const UPDATE_RETRIES_MAX: usize = 16;
+/// Names tried for one `generateName` create whose generated name was taken (the suffix has
+/// 5 random characters out of 27: a clash is rare, eight in a row means the prefix is full).
+pub const GENERATE_NAME_ATTEMPTS_MAX: usize = 8;
+/// Objects fetched per store call while filtering a list by selectors: a page of a filtered
+/// list may have to read past many objects the selectors drop.
+pub const LIST_FILTER_BATCH: usize = 1000;
+/// Items one deletecollection deletes at most; more is refused (use a selector).
+pub const DELETE_COLLECTION_MAX: usize = 100_000;
+/// How long a read for a resourceVersion newer than the store's waits before answering 504
+/// `Too large resource version` (upstream waits 3 s too).
+pub const FUTURE_RV_WAIT: Duration = Duration::from_secs(3);
+/// How often that wait looks at the store's revision again.
+pub const FUTURE_RV_POLL: Duration = Duration::from_millis(5);
+
+// ------------------------------------------------------------------------- responses
+
+/// Lists whose items exceed this many bytes are sent as a chunked stream of the stored values
+/// themselves (no copy into a response buffer); smaller ones are built whole.
+pub const LIST_STREAM_THRESHOLD_BYTES: usize = 64 * 1024;
+/// Bytes of one streamed list chunk (about; it ends after the item that reaches it).
+pub const LIST_CHUNK_BYTES: usize = 256 * 1024;
+/// Pieces of one streamed list chunk (two per item: separator and value), so that a chunk is
+/// written with one vectored write.
+pub const LIST_CHUNK_PIECES_MAX: usize = 500;
+/// Bytes of a body quoted in a decoding error.
+pub const BODY_SUMMARY_BYTES: usize = 30;
+
+// ------------------------------------------------------------------------- watches
+
+/// Bytes gathered into one chunk of a watch stream before it is handed to the connection.
+pub const WATCH_CHUNK_BYTES: usize = 256 * 1024;
+/// How often an idle stream with `allowWatchBookmarks` gets a BOOKMARK, unless configured.
+pub const WATCH_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+/// Shortest accepted `--watch-bookmark-interval`.
+pub const BOOKMARK_INTERVAL_MIN: Duration = Duration::from_millis(100);
+/// Least time between two reads of the feed by one busy subscriber (see `feed`'s "Pacing").
+/// Measured with 1,000 HTTP watchers of one collection and a writer paced at 1,200 writes/s
+/// on this 2-core machine (load generator included), when all subscribers read together:
+/// 10 ms sustained 480-550 writes/s, 15 ms 580-800, 20 ms ~770, 25 ms 790-1,130 and 50 ms
+/// 1,060-1,180; later, with cheaper writes, 15 ms still cost ~10 % more CPU than 25 ms and
+/// fell behind once in four runs. Fewer, larger writes per watcher are what lets the cores
+/// keep up; a lone event after a quiet period is still read at once.
+pub const WATCH_FEED_INTERVAL: Duration = Duration::from_millis(25);
+/// Phase points per `WATCH_FEED_INTERVAL` over which busy subscribers are spread.
+pub const WATCH_FEED_PHASES: usize = 16;
+/// Lines a feed keeps at most; a subscriber further behind is ended as lagged.
+pub const WATCH_FEED_EVENTS_MAX: usize = 1 << 15;
+/// Bytes of lines a feed keeps at most; a subscriber further behind is ended as lagged.
+pub const WATCH_FEED_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Lines kept after every subscriber has passed them, so that watches starting at a recent
+/// revision can join the feed.
+pub const WATCH_FEED_RETAIN_EVENTS: usize = 1024;
+/// Store batches a feed's task pulls per poll before yielding to other tasks.
+pub const WATCH_FEED_BATCHES_PER_POLL: usize = 8;
+/// Feed subscriptions open in the process at most (each also needs a connection); beyond,
+/// a watch is refused with 429 as when the store's watcher limit is reached.
+pub const WATCH_FEED_SUBSCRIBERS_MAX: usize = 100_000;
+/// Pieces (events) in one chunk at most: each is one iovec of the write.
+pub const WATCH_CHUNK_PIECES_MAX: usize = 256;
+/// Lines a selective subscriber tests in one poll at most before letting other tasks run.
+pub const WATCH_SCAN_LINES_PER_POLL: usize = 4096;
+/// Bytes charged against `WATCH_FEED_BYTES_MAX` for a parsed object, per stored byte (a
+/// `serde_json::Value` takes a few times the JSON it came from).
+pub const WATCH_FEED_PARSED_BYTES_PER_BYTE: usize = 4;
+
+// ------------------------------------------------------------------------- controllers
+
+/// How often the namespace controller re-examines terminating namespaces when nothing
+/// changes.
+pub const NAMESPACE_RESYNC: Duration = Duration::from_millis(500);
+/// Least time between two passes of the namespace controller: a pass lists and parses every
+/// namespace, so a burst of namespace changes (a simulated cluster creating thousands) is
+/// handled a pass per 20 ms, not a pass per change.
+pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
+/// Shortest accepted `--storage-maintenance-interval`.
+pub const MAINTENANCE_INTERVAL_MIN: Duration = Duration::from_millis(50);
+
+// ------------------------------------------------------------------------- other
+
+/// Largest token file accepted (`--token-auth-file`).
+pub const TOKEN_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+/// Distinct request metric label sets kept; beyond it new series are folded into
+/// `resource="other"`.
+pub const METRIC_SERIES_MAX: usize = 10_000;
+/// Request series are recorded in one of this many slots (one per thread, modulo), so the
+/// serving cores never contend for a lock on the hot path; `/metrics` merges them.
+pub const METRIC_SLOTS: usize = 8;
+
+const _: () = assert!(WATCH_FEED_RETAIN_EVENTS < WATCH_FEED_EVENTS_MAX);
+const _: () = assert!(LIST_STREAM_THRESHOLD_BYTES <= LIST_CHUNK_BYTES);
+const _: () = assert!(BOOKMARK_INTERVAL_MIN.as_millis() <= WATCH_BOOKMARK_INTERVAL.as_millis());

@@ -1,0 +1,226 @@
+//! Deletes: preconditions, the two-phase rules (finalizers; pods on a node are deleted
+//! gracefully), and deletecollection.
+
+use super::Registry;
+use crate::limits::{DELETE_COLLECTION_MAX, UPDATE_RETRIES_MAX};
+use crate::objects::{self, Spliced};
+use crate::routes::Resource;
+use crate::selection::Filter;
+use crate::storage::storage_error;
+use keel_api::status::ApiError;
+use keel_engine::Error as StoreError;
+use serde_json::Value;
+
+/// `DeleteOptions` (from the body and the query).
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOptions {
+    pub grace_period: Option<i64>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub propagation: Option<String>,
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Takes the members of a `DeleteOptions` object (a delete's body, an eviction's
+    /// `deleteOptions`) over what the query said.
+    pub fn merge_body(&mut self, v: &Value) {
+        if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            self.grace_period = Some(g);
+        }
+        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+            self.propagation = Some(p.to_string());
+        }
+        if let Some(pre) = v.get("preconditions") {
+            self.uid = pre.get("uid").and_then(Value::as_str).map(String::from);
+            self.resource_version = pre
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from);
+        }
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
+            self.dry_run |= d.iter().any(|x| x == "All");
+        }
+    }
+
+    /// Upstream's check of `propagationPolicy`.
+    pub fn validate(&self) -> Result<(), ApiError> {
+        if let Some(p) = &self.propagation {
+            if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+                return Err(ApiError::bad_request(format!(
+                    "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a delete does with an object now.
+enum Plan {
+    Now,
+    AlreadyPending,
+    Mark { grace: i64 },
+}
+
+impl Registry {
+    /// Deletes one object per the two-phase rules; returns the object's last state.
+    pub async fn delete(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<u8>, ApiError> {
+        let info = &res.info;
+        let key = res.loc.key(namespace, name);
+        let conflict_err =
+            |detail: String| ApiError::conflict(info.group, info.plural, name, &detail);
+        for _ in 0..UPDATE_RETRIES_MAX {
+            let current = self
+                .storage
+                .get_latest(&key)?
+                .ok_or_else(|| res.not_found(name))?;
+            let cur_rev = current.mod_revision;
+            let mut obj = objects::parse_stored(current.value())?;
+            if let Some(uid) = &opts.uid {
+                let actual = objects::meta_str(&obj, "uid").unwrap_or("");
+                if uid != actual {
+                    return Err(conflict_err(format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    )));
+                }
+            }
+            if let Some(rv) = &opts.resource_version {
+                if rv != &cur_rev.to_string() {
+                    return Err(conflict_err(format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {cur_rev}"
+                    )));
+                }
+            }
+            match deletion_plan(info, &obj, opts) {
+                Plan::Now => {
+                    if opts.dry_run {
+                        return Ok(current.value().to_vec());
+                    }
+                    match self.storage.delete(&key, cur_rev).await {
+                        Ok(_) => {
+                            self.alloc.release_object(info, &obj);
+                            return Ok(current.value().to_vec());
+                        }
+                        Err(StoreError::Conflict { .. }) => continue,
+                        Err(StoreError::NotFound) => return Err(res.not_found(name)),
+                        Err(e) => return Err(storage_error(e)),
+                    }
+                }
+                Plan::AlreadyPending => return Ok(current.value().to_vec()),
+                Plan::Mark { grace } => {
+                    mark_deleting(info, &mut obj, grace);
+                    if opts.dry_run {
+                        return Ok(serde_json::to_vec(&obj).expect("JSON"));
+                    }
+                    let spliced = Spliced::new(&mut obj);
+                    match self.storage.update(&key, cur_rev, &spliced).await {
+                        Ok((bytes, _)) => return Ok(bytes),
+                        Err(StoreError::Conflict { .. } | StoreError::NotFound) => continue,
+                        Err(e) => return Err(storage_error(e)),
+                    }
+                }
+            }
+        }
+        Err(conflict_err(
+            "the object has been modified; please apply your changes to the latest version and try again".into(),
+        ))
+    }
+
+    /// Deletes every object of `res` in `namespace` (all namespaces when empty) that `filter`
+    /// selects; returns their last states. Objects already gone are skipped.
+    pub async fn delete_collection(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        filter: &Filter,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Vec<u8>>, ApiError> {
+        let (items, _) = self.list_all(res, namespace).await?;
+        if items.len() > DELETE_COLLECTION_MAX {
+            return Err(ApiError::bad_request(format!(
+                "deletecollection of more than {DELETE_COLLECTION_MAX} objects at once is refused; use a selector"
+            )));
+        }
+        let mut deleted = Vec::new();
+        for kv in &items {
+            if !filter.matches_bytes(kv.value()) {
+                continue;
+            }
+            let obj = objects::parse_stored(kv.value())?;
+            let ns = objects::meta_str(&obj, "namespace").unwrap_or("");
+            match self.delete(res, ns, objects::name(&obj), opts).await {
+                Ok(b) => deleted.push(b),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn deletion_plan(info: &keel_catalog::ResourceInfo, obj: &Value, opts: &DeleteOptions) -> Plan {
+    let is_ns = info.group.is_empty() && info.plural == "namespaces";
+    let is_pod = info.group.is_empty() && info.plural == "pods";
+    let deleting = objects::is_deleting(obj);
+    let mut finalizers = !objects::finalizers(obj).is_empty();
+    if is_ns {
+        finalizers |= obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+    }
+    if is_pod && !finalizers {
+        // A pod on a node is deleted gracefully: its kubelet finishes the deletion.
+        let bound = obj
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let grace = opts.grace_period.unwrap_or_else(|| {
+            obj.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(30)
+        });
+        let running = !matches!(
+            obj.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded") | Some("Failed")
+        );
+        if bound && grace > 0 && running {
+            let current = objects::meta(obj)
+                .and_then(|m| m.get("deletionGracePeriodSeconds"))
+                .and_then(Value::as_i64);
+            return match current {
+                Some(g) if g <= grace => Plan::AlreadyPending,
+                _ => Plan::Mark { grace },
+            };
+        }
+        return Plan::Now;
+    }
+    if !finalizers {
+        return Plan::Now;
+    }
+    if deleting {
+        Plan::AlreadyPending
+    } else {
+        Plan::Mark { grace: 0 }
+    }
+}
+
+fn mark_deleting(info: &keel_catalog::ResourceInfo, obj: &mut Value, grace: i64) {
+    let when = chrono::Utc::now() + chrono::Duration::seconds(grace);
+    let ts = when.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let m = objects::meta_mut(obj);
+    if !m.contains_key("deletionTimestamp") || grace > 0 {
+        m.insert("deletionTimestamp".into(), ts.into());
+    }
+    m.insert("deletionGracePeriodSeconds".into(), grace.into());
+    if info.group.is_empty() && info.plural == "namespaces" {
+        keel_strategy::mark_terminating(obj);
+    }
+}

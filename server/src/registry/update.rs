@@ -1,0 +1,353 @@
+//! The one optimistic read-modify-write loop: every update, patch, subresource write and
+//! controller change goes through `Registry::guaranteed_update`.
+//!
+//! Each attempt reads the current object, asks the caller's `try_update` for the new one,
+//! applies what the server owns (metadata it keeps, the type's update strategy, validation),
+//! and writes it on the condition that the object has not changed since it was read. A lost
+//! race is retried with a fresh read, unless the new object names the resourceVersion it
+//! replaces (a client's precondition: then the answer is 409), up to `UPDATE_RETRIES_MAX`.
+
+use super::create::Created;
+use super::{invalid, strategy_ctx, validation_errors, CreateOptions, Registry};
+use crate::limits::UPDATE_RETRIES_MAX;
+use crate::objects::{self, Spliced};
+use crate::routes::Resource;
+use crate::storage::storage_error;
+use keel_api::status::{ApiError, StatusCause};
+use keel_engine::Error as StoreError;
+use serde_json::Value;
+
+/// How an update is applied.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpdateOptions<'a> {
+    /// Decide and answer everything, store nothing.
+    pub dry_run: bool,
+    /// `""` for the object itself, else the subresource written (`status`, `scale`, ...): the
+    /// strategy prepares a subresource write its own way, and only the object itself can be
+    /// created by an update.
+    pub subresource: &'a str,
+    /// A whole new object (PUT): it must name the resourceVersion it replaces unless the type
+    /// allows unconditional updates, and it may create the object where the type allows it.
+    pub replace: bool,
+    /// Prepare with the type's update strategy and validate the result, and take a
+    /// resourceVersion in the new object as a precondition (off for writes whose handler
+    /// decided every field it changes and checked its own precondition: scale, binding,
+    /// finalize; their lost races are retried).
+    pub strategy: bool,
+}
+
+/// What an update did.
+pub struct Updated {
+    /// The object as stored (or as it would be, on a dry run), with its resourceVersion.
+    pub bytes: Vec<u8>,
+    /// The update created the object (PUT of a missing object where allowed): HTTP 201.
+    pub created: bool,
+}
+
+impl Registry {
+    /// Reads `name`, applies `try_update` to it (`None` when it does not exist: return the
+    /// object to create, or the error to answer) and writes the result if nothing changed
+    /// in between, retrying lost races.
+    pub async fn guaranteed_update(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &UpdateOptions<'_>,
+        try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<Updated, ApiError> {
+        let key = res.loc.key(namespace, name);
+        let info = &res.info;
+        for _ in 0..UPDATE_RETRIES_MAX {
+            let Some(current) = self.storage.get_latest(&key)? else {
+                return self
+                    .create_on_update(res, namespace, name, opts, try_update)
+                    .await;
+            };
+            let cur_rev = current.mod_revision;
+            let old = objects::parse_stored(current.value())?;
+            let mut new = try_update(Some(&old))?;
+            // A resourceVersion in the new object is a precondition, unless the handler
+            // checked its own (writes without the strategy derive the object from `old`).
+            let wanted = objects::meta_str(&new, "resourceVersion")
+                .filter(|s| !s.is_empty() && opts.strategy)
+                .map(String::from);
+            if let Some(w) = &wanted {
+                if w != &cur_rev.to_string() {
+                    return Err(conflict(res, name));
+                }
+            } else if opts.replace
+                && !keel_strategy::allow_unconditional_update(info.group, info.plural)
+            {
+                return Err(invalid(
+                    res,
+                    &new,
+                    vec![StatusCause {
+                        reason: "FieldValueInvalid".into(),
+                        message: "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update".into(),
+                        field: "metadata.resourceVersion".into(),
+                    }],
+                ));
+            }
+            if opts.strategy {
+                carry_server_fields(&mut new, &old);
+                objects::drop_empty_meta(&mut new);
+                if opts.subresource.is_empty() {
+                    let ctx = strategy_ctx();
+                    keel_strategy::prepare_for_update(
+                        info.group,
+                        info.plural,
+                        &mut new,
+                        &old,
+                        &ctx,
+                    );
+                } else {
+                    keel_strategy::prepare_for_subresource_update(
+                        info.group,
+                        info.plural,
+                        opts.subresource,
+                        &mut new,
+                        &old,
+                    );
+                }
+                let causes = validation_errors(res, &new, Some(&old));
+                if !causes.is_empty() {
+                    return Err(invalid(res, &new, causes));
+                }
+            } else {
+                objects::meta_mut(&mut new).shift_remove("resourceVersion");
+            }
+            // No change: nothing is written and the current object is returned.
+            if same_object(&new, &old) {
+                return Ok(Updated {
+                    bytes: current.value().to_vec(),
+                    created: false,
+                });
+            }
+            if opts.dry_run {
+                objects::set_rv(&mut new, cur_rev);
+                return Ok(Updated {
+                    bytes: serde_json::to_vec(&new).expect("JSON"),
+                    created: false,
+                });
+            }
+            // Removing the last finalizer of an object being deleted removes it.
+            if objects::is_deleting(&new)
+                && objects::finalizers(&new).is_empty()
+                && !has_spec_finalizers(res, &new)
+            {
+                let spliced = Spliced::new(&mut new);
+                match self.storage.delete(&key, cur_rev).await {
+                    Ok(rev) => {
+                        let mut bytes = Vec::new();
+                        spliced.write(Some(rev), &mut bytes);
+                        self.alloc.release_object(info, &old);
+                        return Ok(Updated {
+                            bytes,
+                            created: false,
+                        });
+                    }
+                    Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
+                    Err(StoreError::Conflict { .. }) => return Err(conflict(res, name)),
+                    Err(e) => return Err(storage_error(e)),
+                }
+            }
+            let spliced = Spliced::new(&mut new);
+            match self.storage.update(&key, cur_rev, &spliced).await {
+                Ok((bytes, _)) => {
+                    return Ok(Updated {
+                        bytes,
+                        created: false,
+                    })
+                }
+                Err(StoreError::Conflict { .. } | StoreError::NotFound) if wanted.is_none() => {
+                    continue
+                }
+                Err(StoreError::Conflict { .. }) => return Err(conflict(res, name)),
+                Err(e) => return Err(storage_error(e)),
+            }
+        }
+        Err(conflict(res, name))
+    }
+
+    /// An update of a missing object: a create where the type allows it (PUT of the object
+    /// itself), else what `try_update` answers for "absent" (404 unless it decided otherwise).
+    async fn create_on_update(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &UpdateOptions<'_>,
+        try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<Updated, ApiError> {
+        let mut obj = try_update(None)?;
+        let info = &res.info;
+        if !opts.replace
+            || !opts.subresource.is_empty()
+            || !keel_strategy::allow_create_on_update(info.group, info.plural)
+        {
+            return Err(res.not_found(name));
+        }
+        objects::meta_mut(&mut obj).shift_remove("resourceVersion");
+        let create = CreateOptions {
+            dry_run: opts.dry_run,
+        };
+        let Created { bytes, .. } = self.create(res, namespace, obj, &create).await?;
+        Ok(Updated {
+            bytes,
+            created: true,
+        })
+    }
+}
+
+fn has_spec_finalizers(res: &Resource, obj: &Value) -> bool {
+    res.info.group.is_empty()
+        && res.info.plural == "namespaces"
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+}
+
+fn conflict(res: &Resource, name: &str) -> ApiError {
+    ApiError::conflict(
+        res.info.group,
+        res.info.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// Fields only the server sets are kept from the stored object.
+fn carry_server_fields(new: &mut Value, old: &Value) {
+    let Some(old_meta) = objects::meta(old) else {
+        return;
+    };
+    let keep: Vec<(String, Value)> = [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), old_meta.get(*k).cloned()))
+    .filter_map(|(k, v)| v.map(|v| (k, v)))
+    .collect();
+    let m = objects::meta_mut(new);
+    for k in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        m.shift_remove(k);
+    }
+    for (k, v) in keep {
+        m.insert(k, v);
+    }
+    m.shift_remove("resourceVersion");
+}
+
+/// Equal but for `metadata.resourceVersion` and `metadata.managedFields` (compared in place,
+/// without copying either object).
+pub(crate) fn same_object(a: &Value, b: &Value) -> bool {
+    const IGNORED: [&str; 2] = ["resourceVersion", "managedFields"];
+    let (Some(ao), Some(bo)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    fn meta_of(o: &serde_json::Map<String, Value>) -> Option<&serde_json::Map<String, Value>> {
+        o.get("metadata").and_then(Value::as_object)
+    }
+    let (Some(am), Some(bm)) = (meta_of(ao), meta_of(bo)) else {
+        return a == b;
+    };
+    let kept = |m: &serde_json::Map<String, Value>| {
+        m.iter()
+            .filter(|(k, _)| !IGNORED.contains(&k.as_str()))
+            .count()
+    };
+    ao.len() == bo.len()
+        && ao
+            .iter()
+            .all(|(k, v)| k == "metadata" || bo.get(k) == Some(v))
+        && kept(am) == kept(bm)
+        && am
+            .iter()
+            .all(|(k, v)| IGNORED.contains(&k.as_str()) || bm.get(k) == Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The comparison before it avoided copies: strip both, then compare.
+    fn same_object_by_copy(a: &Value, b: &Value) -> bool {
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.shift_remove("resourceVersion");
+                m.shift_remove("managedFields");
+            }
+            v
+        };
+        strip(a) == strip(b)
+    }
+
+    #[test]
+    fn same_object_ignores_only_resource_version_and_managed_fields() {
+        let base = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1",
+            "labels": {"x": "y"}}, "data": {"k": "v"}});
+        let cases = [
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "2",
+                "labels": {"x": "y"}, "managedFields": [{}]}, "data": {"k": "v"}}),
+                true,
+            ),
+            (
+                json!({"data": {"k": "v"}, "metadata": {"labels": {"x": "y"}, "name": "a"},
+                "kind": "ConfigMap"}),
+                true,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "z"}},
+                "data": {"k": "v"}}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}},
+                "data": {"k": "v"}, "extra": 1}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"},
+                "uid": "u"}, "data": {"k": "v"}}),
+                false,
+            ),
+            (json!({"kind": "ConfigMap", "data": {"k": "v"}}), false),
+            (
+                json!({"kind": "ConfigMap", "metadata": "odd", "data": {"k": "v"}}),
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}},
+                "data": {"k": "w"}}),
+                false,
+            ),
+            (json!([1]), false),
+        ];
+        for (other, want) in cases {
+            assert_eq!(same_object(&base, &other), want, "{other}");
+            assert_eq!(same_object(&other, &base), want, "{other}");
+            assert_eq!(same_object_by_copy(&base, &other), want, "{other}");
+        }
+        let odd = json!({"metadata": "odd"});
+        assert!(same_object(&odd, &odd.clone()));
+        assert_eq!(
+            same_object(&json!(1), &json!(1)),
+            same_object_by_copy(&json!(1), &json!(1))
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! Representations: the media types keel speaks, `Accept` negotiation, and the encoding of
+//! watch events in each representation (JSON served from stored bytes, protobuf through
+//! keel-proto, Tables through keel-catalog). Used by the handlers and by the watch feed, which
+//! encodes an event once per representation for all its watchers. No HTTP types here.
+
+use keel_api::status::ApiError;
+use keel_catalog::ResourceInfo;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub const JSON: &str = "application/json";
+pub const TABLE_MEDIA: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+pub const JSON_STREAM: &str = "application/json;stream=watch";
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// The representation chosen for a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Protobuf,
+    Table,
+}
+
+/// One media range of an `Accept` header.
+#[derive(Debug, Default)]
+struct MediaRange<'a> {
+    kind: &'a str,
+    as_: Option<&'a str>,
+    g: Option<&'a str>,
+    v: Option<&'a str>,
+}
+
+fn parse_range(s: &str) -> MediaRange<'_> {
+    let mut parts = s.split(';').map(str::trim);
+    let mut r = MediaRange {
+        kind: parts.next().unwrap_or(""),
+        ..Default::default()
+    };
+    for p in parts {
+        if let Some((k, v)) = p.split_once('=') {
+            match k.trim() {
+                "as" => r.as_ = Some(v.trim()),
+                "g" => r.g = Some(v.trim()),
+                "v" => r.v = Some(v.trim()),
+                _ => {}
+            }
+        }
+    }
+    r
+}
+
+/// True for an `Accept` that `negotiate` answers with JSON whatever is offered: absent,
+/// blank, `application/json` or `*/*` alone.
+pub fn plain_json_accept(accept: Option<&str>) -> bool {
+    accept.is_none_or(|a| matches!(a.trim(), "" | "application/json" | "*/*"))
+}
+
+/// Picks the first supported media type of `accept`, in order. `table` and `protobuf` say
+/// whether those are offered for this response.
+pub fn negotiate(accept: Option<&str>, table: bool, protobuf: bool) -> Result<Format, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Format::Json);
+    };
+    for range in accept.split(',') {
+        let r = parse_range(range);
+        match (r.kind.to_ascii_lowercase().as_str(), r.as_) {
+            ("application/json", Some("Table"))
+                if table
+                    && r.g == Some("meta.k8s.io")
+                    && matches!(r.v, Some("v1") | Some("v1beta1")) =>
+            {
+                return Ok(Format::Table)
+            }
+            ("application/json" | "*/*" | "application/*", None) => return Ok(Format::Json),
+            (PROTOBUF, None) if protobuf => return Ok(Format::Protobuf),
+            _ => {}
+        }
+    }
+    let mut offered = vec![JSON];
+    if protobuf {
+        offered.push(PROTOBUF);
+    }
+    if table {
+        offered.push(TABLE_MEDIA);
+    }
+    Err(ApiError::not_acceptable(&offered))
+}
+
+/// The media type of a `Content-Type` value, lower-cased, without parameters.
+pub fn media_of(content_type: Option<&str>) -> String {
+    content_type
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+/// True when a body of this `Content-Type` is decoded as JSON.
+pub fn is_json_media(content_type: Option<&str>) -> bool {
+    matches!(
+        media_of(content_type).as_str(),
+        "" | "application/json" | "*/*"
+    )
+}
+
+/// The Table of one object (`kubectl get` of one object, watch events in Table form).
+pub fn object_table(info: &ResourceInfo, obj: &Value) -> Value {
+    keel_catalog::table(
+        info,
+        &[obj],
+        keel_catalog::IncludeObject::Metadata,
+        json!({"resourceVersion": crate::objects::meta_str(obj, "resourceVersion").unwrap_or("")}),
+        std::time::SystemTime::now(),
+    )
+}
+
+/// How the events of one watch are written.
+pub struct Encoder {
+    format: Format,
+    api_version: String,
+    info: Arc<ResourceInfo>,
+}
+
+impl Encoder {
+    pub fn new(format: Format, info: Arc<ResourceInfo>) -> Encoder {
+        Encoder {
+            format,
+            api_version: info.api_version(),
+            info,
+        }
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Appends the event of type `kind` for the stored object `bytes`.
+    pub fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
+        match self.format {
+            Format::Json => json_event_line(out, kind, bytes),
+            Format::Protobuf => {
+                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                    if let Ok(frame) = keel_proto::encode_watch_event(kind, &v) {
+                        out.extend_from_slice(&frame);
+                    }
+                }
+            }
+            Format::Table => {
+                if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+                    let t = object_table(&self.info, &v);
+                    self.value_event(out, kind, &t);
+                }
+            }
+        }
+    }
+
+    fn value_event(&self, out: &mut Vec<u8>, kind: &str, v: &Value) {
+        match self.format {
+            Format::Protobuf => {
+                if let Ok(frame) = keel_proto::encode_watch_event(kind, v) {
+                    out.extend_from_slice(&frame);
+                }
+            }
+            _ => {
+                out.extend_from_slice(b"{\"type\":\"");
+                out.extend_from_slice(kind.as_bytes());
+                out.extend_from_slice(b"\",\"object\":");
+                serde_json::to_writer(&mut *out, v).expect("JSON");
+                out.extend_from_slice(b"}\n");
+            }
+        }
+    }
+
+    /// A BOOKMARK event at `rev`.
+    pub fn bookmark(&self, out: &mut Vec<u8>, rev: keel_engine::Revision) {
+        let v = json!({
+            "kind": self.info.kind,
+            "apiVersion": self.api_version,
+            "metadata": {"resourceVersion": rev.to_string(), "creationTimestamp": null}
+        });
+        self.value_event(out, "BOOKMARK", &v);
+    }
+
+    /// An ERROR event carrying `e`.
+    pub fn error(&self, out: &mut Vec<u8>, e: &ApiError) {
+        self.value_event(out, "ERROR", &e.to_value());
+    }
+}
+
+/// Appends the JSON watch line `{"type":kind,"object":object}\n` for the stored `object`.
+pub fn json_event_line(out: &mut Vec<u8>, kind: &str, object: &[u8]) {
+    out.reserve(object.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object);
+    out.extend_from_slice(b"}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_follows_accept_order() {
+        let t = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(t), true, true).unwrap(), Format::Table);
+        assert_eq!(negotiate(Some(t), false, true).unwrap(), Format::Json);
+        assert_eq!(
+            negotiate(
+                Some("application/vnd.kubernetes.protobuf,application/json"),
+                true,
+                true
+            )
+            .unwrap(),
+            Format::Protobuf
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/vnd.kubernetes.protobuf,application/json"),
+                true,
+                false
+            )
+            .unwrap(),
+            Format::Json
+        );
+        assert_eq!(negotiate(None, true, true).unwrap(), Format::Json);
+        assert_eq!(negotiate(Some("*/*"), true, true).unwrap(), Format::Json);
+        assert_eq!(
+            negotiate(Some("text/html"), true, true).unwrap_err().code,
+            406
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+                true,
+                true
+            )
+            .unwrap_err()
+            .code,
+            406
+        );
+    }
+
+    #[test]
+    fn plain_json_accepts_negotiate_json() {
+        for a in [
+            None,
+            Some(""),
+            Some(" "),
+            Some("application/json"),
+            Some("*/*"),
+        ] {
+            assert!(plain_json_accept(a), "{a:?}");
+            for (table, proto) in [(true, true), (false, false), (true, false)] {
+                assert_eq!(negotiate(a, table, proto).unwrap(), Format::Json, "{a:?}");
+            }
+        }
+        for a in [
+            "application/vnd.kubernetes.protobuf",
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            "application/json, */*",
+            "text/html",
+        ] {
+            assert!(!plain_json_accept(Some(a)), "{a}");
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! What a list, watch or deletecollection selects: label and field selectors (`Filter`), a
+//! single name, and for watches how the selected events are encoded (`Selection`); plus the
+//! rules turning a stored change into the event a watch sends (an object entering the
+//! selection is ADDED, one leaving it DELETED).
+
+use crate::objects;
+use crate::repr::{Encoder, Format};
+use keel_api::selectors::{FieldSelector, LabelSelector};
+use keel_api::status::ApiError;
+use keel_engine::{Event, EventKind};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// Label and field selectors of a list, watch or deletecollection.
+pub struct Filter {
+    pub labels: Option<LabelSelector>,
+    pub fields: Option<FieldSelector>,
+    group: &'static str,
+    resource: &'static str,
+}
+
+impl Filter {
+    /// No selector: everything.
+    pub fn everything(info: &keel_catalog::ResourceInfo) -> Filter {
+        Filter {
+            labels: None,
+            fields: None,
+            group: info.group,
+            resource: info.plural,
+        }
+    }
+
+    /// The filter of a `labelSelector` and a `fieldSelector` of `info`'s resource.
+    pub fn parse(
+        labels: Option<&str>,
+        fields: Option<&str>,
+        info: &keel_catalog::ResourceInfo,
+    ) -> Result<Filter, ApiError> {
+        let labels = match labels {
+            Some(s) => Some(LabelSelector::parse(s)?).filter(|l| !l.is_empty()),
+            None => None,
+        };
+        let fields = match fields {
+            Some(s) => Some(FieldSelector::parse(s)?),
+            None => None,
+        };
+        if let Some(f) = &fields {
+            let supported = keel_strategy::selectable_fields(info.group, info.plural);
+            for field in f.fields() {
+                if !supported.contains(&field) {
+                    return Err(ApiError::bad_request(format!(
+                        "field label not supported: {field}"
+                    )));
+                }
+            }
+        }
+        Ok(Filter {
+            labels,
+            fields,
+            group: info.group,
+            resource: info.plural,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(l) = &self.labels {
+            if !l.matches(objects::labels(obj)) {
+                return false;
+            }
+        }
+        if let Some(f) = &self.fields {
+            let (g, r) = (self.group, self.resource);
+            if !f.matches(&|field: &str| keel_strategy::field_value(g, r, obj, field)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A field whose exact value every object this filter selects has, with that value (the
+    /// first non-negated field term, else the first label requirement naming one value), so
+    /// that watches can be indexed by it. `None` when no requirement pins a value.
+    pub fn exact_requirement(&self) -> Option<(Indexed, String)> {
+        if let Some(t) = self
+            .fields
+            .as_ref()
+            .and_then(|f| f.terms().iter().find(|t| !t.negated))
+        {
+            let field = Indexed::Field {
+                group: self.group,
+                resource: self.resource,
+                path: t.field.clone(),
+            };
+            return Some((field, t.value.clone()));
+        }
+        use keel_api::selectors::Operator;
+        self.labels.as_ref()?.requirements().iter().find_map(|r| {
+            match (r.operator, r.values.as_slice()) {
+                (Operator::Equals | Operator::DoubleEquals | Operator::In, [v]) => {
+                    Some((Indexed::Label(r.key.clone()), v.clone()))
+                }
+                _ => None,
+            }
+        })
+    }
+
+    /// Filters stored bytes: parses only when a selector is set.
+    pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(v) => self.matches(&v),
+            Err(_) => false,
+        }
+    }
+}
+
+/// A value an object can be found by: its name, a label or a selectable field. What
+/// `value_of` gives is what the selectors compare (`Filter::matches`, a single-name watch).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Indexed {
+    /// `metadata.name`, as a single-name watch compares it.
+    Name,
+    /// A label (a non-string value reads as `""`, as label selectors read it).
+    Label(String),
+    /// A selectable field of a resource (absent reads as `""`, as field selectors read it).
+    Field {
+        group: &'static str,
+        resource: &'static str,
+        path: String,
+    },
+}
+
+impl Indexed {
+    /// The object's value of this field, if it has one.
+    pub fn value_of<'a>(&self, obj: &'a Value) -> Option<Cow<'a, str>> {
+        match self {
+            Indexed::Name => Some(Cow::Borrowed(objects::name(obj))),
+            Indexed::Label(key) => {
+                keel_api::selectors::label_value(objects::labels(obj), key).map(Cow::Borrowed)
+            }
+            Indexed::Field {
+                group,
+                resource,
+                path,
+            } => Some(Cow::Owned(
+                keel_strategy::field_value(group, resource, obj, path).unwrap_or_default(),
+            )),
+        }
+    }
+}
+
+/// What one watch sends: the objects it selects (selectors, a single name) and how.
+pub struct Selection {
+    filter: Filter,
+    name: Option<String>,
+    enc: Encoder,
+}
+
+impl Selection {
+    pub fn new(filter: Filter, name: Option<String>, enc: Encoder) -> Selection {
+        Selection { filter, name, enc }
+    }
+
+    /// Every object of the collection, as JSON: the feed's precomputed lines serve it.
+    pub fn is_plain_json(&self) -> bool {
+        self.enc.format() == Format::Json && self.selects_all()
+    }
+
+    /// No selector and no single name.
+    pub fn selects_all(&self) -> bool {
+        self.filter.is_empty() && self.name.is_none()
+    }
+
+    pub fn encoder(&self) -> &Encoder {
+        &self.enc
+    }
+
+    /// A field and the exact value every object it selects has (the name of a single-name
+    /// watch, else the filter's `exact_requirement`): the feed's index of watches.
+    pub fn index_key(&self) -> Option<(Indexed, String)> {
+        match &self.name {
+            Some(n) => Some((Indexed::Name, n.clone())),
+            None => self.filter.exact_requirement(),
+        }
+    }
+
+    /// Whether the (parsed) object is selected.
+    pub fn matches(&self, v: &Value) -> bool {
+        self.name.as_ref().is_none_or(|n| objects::name(v) == n) && self.filter.matches(v)
+    }
+
+    /// Whether the stored object is selected (parsing it only if something is to be checked).
+    pub fn matches_bytes(&self, bytes: &[u8]) -> bool {
+        if self.selects_all() {
+            return true;
+        }
+        serde_json::from_slice::<Value>(bytes).is_ok_and(|v| self.matches(&v))
+    }
+
+    /// Appends this watch's encoding of a change, applying selector transitions; nothing if
+    /// the change does not concern it.
+    pub fn encode(&self, ev: &Event, out: &mut Vec<u8>) {
+        let new_ok = ev.kind == EventKind::Put && self.matches_bytes(ev.kv.value());
+        let old_ok = ev
+            .prev
+            .as_ref()
+            .is_some_and(|p| self.matches_bytes(p.value()));
+        if let Some(kind) = event_type(ev.kind, old_ok, new_ok) {
+            self.enc.event(out, kind, &event_object(ev, kind));
+        }
+    }
+}
+
+/// The type of a change as it happened, for a watch that selects everything (`None` for the
+/// delete of an unknown previous value).
+pub fn as_happened(ev: &Event) -> Option<&'static str> {
+    event_type(ev.kind, ev.prev.is_some(), ev.kind == EventKind::Put)
+}
+
+/// The event a watch sends for a change, from whether the object was selected before
+/// (`old_ok`) and after (`new_ok`): an object entering the selection is ADDED, one leaving it
+/// (or deleted while selected) DELETED.
+pub fn event_type(kind: EventKind, old_ok: bool, new_ok: bool) -> Option<&'static str> {
+    match (kind, old_ok, new_ok) {
+        (EventKind::Put, false, true) => Some("ADDED"),
+        (EventKind::Put, true, true) => Some("MODIFIED"),
+        (EventKind::Put, true, false) | (EventKind::Delete, true, _) => Some("DELETED"),
+        _ => None,
+    }
+}
+
+/// The stored bytes an event of type `kind` carries: the new object, or for DELETED the last
+/// one with the deletion's revision.
+pub fn event_object<'a>(ev: &'a Event, kind: &str) -> Cow<'a, [u8]> {
+    match (kind, &ev.prev) {
+        ("DELETED", Some(p)) => objects::with_resource_version(p.value(), ev.revision()).into(),
+        _ => ev.kv.value().into(),
+    }
+}

@@ -1,0 +1,64 @@
+//! The server's shared state: one per process, used from every core and controller. It holds
+//! the layers below the handlers (the registry over the storage backend, the live routes with
+//! the catalog), authentication and authorization, metrics, and the settings requests need.
+
+use crate::auth::{Authorizer, TokenFile};
+use crate::metrics::Metrics;
+use crate::registry::Registry;
+use crate::routes::LiveRoutes;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct State {
+    pub registry: Registry,
+    pub routes: LiveRoutes,
+    pub tokens: TokenFile,
+    pub authorizer: Box<dyn Authorizer>,
+    /// `--authorization-always-allow-paths`.
+    pub always_allow: Vec<String>,
+    pub metrics: Metrics,
+    /// `--min-request-timeout` (seconds): watches without `timeoutSeconds` last between one
+    /// and two of these.
+    pub min_request_timeout: u64,
+    /// How often idle watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Bootstrap has finished (`/readyz`).
+    ready: AtomicBool,
+    pub started: Instant,
+}
+
+/// What `State::new` needs.
+pub struct StateParts {
+    pub registry: Registry,
+    pub routes: LiveRoutes,
+    pub tokens: TokenFile,
+    pub authorizer: Box<dyn Authorizer>,
+    pub always_allow: Vec<String>,
+    pub min_request_timeout: u64,
+    pub bookmark_interval: Duration,
+}
+
+impl State {
+    pub fn new(p: StateParts) -> State {
+        State {
+            registry: p.registry,
+            routes: p.routes,
+            tokens: p.tokens,
+            authorizer: p.authorizer,
+            always_allow: p.always_allow,
+            metrics: Metrics::default(),
+            min_request_timeout: p.min_request_timeout,
+            bookmark_interval: p.bookmark_interval,
+            ready: AtomicBool::new(false),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn mark_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+}
