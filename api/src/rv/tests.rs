@@ -32,7 +32,8 @@ fn watch_table() {
 fn watch_options_table() {
     let invalid = "ListOptions.meta.k8s.io \"\" is invalid: ";
     let unless_sie = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
-    let unsupported_exact = "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"";
+    let unsupported_exact =
+        "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"";
     let with_continue = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided";
     let sie_needs_match = "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
     let sie_gate = "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
@@ -41,11 +42,36 @@ fn watch_options_table() {
         (None, None, None, None),
         (Some(""), None, None, None),
         (None, Some("token"), None, None),
-        (Some("NotOlderThan"), None, None, Some(unless_sie.to_string())),
-        (Some("Exact"), None, None, Some(format!("[{unless_sie}, {unsupported_exact}]"))),
-        (Some("NotOlderThan"), Some("t"), None, Some(format!("[{unless_sie}, {with_continue}]"))),
-        (None, None, Some("true"), Some(format!("[{sie_needs_match}, {sie_gate}]"))),
-        (Some("NotOlderThan"), None, Some("false"), Some(sie_gate.to_string())),
+        (
+            Some("NotOlderThan"),
+            None,
+            None,
+            Some(unless_sie.to_string()),
+        ),
+        (
+            Some("Exact"),
+            None,
+            None,
+            Some(format!("[{unless_sie}, {unsupported_exact}]")),
+        ),
+        (
+            Some("NotOlderThan"),
+            Some("t"),
+            None,
+            Some(format!("[{unless_sie}, {with_continue}]")),
+        ),
+        (
+            None,
+            None,
+            Some("true"),
+            Some(format!("[{sie_needs_match}, {sie_gate}]")),
+        ),
+        (
+            Some("NotOlderThan"),
+            None,
+            Some("false"),
+            Some(sie_gate.to_string()),
+        ),
     ];
     for (matching, cont, sie, want) in rows {
         let req = WatchRequest {
