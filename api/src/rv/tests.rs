@@ -38,7 +38,13 @@ fn watch_options_table() {
     let sie_needs_match = "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
     let sie_gate = "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
     // (resourceVersionMatch, continue, sendInitialEvents, expected message after the prefix)
-    let rows: Vec<(Option<&str>, Option<&str>, Option<&str>, Option<String>)> = vec![
+    type Row<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = vec![
         (None, None, None, None),
         (Some(""), None, None, None),
         (None, Some("token"), None, None),

@@ -125,6 +125,19 @@ impl ApiError {
         err
     }
 
+    /// 422 for an update without `metadata.resourceVersion` of a type that requires one.
+    /// Upstream names the *resource* where the kind belongs
+    /// (`customresourcedefinitions.apiextensions.k8s.io "x" is invalid: ...`) and prints the
+    /// missing version as Go's `%#v` of a `uint64` zero (`0x0`).
+    pub fn resource_version_required(group: &str, resource: &str, name: &str) -> Self {
+        let cause = StatusCause {
+            reason: field::REASON_INVALID.into(),
+            message: "Invalid value: 0x0: must be specified for an update".into(),
+            field: "metadata.resourceVersion".into(),
+        };
+        Self::invalid(group, resource, name, vec![cause])
+    }
+
     /// 400 BadRequest with `msg` as message.
     pub fn bad_request(msg: impl Into<String>) -> Self {
         Self::plain(400, "BadRequest", msg)

@@ -226,3 +226,20 @@ fn namespace_terminating_shape() {
         "deployments.apps is forbidden: unable to create new content in namespace ns because it is being terminated"
     );
 }
+
+#[test]
+fn resource_version_required_shape() {
+    let err = ApiError::resource_version_required(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "w.example.com",
+    );
+    assert_eq!(
+        err.message,
+        "customresourcedefinitions.apiextensions.k8s.io \"w.example.com\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    );
+    assert_eq!(
+        err.to_value()["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update", "field": "metadata.resourceVersion"}])
+    );
+}
