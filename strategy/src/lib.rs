@@ -29,7 +29,7 @@ mod deletion;
 mod diff;
 mod errors;
 mod fields;
-pub mod generic;
+mod generic;
 mod json;
 mod kind;
 mod names;

@@ -800,6 +800,21 @@ fn malformed_input_never_panics() {
             prepare_for_update(g, r, &mut upd, &obj, &ctx());
             prepare_for_subresource_update(g, r, "status", &mut upd, &obj);
             let _ = validate_update(g, r, &upd, &obj);
+            let s = strategy(g, r);
+            let mut raw = input.clone();
+            s.canonicalize_input(&mut raw);
+            for grace in [None, Some(-1), Some(0), Some(30)] {
+                if let DeletionPlan::Mark { grace } = s.deletion_plan(input, grace) {
+                    s.mark_deleting(&mut raw, grace, &ctx());
+                }
+            }
+            let _ = s.delete_on_update(input, &raw);
+            let _ = s.cleanup_delete_grace(input, &|_| false);
+            let _ = s.scale_from(input).map(|sc| s.validate_scale(&sc));
+            let _ = (s.service_allocation(input), s.service_held(input));
+            let _ = s.validate_binding(input);
+            let _ = s.bind(&mut raw, input, &ctx());
+            let _ = s.field_value(input, "status.phase");
         }
     }
 }
