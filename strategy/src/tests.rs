@@ -1474,3 +1474,136 @@ fn binding_only_for_pods() {
         .is_err());
     assert_eq!(cm, json!({"metadata": {"name": "c"}}));
 }
+
+/// Field selectors of the types with more than metadata fields, and their typed values.
+#[test]
+fn field_values_by_type() {
+    // (group, resource, object, field, value)
+    let rows: Vec<(&str, &str, Value, &str, Option<&str>)> = vec![
+        (
+            "apps",
+            "replicasets",
+            json!({"status": {"replicas": 3}}),
+            "status.replicas",
+            Some("3"),
+        ),
+        (
+            "apps",
+            "replicasets",
+            json!({}),
+            "status.replicas",
+            Some("0"),
+        ),
+        (
+            "",
+            "replicationcontrollers",
+            json!({}),
+            "status.replicas",
+            Some("0"),
+        ),
+        (
+            "apps",
+            "deployments",
+            json!({"status": {"replicas": 3}}),
+            "status.replicas",
+            None,
+        ),
+        (
+            "batch",
+            "jobs",
+            json!({"status": {"successful": 2}}),
+            "status.successful",
+            Some("2"),
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            json!({"spec": {"signerName": "kubernetes.io/kubelet-serving"}}),
+            "spec.signerName",
+            Some("kubernetes.io/kubelet-serving"),
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            json!({"metadata": {"namespace": "x"}}),
+            "metadata.namespace",
+            None,
+        ),
+        (
+            "",
+            "pods",
+            json!({"status": {"podIP": "10.0.0.2"}}),
+            "status.podIP",
+            Some("10.0.0.2"),
+        ),
+        ("", "pods", json!({}), "spec.hostNetwork", Some("false")),
+        (
+            "",
+            "services",
+            json!({"spec": {"type": "NodePort"}}),
+            "spec.type",
+            Some("NodePort"),
+        ),
+        (
+            "",
+            "secrets",
+            json!({"type": "kubernetes.io/tls"}),
+            "type",
+            Some("kubernetes.io/tls"),
+        ),
+        (
+            "coordination.k8s.io",
+            "leases",
+            json!({"metadata": {"namespace": "kube-system"}}),
+            "metadata.namespace",
+            Some("kube-system"),
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            json!({"metadata": {"name": "admin"}}),
+            "metadata.name",
+            Some("admin"),
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            json!({}),
+            "metadata.namespace",
+            None,
+        ),
+    ];
+    for (g, r, obj, field, want) in rows {
+        assert_eq!(
+            strategy(g, r).field_value(&obj, field).as_deref(),
+            want,
+            "{g}/{r} {field}"
+        );
+    }
+}
+
+/// `ephemeralcontainers` writes take only `spec.ephemeralContainers` from the body.
+#[test]
+fn pod_ephemeral_containers_write() {
+    let old = created(
+        "",
+        "pods",
+        json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    );
+    let mut new = old.clone();
+    new["spec"]["ephemeralContainers"] = json!([{"name": "debug", "image": "busybox"}]);
+    new["spec"]["containers"][0]["image"] = json!("y");
+    new["metadata"]["labels"] = json!({"a": "b"});
+    strategy("", "pods").prepare_for_subresource_update("ephemeralcontainers", &mut new, &old);
+    assert_eq!(new["spec"]["ephemeralContainers"][0]["name"], "debug");
+    assert_eq!(new["spec"]["containers"], old["spec"]["containers"]);
+    assert_eq!(new["metadata"], old["metadata"]);
+    let mut other = old.clone();
+    other["spec"]["containers"][0]["image"] = json!("z");
+    strategy("", "pods").prepare_for_subresource_update("resize", &mut other, &old);
+    assert_eq!(
+        other["spec"]["containers"][0]["image"], "z",
+        "unknown subresources change nothing"
+    );
+}
