@@ -11,7 +11,7 @@
 // contract); errors are the cold path, so returning it by value is fine.
 #![allow(clippy::result_large_err)]
 
-mod gofmt;
+pub mod gofmt;
 pub mod jsonmap;
 pub mod names;
 pub mod patch;

@@ -224,21 +224,59 @@ pub fn plan_watch(resource_version: Option<&str>) -> Result<WatchStart, ApiError
     }
 }
 
-/// Upstream's watch-side check: `resourceVersionMatch` is forbidden on a watch (keel does not
-/// implement `sendInitialEvents`).
-pub fn validate_watch_match(resource_version_match: Option<&str>) -> Result<(), ApiError> {
-    match nonempty(resource_version_match) {
-        None => Ok(()),
-        Some(_) => Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![field::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-            )],
-        )),
+/// The watch query parameters upstream validates beyond `resourceVersion`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatchRequest<'a> {
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<&'a str>,
+    /// `continue`.
+    pub continue_token: Option<&'a str>,
+    /// `sendInitialEvents`: any value counts as given (`false` too, as upstream's pointer).
+    pub send_initial_events: Option<&'a str>,
+}
+
+/// Upstream's `ValidateListOptions` for a watch, as served with the WatchList feature off
+/// (keel does not stream initial events): `sendInitialEvents` is refused, and
+/// `resourceVersionMatch` is forbidden without it and supports only `NotOlderThan`. All
+/// failures are one 422 `ListOptions.meta.k8s.io "" is invalid: ...`, as for a list.
+pub fn validate_watch_match(req: &WatchRequest) -> Result<(), ApiError> {
+    let mut errs = Vec::new();
+    let path = "resourceVersionMatch";
+    let matching = nonempty(req.resource_version_match);
+    if req.send_initial_events.is_some() {
+        if matching != Some(MATCH_NOT_OLDER_THAN) {
+            errs.push(field::forbidden(
+                path,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        errs.push(field::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        ));
     }
+    if let Some(matching) = matching {
+        if req.send_initial_events.is_none() {
+            errs.push(field::forbidden(
+                path,
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if matching != MATCH_NOT_OLDER_THAN {
+            let value = serde_json::Value::String(matching.to_string());
+            errs.push(field::not_supported(path, &value, &[MATCH_NOT_OLDER_THAN]));
+        }
+        if nonempty(req.continue_token).is_some() {
+            errs.push(field::forbidden(
+                path,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    if errs.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", errs))
 }
 
 /// The JSON inside a continue token, member names as upstream's.

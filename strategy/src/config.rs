@@ -53,6 +53,35 @@ pub fn validate_config_map(cm: &Value) -> Vec<FieldErr> {
     errs
 }
 
+/// Upstream's conversion of a v1 Secret: each `stringData` entry overwrites `data` (base64 of
+/// its text), and `stringData` itself is never stored. An empty `stringData` adds nothing.
+pub fn merge_string_data(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(root) = secret.as_object_mut() else {
+        return;
+    };
+    let Some(string_data) = root.get("stringData").cloned() else {
+        return;
+    };
+    // `retain` keeps the order of the other members (a plain remove may swap them).
+    root.retain(|k, _| k != "stringData");
+    let Some(entries) = string_data.as_object().filter(|m| !m.is_empty()) else {
+        return;
+    };
+    if !root.get("data").is_some_and(Value::is_object) {
+        root.insert("data".into(), json!({}));
+    }
+    let Some(data) = root.get_mut("data").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (k, v) in entries {
+        if let Some(text) = v.as_str() {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(k.clone(), Value::String(encoded));
+        }
+    }
+}
+
 /// Defaults a Secret: `type: Opaque`.
 pub fn default_secret(secret: &mut Value) {
     if let Some(m) = secret.as_object_mut() {
@@ -71,7 +100,7 @@ const REQUIRED_KEYS: &[(&str, &[&str])] = &[
     ("kubernetes.io/tls", &["tls.crt", "tls.key"]),
 ];
 
-/// Validates a Secret (`stringData` is expected to be merged into `data` by the server first).
+/// Validates a Secret (`stringData` is expected to be merged into `data` first).
 pub fn validate_secret(secret: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     let total = validate_keys(secret, &["data", "stringData"], &mut errs);
@@ -132,4 +161,45 @@ pub fn validate_secret_type_update(new: &Value, old: &Value) -> Vec<FieldErr> {
         return Vec::new();
     }
     vec![FieldErr::invalid("type", n, "field is immutable")]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_data_rows() {
+        let rows = [
+            (
+                json!({"kind": "Secret", "stringData": {"a": "hi"}, "type": "Opaque"}),
+                json!({"kind": "Secret", "type": "Opaque", "data": {"a": "aGk="}}),
+            ),
+            (
+                json!({"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"a": "hi"}}),
+                json!({"data": {"a": "aGk=", "b": "eQ=="}}),
+            ),
+            (json!({"stringData": {}}), json!({})),
+            (
+                json!({"stringData": null, "data": {"a": "eA=="}}),
+                json!({"data": {"a": "eA=="}}),
+            ),
+            (
+                json!({"data": null, "stringData": {"k": ""}}),
+                json!({"data": {"k": ""}}),
+            ),
+            (
+                json!({"data": {"a": "eA=="}}),
+                json!({"data": {"a": "eA=="}}),
+            ),
+        ];
+        for (input, want) in rows {
+            let mut got = input.clone();
+            merge_string_data(&mut got);
+            assert_eq!(got, want, "{input}");
+        }
+        let mut ordered = json!({"apiVersion": "v1", "stringData": {"a": "x"}, "kind": "Secret", "type": "Opaque"});
+        merge_string_data(&mut ordered);
+        let keys: Vec<&String> = ordered.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["apiVersion", "kind", "type", "data"]);
+    }
 }

@@ -1,8 +1,11 @@
 //! Field-level validation errors in the shape of upstream's `field.Error`.
 //!
 //! The message is what upstream's `Error()` prints: `<field>: <body>`, where the body starts
-//! with the error type's canonical text (`Required value`, `Invalid value: "x"`, ...).
+//! with the error type's canonical text (`Required value`, `Invalid value: "x"`, ...). At the
+//! crate's boundary an error becomes a [`StatusCause`] whose message is the body alone, as
+//! upstream puts it into `details.causes`.
 
+use keel_api::status::{field, StatusCause};
 use serde_json::Value;
 
 /// One validation failure; becomes one `StatusCause` of a 422 Invalid response.
@@ -77,10 +80,9 @@ impl Bad {
     }
 }
 
-/// Go's `%q` for the strings that occur in practice (JSON escaping agrees with it for
-/// printable text and the common control characters).
+/// Go's `%q`, as upstream renders strings inside messages.
 pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+    keel_api::gofmt::quote(s)
 }
 
 fn with_detail(body: String, detail: &str) -> String {
@@ -100,6 +102,44 @@ fn make(reason: &'static str, field: &str, body: String) -> FieldErr {
 }
 
 impl FieldErr {
+    /// The message without its `<field>: ` prefix (upstream's `ErrorBody()`).
+    pub fn body(&self) -> &str {
+        let prefix_len = self.field.len() + 2;
+        self.message.get(prefix_len..).unwrap_or(&self.message)
+    }
+
+    /// The `details.causes[]` entry of this error.
+    pub fn into_cause(self) -> StatusCause {
+        StatusCause {
+            reason: self.reason.to_string(),
+            message: self.body().to_string(),
+            field: self.field,
+        }
+    }
+
+    /// An error made by keel-api's validators (labels of a selector, ...), in this crate's
+    /// shape, so a type's rules can mix both.
+    pub(crate) fn from_cause(c: StatusCause) -> Self {
+        const REASONS: &[&str] = &[
+            field::REASON_REQUIRED,
+            field::REASON_INVALID,
+            field::REASON_NOT_SUPPORTED,
+            field::REASON_DUPLICATE,
+            field::REASON_FORBIDDEN,
+            field::REASON_TOO_LONG,
+            field::REASON_TOO_MANY,
+            field::REASON_NOT_FOUND,
+            field::REASON_TYPE_INVALID,
+            field::REASON_INTERNAL,
+        ];
+        let reason = REASONS
+            .iter()
+            .find(|r| **r == c.reason)
+            .copied()
+            .unwrap_or(field::REASON_INVALID);
+        make(reason, &c.field, c.message)
+    }
+
     /// `Required value[: detail]`.
     pub fn required(field: &str, detail: &str) -> Self {
         make(
@@ -214,6 +254,44 @@ mod tests {
         for (err, want) in cases {
             assert_eq!(err.message, want);
         }
+    }
+
+    #[test]
+    fn causes_carry_the_body_without_the_field_path() {
+        let rows = [
+            (FieldErr::required("metadata.name", ""), "Required value"),
+            (
+                FieldErr::invalid("data[a b]", "a b", "bad"),
+                "Invalid value: \"a b\": bad",
+            ),
+            (
+                FieldErr::too_long("", 3),
+                "Too long: must have at most 3 bytes",
+            ),
+        ];
+        for (err, body) in rows {
+            let field = err.field.clone();
+            let reason = err.reason;
+            assert_eq!(err.body(), body);
+            let cause = err.into_cause();
+            assert_eq!(
+                (cause.reason.as_str(), cause.message.as_str()),
+                (reason, body)
+            );
+            assert_eq!(cause.field, field);
+        }
+        let back = FieldErr::from_cause(field::forbidden("spec", "no"));
+        assert_eq!(back, FieldErr::forbidden("spec", "no"));
+    }
+
+    /// Values are quoted as Go's `%q` does, not as JSON: control characters use Go's escapes.
+    #[test]
+    fn values_are_quoted_like_go() {
+        let err = FieldErr::invalid("metadata.name", "a\u{1}b\u{7f}", "bad");
+        assert_eq!(
+            err.message,
+            "metadata.name: Invalid value: \"a\\x01b\\x7f\": bad"
+        );
     }
 
     #[test]

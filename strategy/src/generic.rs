@@ -1,5 +1,5 @@
 //! Type-independent policy: status reset on create, the spec/status split on update,
-//! and `metadata.generation` tracking. Usable directly for custom resources.
+//! and `metadata.generation` tracking: what every strategy (custom resources' too) does.
 
 use serde_json::{Map, Value};
 

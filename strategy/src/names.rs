@@ -4,10 +4,7 @@
 //! name rules shared with object metadata come from `keel_api::names` (one implementation);
 //! the checks only type rules use (data keys, port names) live here.
 
-pub use keel_api::names::{
-    is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
-    is_valid_label_value as is_label_value,
-};
+pub use keel_api::names::{is_dns1123_label, is_dns1123_subdomain, is_qualified_name};
 
 /// Longest ConfigMap / Secret key.
 pub const CONFIG_KEY_LEN_MAX: usize = 253;
@@ -96,56 +93,6 @@ pub fn is_valid_port_num(n: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn labels_and_subdomains() {
-        let cases: &[(&str, bool, bool, bool)] = &[
-            // name, dns label ok, subdomain ok, dns1035 ok
-            ("abc", true, true, true),
-            ("a-b-c", true, true, true),
-            ("1abc", true, true, false),
-            ("a.b", false, true, false),
-            ("Abc", false, false, false),
-            ("-abc", false, false, false),
-            ("abc-", false, false, false),
-            ("", false, false, false),
-        ];
-        for &(s, label, sub, l1035) in cases {
-            assert_eq!(is_dns1123_label(s).is_empty(), label, "label {s}");
-            assert_eq!(is_dns1123_subdomain(s).is_empty(), sub, "subdomain {s}");
-            assert_eq!(is_dns1035_label(s).is_empty(), l1035, "1035 {s}");
-        }
-        assert_eq!(is_dns1123_label(&"a".repeat(64))[0], max_len_error(63));
-    }
-
-    #[test]
-    fn label_error_text_matches_upstream() {
-        assert_eq!(
-            is_dns1123_label("Foo")[0],
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-        );
-    }
-
-    #[test]
-    fn qualified_names_and_values() {
-        let cases: &[(&str, bool)] = &[
-            ("app", true),
-            ("example.com/app", true),
-            ("App_1.x", true),
-            ("/app", false),
-            ("a/b/c", false),
-            ("_app", false),
-            ("Example.com/app", false),
-            ("", false),
-        ];
-        for &(s, ok) in cases {
-            assert_eq!(is_qualified_name(s).is_empty(), ok, "{s}");
-        }
-        assert!(is_label_value("").is_empty());
-        assert!(is_label_value("a.b_c-D").is_empty());
-        assert!(!is_label_value("a b").is_empty());
-        assert!(!is_label_value(&"a".repeat(64)).is_empty());
-    }
 
     #[test]
     fn config_keys() {

@@ -61,15 +61,14 @@ pub fn mark_terminating(ns: &mut Value) {
     }
 }
 
-/// On a write to `/finalize`: only `spec.finalizers` comes from the new object.
+/// On a write to `/finalize` (upstream's finalize strategy): everything but the status comes
+/// from the new object, `spec.finalizers` included.
 pub fn prepare_finalize(new: &mut Value, old: &Value) {
-    let finalizers = new.pointer("/spec/finalizers").cloned();
-    let mut merged = old.clone();
-    if let Some(spec) = merged.as_object_mut().and_then(|m| child(m, "spec")) {
-        match finalizers {
-            Some(f) => spec.insert("finalizers".into(), f),
-            None => spec.remove("finalizers"),
-        };
-    }
-    *new = merged;
+    let Some(map) = new.as_object_mut() else {
+        return;
+    };
+    match old.get("status") {
+        Some(s) => map.insert("status".into(), s.clone()),
+        None => map.remove("status"),
+    };
 }

@@ -1,39 +1,14 @@
-//! Which policy applies to a `(group, resource)`: the per-type flags of upstream's strategies.
+//! Which policy applies to a `(group, resource)`: one [`Strategy`] value per known resource,
+//! in one table, and the generic strategies every other resource gets.
+//!
+//! The table is the single place that says, per type, what upstream's strategy and
+//! validation say: the flags of its strategy (status subresource, generation, create on
+//! update, unconditional update, scope), the rule its names follow (upstream's per-type
+//! `ValidateXName`), and the fields its field selectors accept.
 
-/// Built-in types with type-specific policy in this crate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// core/v1 pods
-    Pod,
-    /// core/v1 namespaces
-    Namespace,
-    /// core/v1 services
-    Service,
-    /// core/v1 nodes
-    Node,
-    /// core/v1 configmaps
-    ConfigMap,
-    /// core/v1 secrets
-    Secret,
-    /// core/v1 events
-    Event,
-    /// core/v1 replicationcontrollers
-    ReplicationController,
-    /// apps/v1 deployments
-    Deployment,
-    /// apps/v1 replicasets
-    ReplicaSet,
-    /// apps/v1 statefulsets
-    StatefulSet,
-    /// apps/v1 daemonsets
-    DaemonSet,
-    /// batch/v1 jobs
-    Job,
-    /// batch/v1 cronjobs
-    CronJob,
-    /// Any other built-in type: only the generic flags below apply.
-    Other,
-}
+use crate::fields;
+use crate::kind::Kind;
+use keel_api::names::NameRule;
 
 /// Per-type flags, mirroring upstream strategy methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +27,30 @@ pub struct Traits {
     pub keep_status_on_create: bool,
 }
 
+/// How a type's names (and `generateName` prefixes) are checked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NameCheck {
+    /// A rule on the name alone.
+    Rule(NameRule),
+    /// CustomResourceDefinitions: a DNS-1123 subdomain that equals
+    /// `<spec.names.plural>.<spec.group>`.
+    PluralDotGroup,
+    /// APIServices: a path segment that equals `<spec.version>.<spec.group>`.
+    VersionDotGroup,
+}
+
+/// The policy of one resource type, resolved once per resource (at routing time) and carried
+/// with it. Its methods (in `strategy.rs` and `deletion.rs`) are pure functions over objects.
+#[derive(Debug)]
+pub struct Strategy {
+    pub(crate) group: &'static str,
+    pub(crate) resource: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) traits: Traits,
+    pub(crate) names: NameCheck,
+    pub(crate) fields: &'static [&'static str],
+}
+
 const fn t(status: bool, generation: bool, cou: bool, namespaced: bool) -> Traits {
     Traits {
         status_subresource: status,
@@ -63,8 +62,27 @@ const fn t(status: bool, generation: bool, cou: bool, namespaced: bool) -> Trait
     }
 }
 
-/// One row: group, resource, kind, traits.
-type Row = (&'static str, &'static str, Kind, Traits);
+const SUBDOMAIN: NameCheck = NameCheck::Rule(NameRule::Dns1123Subdomain);
+const LABEL: NameCheck = NameCheck::Rule(NameRule::Dns1123Label);
+const LABEL_1035: NameCheck = NameCheck::Rule(NameRule::Dns1035Label);
+const PATH_SEGMENT: NameCheck = NameCheck::Rule(NameRule::PathSegment);
+
+/// A row with the defaults most types have: DNS-1123 subdomain names and the metadata field
+/// selectors of its scope.
+const fn row(group: &'static str, resource: &'static str, kind: Kind, traits: Traits) -> Strategy {
+    Strategy {
+        group,
+        resource,
+        kind,
+        traits,
+        names: SUBDOMAIN,
+        fields: if traits.namespaced {
+            fields::NAMESPACED_META
+        } else {
+            fields::CLUSTER_META
+        },
+    }
+}
 
 const NODE: Traits = Traits {
     keep_status_on_create: true,
@@ -79,290 +97,352 @@ const APISERVICE: Traits = Traits {
     ..t(true, false, false, false)
 };
 
-/// The known built-in resources. Order is irrelevant; lookups are linear (the table is small).
-const TABLE: &[Row] = &[
-    ("", "pods", Kind::Pod, t(true, false, false, true)),
-    (
-        "",
-        "namespaces",
-        Kind::Namespace,
-        t(true, false, false, false),
-    ),
-    ("", "services", Kind::Service, t(true, false, true, true)),
-    ("", "nodes", Kind::Node, NODE),
-    (
-        "",
-        "configmaps",
-        Kind::ConfigMap,
-        t(false, false, false, true),
-    ),
-    ("", "secrets", Kind::Secret, t(false, false, false, true)),
-    ("", "events", Kind::Event, t(false, false, true, true)),
-    (
-        "",
-        "replicationcontrollers",
-        Kind::ReplicationController,
-        t(true, true, false, true),
-    ),
-    ("", "endpoints", Kind::Other, t(false, false, true, true)),
-    ("", "limitranges", Kind::Other, t(false, false, true, true)),
-    (
+use Kind as K;
+
+/// The known built-in resources. Name rules follow upstream's per-type validation; where a
+/// type's own validation checks no name (core/v1 events) or accepts any
+/// (CertificateSigningRequests), upstream's generic create check applies: a path segment.
+static TABLE: &[Strategy] = &[
+    Strategy {
+        fields: fields::POD,
+        ..row("", "pods", K::Pod, t(true, false, false, true))
+    },
+    Strategy {
+        names: LABEL,
+        fields: fields::NAMESPACE,
+        ..row("", "namespaces", K::Namespace, t(true, false, false, false))
+    },
+    Strategy {
+        names: LABEL_1035,
+        fields: fields::SERVICE,
+        ..row("", "services", K::Service, t(true, false, true, true))
+    },
+    Strategy {
+        fields: fields::NODE,
+        ..row("", "nodes", K::Node, NODE)
+    },
+    row("", "configmaps", K::ConfigMap, t(false, false, false, true)),
+    Strategy {
+        fields: fields::SECRET,
+        ..row("", "secrets", K::Secret, t(false, false, false, true))
+    },
+    Strategy {
+        names: PATH_SEGMENT,
+        fields: fields::EVENT,
+        ..row("", "events", K::Event, t(false, false, true, true))
+    },
+    Strategy {
+        fields: fields::REPLICATED,
+        ..row(
+            "",
+            "replicationcontrollers",
+            K::ReplicationController,
+            t(true, true, false, true),
+        )
+    },
+    row("", "endpoints", K::Other, t(false, false, true, true)),
+    row("", "limitranges", K::Other, t(false, false, true, true)),
+    row(
         "",
         "persistentvolumes",
-        Kind::Other,
+        K::Other,
         t(true, false, false, false),
     ),
-    (
+    row(
         "",
         "persistentvolumeclaims",
-        Kind::Other,
+        K::Other,
         t(true, false, false, true),
     ),
-    (
-        "",
-        "resourcequotas",
-        Kind::Other,
-        t(true, false, false, true),
-    ),
-    (
+    row("", "resourcequotas", K::Other, t(true, false, false, true)),
+    row(
         "",
         "serviceaccounts",
-        Kind::Other,
+        K::Other,
         t(false, false, false, true),
     ),
-    ("", "podtemplates", Kind::Other, t(false, true, false, true)),
-    (
+    row("", "podtemplates", K::Other, t(false, true, false, true)),
+    row(
         "apps",
         "deployments",
-        Kind::Deployment,
+        K::Deployment,
         t(true, true, false, true),
     ),
-    (
-        "apps",
-        "replicasets",
-        Kind::ReplicaSet,
-        t(true, true, false, true),
-    ),
-    (
+    Strategy {
+        fields: fields::REPLICATED,
+        ..row(
+            "apps",
+            "replicasets",
+            K::ReplicaSet,
+            t(true, true, false, true),
+        )
+    },
+    row(
         "apps",
         "statefulsets",
-        Kind::StatefulSet,
+        K::StatefulSet,
         t(true, true, false, true),
     ),
-    (
+    row(
         "apps",
         "daemonsets",
-        Kind::DaemonSet,
+        K::DaemonSet,
         t(true, true, false, true),
     ),
-    (
+    row(
         "apps",
         "controllerrevisions",
-        Kind::Other,
+        K::Other,
         t(false, false, false, true),
     ),
-    ("batch", "jobs", Kind::Job, t(true, true, false, true)),
-    (
-        "batch",
-        "cronjobs",
-        Kind::CronJob,
-        t(true, true, false, true),
-    ),
-    (
+    Strategy {
+        fields: fields::JOB,
+        ..row("batch", "jobs", K::Job, t(true, true, false, true))
+    },
+    row("batch", "cronjobs", K::CronJob, t(true, true, false, true)),
+    row(
         "autoscaling",
         "horizontalpodautoscalers",
-        Kind::Other,
+        K::Other,
         t(true, false, false, true),
     ),
-    (
+    row(
         "policy",
         "poddisruptionbudgets",
-        Kind::Other,
+        K::Other,
         t(true, true, false, true),
     ),
-    (
+    row(
         "networking.k8s.io",
         "ingresses",
-        Kind::Other,
+        K::Other,
         t(true, false, false, true),
     ),
-    (
+    row(
         "networking.k8s.io",
         "ingressclasses",
-        Kind::Other,
+        K::Other,
         t(false, false, false, false),
     ),
-    (
+    row(
         "networking.k8s.io",
         "networkpolicies",
-        Kind::Other,
+        K::Other,
         t(false, true, false, true),
     ),
-    (
+    row(
         "coordination.k8s.io",
         "leases",
-        Kind::Other,
+        K::Other,
         t(false, false, true, true),
     ),
-    (
+    row(
         "discovery.k8s.io",
         "endpointslices",
-        Kind::Other,
+        K::Other,
         t(false, false, true, true),
     ),
-    (
+    // events.k8s.io validates strictly (ObjectMeta with DNS-1123 subdomain names), unlike
+    // core/v1 events, whose validation skips ObjectMeta for compatibility.
+    row(
         "events.k8s.io",
         "events",
-        Kind::Other,
+        K::Other,
         t(false, false, true, true),
     ),
-    (
-        "rbac.authorization.k8s.io",
-        "roles",
-        Kind::Other,
-        t(false, false, true, true),
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "rolebindings",
-        Kind::Other,
-        t(false, false, true, true),
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterroles",
-        Kind::Other,
-        t(false, false, true, false),
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "clusterrolebindings",
-        Kind::Other,
-        t(false, false, true, false),
-    ),
-    (
-        "apiextensions.k8s.io",
-        "customresourcedefinitions",
-        Kind::Other,
-        CRD,
-    ),
-    (
-        "apiregistration.k8s.io",
-        "apiservices",
-        Kind::Other,
-        APISERVICE,
-    ),
-    (
-        "certificates.k8s.io",
-        "certificatesigningrequests",
-        Kind::Other,
-        t(true, false, false, false),
-    ),
-    (
+    Strategy {
+        names: PATH_SEGMENT,
+        ..row(
+            "rbac.authorization.k8s.io",
+            "roles",
+            K::Other,
+            t(false, false, true, true),
+        )
+    },
+    Strategy {
+        names: PATH_SEGMENT,
+        ..row(
+            "rbac.authorization.k8s.io",
+            "rolebindings",
+            K::Other,
+            t(false, false, true, true),
+        )
+    },
+    Strategy {
+        names: PATH_SEGMENT,
+        ..row(
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            K::Other,
+            t(false, false, true, false),
+        )
+    },
+    Strategy {
+        names: PATH_SEGMENT,
+        ..row(
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            K::Other,
+            t(false, false, true, false),
+        )
+    },
+    Strategy {
+        names: NameCheck::PluralDotGroup,
+        ..row(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            K::Other,
+            CRD,
+        )
+    },
+    Strategy {
+        names: NameCheck::VersionDotGroup,
+        ..row(
+            "apiregistration.k8s.io",
+            "apiservices",
+            K::Other,
+            APISERVICE,
+        )
+    },
+    Strategy {
+        names: PATH_SEGMENT,
+        fields: fields::CSR,
+        ..row(
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            K::Other,
+            t(true, false, false, false),
+        )
+    },
+    row(
         "flowcontrol.apiserver.k8s.io",
         "flowschemas",
-        Kind::Other,
+        K::Other,
         t(true, true, false, false),
     ),
-    (
+    row(
         "flowcontrol.apiserver.k8s.io",
         "prioritylevelconfigurations",
-        Kind::Other,
+        K::Other,
         t(true, true, false, false),
     ),
-    (
+    row(
         "admissionregistration.k8s.io",
         "validatingwebhookconfigurations",
-        Kind::Other,
+        K::Other,
         t(false, true, false, false),
     ),
-    (
+    row(
         "admissionregistration.k8s.io",
         "mutatingwebhookconfigurations",
-        Kind::Other,
+        K::Other,
         t(false, true, false, false),
     ),
-    (
+    row(
         "admissionregistration.k8s.io",
         "validatingadmissionpolicies",
-        Kind::Other,
+        K::Other,
         t(true, true, false, false),
     ),
-    (
+    row(
         "admissionregistration.k8s.io",
         "validatingadmissionpolicybindings",
-        Kind::Other,
+        K::Other,
         t(false, true, false, false),
     ),
-    (
+    row(
         "storage.k8s.io",
         "storageclasses",
-        Kind::Other,
+        K::Other,
         t(false, false, false, false),
     ),
-    (
+    row(
         "storage.k8s.io",
         "volumeattachments",
-        Kind::Other,
+        K::Other,
         t(true, false, false, false),
     ),
-    (
+    row(
         "storage.k8s.io",
         "csidrivers",
-        Kind::Other,
+        K::Other,
         t(false, false, false, false),
     ),
-    (
+    row(
         "storage.k8s.io",
         "csinodes",
-        Kind::Other,
+        K::Other,
         t(false, false, false, false),
     ),
-    (
+    row(
         "node.k8s.io",
         "runtimeclasses",
-        Kind::Other,
+        K::Other,
         t(false, false, true, false),
     ),
-    (
+    row(
         "scheduling.k8s.io",
         "priorityclasses",
-        Kind::Other,
+        K::Other,
         t(false, false, false, false),
     ),
 ];
 
-/// Flags for a resource nobody registered here: no status split, no generation, namespaced.
-pub const UNKNOWN: Traits = t(false, false, false, true);
+/// A resource nobody registered here (a built-in without type-specific policy, or a resource
+/// served before its custom definition is known): no status split, no generation,
+/// namespaced, unconditional updates allowed.
+static UNKNOWN: Strategy = row("", "", K::Other, t(false, false, false, true));
 
-/// Looks a resource up; `None` when it is not a known built-in.
-pub fn lookup(group: &str, resource: &str) -> Option<(Kind, Traits)> {
-    // A write looks its resource up several times (defaults, traits, validation): the
-    // thread remembers the last answer instead of scanning the table each time.
+/// Custom resources: generation tracked, `resourceVersion` required on update (upstream's
+/// custom resource strategy), DNS-1123 subdomain names, by scope and status subresource.
+static CUSTOM: [Strategy; 4] = [
+    custom(false, false),
+    custom(false, true),
+    custom(true, false),
+    custom(true, true),
+];
+
+const fn custom(namespaced: bool, status: bool) -> Strategy {
+    row(
+        "",
+        "",
+        K::Other,
+        Traits {
+            unconditional_update: false,
+            ..t(status, true, false, namespaced)
+        },
+    )
+}
+
+/// The strategy of a built-in resource; `None` when it is not in the table.
+pub fn lookup(group: &str, resource: &str) -> Option<&'static Strategy> {
+    // Callers that resolve a strategy per call (rather than once per resource) look the same
+    // resource up several times per write: the thread remembers the last answer.
     thread_local! {
-        static LAST: std::cell::Cell<Option<Row>> = const { std::cell::Cell::new(None) };
+        static LAST: std::cell::Cell<Option<&'static Strategy>> =
+            const { std::cell::Cell::new(None) };
     }
-    let row = match LAST.get() {
-        Some(row) if row.0 == group && row.1 == resource => row,
-        _ => {
-            let row = *TABLE
-                .iter()
-                .find(|(g, r, _, _)| *g == group && *r == resource)?;
-            LAST.set(Some(row));
-            row
+    if let Some(s) = LAST.get() {
+        if s.group == group && s.resource == resource {
+            return Some(s);
         }
-    };
-    Some((row.2, row.3))
+    }
+    let found = TABLE
+        .iter()
+        .find(|s| s.group == group && s.resource == resource)?;
+    LAST.set(Some(found));
+    Some(found)
 }
 
-/// The kind for a resource (`Kind::Other` when unknown).
-pub fn kind(group: &str, resource: &str) -> Kind {
-    lookup(group, resource).map_or(Kind::Other, |(k, _)| k)
+/// The strategy of any resource: its table row, else the generic strategy.
+pub fn strategy(group: &str, resource: &str) -> &'static Strategy {
+    lookup(group, resource).unwrap_or(&UNKNOWN)
 }
 
-/// The traits for a resource (`UNKNOWN` when unknown).
-pub fn traits(group: &str, resource: &str) -> Traits {
-    lookup(group, resource).map_or(UNKNOWN, |(_, tr)| tr)
+/// The strategy of a custom resource of the given scope, with or without a status
+/// subresource.
+pub fn custom_resource(namespaced: bool, status_subresource: bool) -> &'static Strategy {
+    &CUSTOM[usize::from(namespaced) * 2 + usize::from(status_subresource)]
 }
 
 #[cfg(test)]
@@ -373,8 +453,33 @@ mod tests {
     fn table_has_no_duplicates() {
         for (i, a) in TABLE.iter().enumerate() {
             for b in &TABLE[i + 1..] {
-                assert!(!(a.0 == b.0 && a.1 == b.1), "duplicate {}/{}", a.0, a.1);
+                assert!(
+                    !(a.group == b.group && a.resource == b.resource),
+                    "duplicate {}/{}",
+                    a.group,
+                    a.resource
+                );
             }
+        }
+    }
+
+    #[test]
+    fn custom_strategies_by_scope_and_status() {
+        for namespaced in [false, true] {
+            for status in [false, true] {
+                let tr = custom_resource(namespaced, status).traits;
+                assert_eq!((tr.namespaced, tr.status_subresource), (namespaced, status));
+                assert!(tr.tracks_generation && !tr.unconditional_update);
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_alternate_between_resources() {
+        for _ in 0..3 {
+            assert_eq!(strategy("", "pods").kind, K::Pod);
+            assert_eq!(strategy("apps", "deployments").kind, K::Deployment);
+            assert!(lookup("example.com", "widgets").is_none());
         }
     }
 }

@@ -2,15 +2,18 @@
 
 use crate::errors::FieldErr;
 use crate::json::{at, child};
+use crate::kind::Kind;
+use keel_api::names::{validate_object_meta, NameRule};
+use keel_api::status::StatusCause;
 use serde_json::{json, Value};
 
 /// Builds the `Scale` for deployments, replicasets, statefulsets and replicationcontrollers.
-pub fn scale_from(group: &str, resource: &str, obj: &Value) -> Option<Value> {
-    let selector = match (group, resource) {
-        ("apps", "deployments" | "replicasets" | "statefulsets") => {
+pub fn scale_from(kind: Kind, obj: &Value) -> Option<Value> {
+    let selector = match kind {
+        Kind::Deployment | Kind::ReplicaSet | Kind::StatefulSet => {
             at(obj, "spec.selector").map(crate::selector::to_string)
         }
-        ("", "replicationcontrollers") => {
+        Kind::ReplicationController => {
             let matchers =
                 json!({"matchLabels": at(obj, "spec.selector").cloned().unwrap_or_default()});
             Some(crate::selector::to_string(&matchers))
@@ -55,14 +58,17 @@ pub fn apply_scale(obj: &mut Value, replicas: i64) {
     }
 }
 
-/// Validates a `Scale` body: `spec.replicas >= 0`.
-pub fn validate_scale(scale: &Value) -> Vec<FieldErr> {
-    match at(scale, "spec.replicas").and_then(Value::as_i64) {
-        Some(n) if n < 0 => vec![FieldErr::invalid(
-            "spec.replicas",
-            n,
-            "must be greater than or equal to 0",
-        )],
-        _ => Vec::new(),
+/// Upstream's `ValidateScale`: the Scale's metadata (namespaced, DNS-1123 subdomain name)
+/// and `spec.replicas >= 0`. Errors are a 422 on `Scale.autoscaling`.
+pub fn validate_scale(scale: &Value) -> Vec<StatusCause> {
+    let meta = scale.get("metadata").unwrap_or(&Value::Null);
+    let mut causes = validate_object_meta(meta, true, NameRule::Dns1123Subdomain);
+    if let Some(n) = at(scale, "spec.replicas")
+        .and_then(Value::as_i64)
+        .filter(|n| *n < 0)
+    {
+        let err = FieldErr::invalid("spec.replicas", n, "must be greater than or equal to 0");
+        causes.push(err.into_cause());
     }
+    causes
 }

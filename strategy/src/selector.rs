@@ -2,7 +2,6 @@
 
 use crate::errors::{Bad, FieldErr};
 use crate::json::{arr_at, str_at};
-use crate::meta::validate_labels;
 use crate::names;
 use serde_json::Value;
 
@@ -12,6 +11,18 @@ const OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
 pub fn is_empty(sel: &Value) -> bool {
     let labels = sel.get("matchLabels").and_then(Value::as_object);
     labels.is_none_or(|m| m.is_empty()) && arr_at(sel, "matchExpressions").is_empty()
+}
+
+/// Validates a label map (selector `matchLabels`, a Service's `spec.selector`) as object
+/// labels are validated: keys are qualified names, values label values.
+pub fn validate_labels(labels: Option<&Value>, path: &str) -> Vec<FieldErr> {
+    let Some(map) = labels.and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    keel_api::names::validate_labels(map, path)
+        .into_iter()
+        .map(FieldErr::from_cause)
+        .collect()
 }
 
 /// Validates a label selector found at `path`.

@@ -1,4 +1,4 @@
-//! Services: defaults, validation, the update rules, and what the server must allocate.
+//! Services: defaults, validation and the update rules (allocation: `service_alloc`).
 
 use crate::errors::{Bad, FieldErr};
 use crate::json::{arr_at, child, default, each_obj, str_at};
@@ -102,58 +102,6 @@ pub fn initial_status() -> Value {
     json!({"loadBalancer": {}})
 }
 
-/// Whether the server must allocate a cluster IP (none requested, type is not ExternalName,
-/// not headless).
-pub fn needs_cluster_ip(svc: &Value) -> bool {
-    spec_type(svc) != "ExternalName" && str_at(svc, "spec.clusterIP").is_empty()
-}
-
-/// Indexes of ports that need a node port allocated (type NodePort, or LoadBalancer with node
-/// port allocation enabled, and no `nodePort` given).
-pub fn node_ports_needed(svc: &Value) -> Vec<usize> {
-    let wants = match spec_type(svc) {
-        "NodePort" => true,
-        "LoadBalancer" => svc.pointer("/spec/allocateLoadBalancerNodePorts") != Some(&json!(false)),
-        _ => false,
-    };
-    if !wants {
-        return Vec::new();
-    }
-    arr_at(svc, "spec.ports")
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0)
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// Whether a `healthCheckNodePort` must be allocated (LoadBalancer, `externalTrafficPolicy: Local`).
-pub fn needs_health_check_node_port(svc: &Value) -> bool {
-    spec_type(svc) == "LoadBalancer"
-        && str_at(svc, "spec.externalTrafficPolicy") == "Local"
-        && svc
-            .pointer("/spec/healthCheckNodePort")
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-            == 0
-}
-
-/// Node ports given by the user must lie in the configured range (inclusive).
-pub fn validate_node_ports(svc: &Value, range: (u16, u16)) -> Vec<FieldErr> {
-    let (lo, hi) = (i64::from(range.0), i64::from(range.1));
-    let msg =
-        format!("provided port is not in the valid range. The range of valid ports is {lo}-{hi}");
-    arr_at(svc, "spec.ports")
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            let n = p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
-            (n != 0 && !(lo..=hi).contains(&n))
-                .then(|| FieldErr::invalid(&format!("spec.ports[{i}].nodePort"), n, &msg))
-        })
-        .collect()
-}
-
 /// Validates a Service spec.
 pub fn validate(svc: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
@@ -199,7 +147,7 @@ pub fn validate(svc: &Value) -> Vec<FieldErr> {
             }
         }
     }
-    errs.extend(crate::meta::validate_labels(
+    errs.extend(crate::selector::validate_labels(
         svc.pointer("/spec/selector"),
         "spec.selector",
     ));
@@ -284,43 +232,6 @@ fn validate_cluster_ips(svc: &Value, errs: &mut Vec<FieldErr>) {
             ip,
             "must be empty, 'None', or a valid IP address",
         ));
-    }
-}
-
-/// Carries allocated values (cluster IPs, node ports) from the stored object into an update
-/// that omits them, as upstream's `patchAllocatedValues` does.
-pub fn keep_allocated(new: &mut Value, old: &Value) {
-    let carry_ips = spec_type(old) != "ExternalName" && spec_type(new) != "ExternalName";
-    let Some(spec) = new.as_object_mut().and_then(|m| child(m, "spec")) else {
-        return;
-    };
-    if carry_ips {
-        for key in ["clusterIP", "clusterIPs"] {
-            let empty = spec
-                .get(key)
-                .is_none_or(|v| v.is_null() || v == "" || v == &json!([]));
-            if let (true, Some(v)) = (empty, old.pointer(&format!("/spec/{key}"))) {
-                spec.insert(key.into(), v.clone());
-            }
-        }
-    }
-    let old_ports = arr_at(old, "spec.ports");
-    for p in each_obj(spec, "ports") {
-        if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
-            continue;
-        }
-        let same = old_ports
-            .iter()
-            .find(|o| o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol"));
-        if let Some(np) = same
-            .and_then(|o| o.get("nodePort"))
-            .filter(|v| !v.is_null())
-        {
-            p.insert("nodePort".into(), np.clone());
-        }
-    }
-    if let Some(h) = old.pointer("/spec/healthCheckNodePort") {
-        default(spec, "healthCheckNodePort", h.clone());
     }
 }
 

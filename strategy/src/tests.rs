@@ -1,22 +1,33 @@
 //! Table-driven tests of the public API: whole-object defaulting, validation causes, update
-//! rules and field values, per type.
+//! rules, deletion, name rules and field values, per type.
 
 use super::*;
+use keel_api::status::{field::error_text, StatusCause};
 use serde_json::json;
 
+/// 2024-01-01T00:00:00Z.
+const NOW_UNIX_SECONDS: i64 = 1_704_067_200;
+
 fn ctx() -> Ctx {
-    Ctx {
-        now_rfc3339: "2024-01-01T00:00:00Z".into(),
-    }
+    Ctx::at_unix_seconds(NOW_UNIX_SECONDS)
 }
 
 fn created(group: &str, resource: &str, mut obj: Value) -> Value {
-    prepare_for_create(group, resource, &mut obj, &ctx());
+    strategy(group, resource).prepare_for_create(&mut obj, &ctx());
     obj
 }
 
-fn messages(errs: Vec<FieldErr>) -> Vec<String> {
-    errs.into_iter().map(|e| e.message).collect()
+fn validate(group: &str, resource: &str, obj: &Value) -> Vec<StatusCause> {
+    strategy(group, resource).validate_create(obj)
+}
+
+fn validate_update(group: &str, resource: &str, new: &Value, old: &Value) -> Vec<StatusCause> {
+    strategy(group, resource).validate_update(new, old)
+}
+
+/// Each cause as upstream prints the field error: `<field>: <body>`.
+fn messages(errs: Vec<StatusCause>) -> Vec<String> {
+    errs.iter().map(error_text).collect()
 }
 
 const TEMPLATE_SPEC_DEFAULTED: &str = r#"{
@@ -117,7 +128,7 @@ fn pod_update_rules() {
     let errs = validate_update("", "pods", &changed, &base);
     assert_eq!(errs.len(), 1);
     assert_eq!(errs[0].reason, "FieldValueForbidden");
-    assert!(errs[0].message.starts_with("spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"));
+    assert!(errs[0].message.starts_with("Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"));
 }
 
 #[test]
@@ -202,12 +213,16 @@ fn namespace_lifecycle() {
         None
     );
 
+    // `/finalize` takes everything but the status from the body (upstream's finalize
+    // strategy), so a finalizer's removal can come with the rest of the object unchanged.
     let mut fin = got.clone();
     fin["spec"]["finalizers"] = json!([]);
     fin["metadata"]["labels"]["x"] = json!("y");
+    fin["status"]["phase"] = json!("Terminating");
     prepare_for_subresource_update("", "namespaces", "finalize", &mut fin, &got);
     assert_eq!(fin["spec"]["finalizers"], json!([]));
-    assert_eq!(fin["metadata"], got["metadata"]);
+    assert_eq!(fin["metadata"]["labels"]["x"], json!("y"));
+    assert_eq!(fin["status"], got["status"]);
 }
 
 #[test]
@@ -295,24 +310,36 @@ fn service_validation_causes() {
 
 #[test]
 fn service_allocation_and_update() {
+    let services = strategy("", "services");
     let np = created(
         "",
         "services",
         json!({"metadata": {"name": "s", "namespace": "d"},
         "spec": {"type": "NodePort", "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81, "nodePort": 30001}]}}),
     );
-    assert!(service_needs_cluster_ip(&np));
-    assert_eq!(service_node_ports_needed(&np), vec![0]);
     assert_eq!(
-        messages(validate_service_node_ports(&np, (30002, 32767))),
-        vec!["spec.ports[1].nodePort: Invalid value: 30001: provided port is not in the valid range. The range of valid ports is 30002-32767"]
+        services.service_allocation(&np),
+        Some(ServiceNeeds {
+            cluster_ip: ClusterIpNeed::Address(Request::Any),
+            node_ports: vec![
+                (0, NodePortNeed::Allocate(Request::Any)),
+                (1, NodePortNeed::Allocate(Request::Exactly(30001)))
+            ],
+            health_check_node_port: None,
+        })
     );
     let mut stored = np.clone();
     stored["spec"]["clusterIP"] = json!("10.0.0.5");
     stored["spec"]["clusterIPs"] = json!(["10.0.0.5"]);
     stored["spec"]["ports"][0]["nodePort"] = json!(30000);
-    assert!(!service_needs_cluster_ip(&stored));
-    assert!(service_node_ports_needed(&stored).is_empty());
+    assert_eq!(
+        services.service_held(&stored),
+        Some(ServiceHeld {
+            cluster_ips: vec!["10.0.0.5".into()],
+            node_ports: vec![30000, 30001]
+        })
+    );
+    assert_eq!(strategy("", "configmaps").service_allocation(&stored), None);
 
     // An update that omits allocated values keeps them.
     let mut upd = json!({"metadata": {"name": "s", "namespace": "d"},
@@ -589,7 +616,7 @@ fn workload_update_generation_and_immutability() {
     assert_eq!(errs.len(), 1);
     assert!(errs[0]
         .message
-        .starts_with("spec: Forbidden: updates to statefulset spec for fields other than"));
+        .starts_with("Forbidden: updates to statefulset spec for fields other than"));
     let mut scaled = sts.clone();
     scaled["spec"]["replicas"] = json!(3);
     assert!(validate_update("apps", "statefulsets", &scaled, &sts).is_empty());
@@ -616,10 +643,25 @@ fn scale_subresource() {
     assert_eq!(scale_from("", "pods", &d), None);
     apply_scale(&mut d, 5);
     assert_eq!(d["spec"]["replicas"], json!(5));
-    assert_eq!(
-        validate_scale(&json!({"spec": {"replicas": -1}}))[0].field,
-        "spec.replicas"
-    );
+    let deployments = strategy("apps", "deployments");
+    let scale = deployments.scale_from(&d).unwrap();
+    assert!(deployments.validate_scale(&scale).is_empty());
+    let rows: Vec<(Value, Vec<&str>)> = vec![
+        (
+            json!({"metadata": {"name": "w", "namespace": "d"}, "spec": {"replicas": -1}}),
+            vec!["spec.replicas: Invalid value: -1: must be greater than or equal to 0"],
+        ),
+        (
+            json!({"spec": {"replicas": 1}}),
+            vec![
+                "metadata.name: Required value: name or generateName is required",
+                "metadata.namespace: Required value",
+            ],
+        ),
+    ];
+    for (body, want) in rows {
+        assert_eq!(messages(deployments.validate_scale(&body)), want, "{body}");
+    }
 }
 
 #[test]
@@ -720,10 +762,11 @@ fn generic_flags_table() {
         ("example.com", "widgets", false, false, true, false),
     ];
     for (g, r, status, cou, uncond, generation) in cases {
-        assert_eq!(has_status_subresource(g, r), status, "{g}/{r}");
+        let tr = strategy(g, r).traits();
+        assert_eq!(tr.status_subresource, status, "{g}/{r}");
         assert_eq!(allow_create_on_update(g, r), cou, "{g}/{r}");
         assert_eq!(allow_unconditional_update(g, r), uncond, "{g}/{r}");
-        assert_eq!(tracks_generation(g, r), generation, "{g}/{r}");
+        assert_eq!(tr.tracks_generation, generation, "{g}/{r}");
     }
 }
 
@@ -757,6 +800,810 @@ fn malformed_input_never_panics() {
             prepare_for_update(g, r, &mut upd, &obj, &ctx());
             prepare_for_subresource_update(g, r, "status", &mut upd, &obj);
             let _ = validate_update(g, r, &upd, &obj);
+            let s = strategy(g, r);
+            let mut raw = input.clone();
+            s.canonicalize_input(&mut raw);
+            for grace in [None, Some(-1), Some(0), Some(30)] {
+                if let DeletionPlan::Mark { grace } = s.deletion_plan(input, grace) {
+                    s.mark_deleting(&mut raw, grace, &ctx());
+                }
+            }
+            let _ = s.delete_on_update(input, &raw);
+            let _ = s.cleanup_delete_grace(input, &|_| false);
+            let _ = s.scale_from(input).map(|sc| s.validate_scale(&sc));
+            let _ = (s.service_allocation(input), s.service_held(input));
+            let _ = s.validate_binding(input);
+            let _ = s.bind(&mut raw, input, &ctx());
+            let _ = s.field_value(input, "status.phase");
         }
     }
+}
+
+fn name_causes(group: &str, resource: &str, obj: &Value) -> Vec<String> {
+    validate(group, resource, obj)
+        .into_iter()
+        .filter(|c| c.field.starts_with("metadata.name") || c.field == "metadata.generateName")
+        .map(|c| error_text(&c))
+        .collect()
+}
+
+/// The name rule of each type, as upstream's per-type `ValidateXName` (or, for types whose
+/// validation checks no name, its generic create check: a path segment) applies it.
+#[test]
+fn name_rules_by_type() {
+    // (group, resource, name, valid)
+    let rows: &[(&str, &str, &str, bool)] = &[
+        ("", "namespaces", "team-a", true),
+        ("", "namespaces", "team.a", false),
+        ("", "services", "web-1", true),
+        ("", "services", "1web", false),
+        ("", "pods", "web.1", true),
+        ("", "configmaps", "a.b", true),
+        ("", "configmaps", "Bad_Name", false),
+        ("", "nodes", "node-1.example.com", true),
+        ("", "nodes", "Node_1", false),
+        ("", "persistentvolumes", "pv.1", true),
+        ("", "persistentvolumes", "pv:1", false),
+        ("", "events", "web.17a2b3c4d5e6f7:Started", true),
+        ("", "events", "Upper_Case", true),
+        ("", "events", "a/b", false),
+        ("", "events", "..", false),
+        ("events.k8s.io", "events", "web.17a2b3c4d5e6f7", true),
+        ("events.k8s.io", "events", "a:b", false),
+        ("coordination.k8s.io", "leases", "kube-scheduler", true),
+        ("coordination.k8s.io", "leases", "Kube", false),
+        (
+            "scheduling.k8s.io",
+            "priorityclasses",
+            "high-priority",
+            true,
+        ),
+        ("scheduling.k8s.io", "priorityclasses", "High", false),
+        ("storage.k8s.io", "csidrivers", "ebs.csi.aws.com", true),
+        ("node.k8s.io", "runtimeclasses", "gvisor", true),
+        ("node.k8s.io", "runtimeclasses", "g_visor", false),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            "system:controller:x",
+            true,
+        ),
+        ("rbac.authorization.k8s.io", "rolebindings", "a%b", false),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "csr:Node-1",
+            true,
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "a/b",
+            false,
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            "a:b",
+            false,
+        ),
+        (
+            "flowcontrol.apiserver.k8s.io",
+            "flowschemas",
+            "exempt",
+            true,
+        ),
+        ("example.com", "widgets", "a.b", true),
+        ("example.com", "widgets", "a:b", false),
+    ];
+    for &(g, r, name, valid) in rows {
+        let namespaced = strategy(g, r).traits().namespaced;
+        let mut obj = json!({"metadata": {"name": name}});
+        if namespaced {
+            obj["metadata"]["namespace"] = json!("d");
+        }
+        let causes = name_causes(g, r, &obj);
+        assert_eq!(causes.is_empty(), valid, "{g}/{r} {name:?}: {causes:?}");
+    }
+    // The texts are upstream's, per rule.
+    let label = json!({"metadata": {"name": "team.a"}});
+    assert_eq!(
+        name_causes("", "namespaces", &label),
+        ["metadata.name: Invalid value: \"team.a\": must not contain dots"]
+    );
+    let segment = json!({"metadata": {"name": "a/b", "namespace": "d"}});
+    assert_eq!(
+        name_causes("", "events", &segment),
+        ["metadata.name: Invalid value: \"a/b\": may not contain '/'"]
+    );
+    // generateName prefixes are checked with upstream's trailing-dash allowance.
+    let generated =
+        json!({"metadata": {"name": "web-x2b4c", "generateName": "web-", "namespace": "d"}});
+    assert!(name_causes("", "services", &generated).is_empty());
+}
+
+/// CRD and APIService names are derived from their spec, as upstream's name checks require.
+#[test]
+fn names_derived_from_the_spec() {
+    let crd = |name: &str| json!({"metadata": {"name": name}, "spec": {"group": "example.com", "names": {"plural": "widgets"}}});
+    let crds = ("apiextensions.k8s.io", "customresourcedefinitions");
+    assert!(name_causes(crds.0, crds.1, &crd("widgets.example.com")).is_empty());
+    assert_eq!(
+        name_causes(crds.0, crds.1, &crd("widget.example.com")),
+        ["metadata.name: Invalid value: \"widget.example.com\": must be spec.names.plural+\".\"+spec.group"]
+    );
+    let mut generated = crd("widgets.example.com");
+    generated["metadata"]["generateName"] = json!("w-");
+    assert_eq!(
+        name_causes(crds.0, crds.1, &generated),
+        ["metadata.generateName: Invalid value: \"w-\": must be spec.names.plural+\".\"+spec.group"]
+    );
+    let api = |name: &str| json!({"metadata": {"name": name}, "spec": {"group": "example.com", "version": "v1"}});
+    let apis = ("apiregistration.k8s.io", "apiservices");
+    assert!(name_causes(apis.0, apis.1, &api("v1.example.com")).is_empty());
+    assert_eq!(
+        name_causes(apis.0, apis.1, &api("v2.example.com")),
+        ["metadata.name: Invalid value: \"v2.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.example.com\""]
+    );
+    assert_eq!(
+        name_causes(apis.0, apis.1, &api("v1/x")),
+        ["metadata.name: Invalid value: \"v1/x\": may not contain '/'"]
+    );
+}
+
+/// The causes of a create are the ones the server's 422 carries: metadata first, then the
+/// type's, messages without their field path.
+#[test]
+fn create_causes_in_the_shape_of_the_422() {
+    let cm = json!({"metadata": {"name": "Bad_Name", "namespace": "d"}, "data": {"a b": "x"}});
+    let causes = validate("", "configmaps", &cm);
+    let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+    assert_eq!(fields, ["metadata.name", "data[a b]"]);
+    for c in &causes {
+        assert_eq!(c.reason, "FieldValueInvalid");
+        assert!(c.message.starts_with("Invalid value: \""), "{c:?}");
+    }
+    let err = keel_api::ApiError::invalid("", "ConfigMap", "Bad_Name", causes);
+    assert!(
+        err.message.starts_with("ConfigMap \"Bad_Name\" is invalid: [metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message
+            .contains(", data[a b]: Invalid value: \"a b\": a valid config key"),
+        "{}",
+        err.message
+    );
+    // Scope: metadata.namespace is required for namespaced types, refused for the others.
+    let rows = [
+        (
+            ("", "configmaps"),
+            json!({"metadata": {"name": "c"}}),
+            "metadata.namespace: Required value",
+        ),
+        (
+            ("", "nodes"),
+            json!({"metadata": {"name": "n", "namespace": "d"}}),
+            "metadata.namespace: Forbidden: not allowed on this type",
+        ),
+    ];
+    for ((g, r), obj, want) in rows {
+        assert_eq!(messages(validate(g, r, &obj)), [want], "{g}/{r}");
+    }
+}
+
+#[test]
+fn secret_string_data_is_canonicalized() {
+    let secrets = strategy("", "secrets");
+    let mut raw = json!({"metadata": {"name": "s", "namespace": "d"}, "stringData": {"k": "v"}});
+    secrets.canonicalize_input(&mut raw);
+    assert_eq!(raw["data"], json!({"k": "dg=="}));
+    assert!(raw.get("stringData").is_none());
+    // prepare_for_create canonicalizes too (idempotently).
+    let got = created(
+        "",
+        "secrets",
+        json!({"metadata": {"name": "s", "namespace": "d"}, "data": {"a": "eA=="}, "stringData": {"k": "v"}}),
+    );
+    assert_eq!(got["data"], json!({"a": "eA==", "k": "dg=="}));
+    assert!(validate("", "secrets", &got).is_empty());
+    let mut upd = got.clone();
+    upd["stringData"] = json!({"a": "y"});
+    secrets.prepare_for_update(&mut upd, &got, &ctx());
+    assert_eq!(upd["data"], json!({"a": "eQ==", "k": "dg=="}));
+    // Only Secrets have stringData.
+    let mut cm = json!({"stringData": {"k": "v"}});
+    strategy("", "configmaps").canonicalize_input(&mut cm);
+    assert_eq!(cm, json!({"stringData": {"k": "v"}}));
+}
+
+fn bound_pod(meta: Value, phase: &str) -> Value {
+    json!({"metadata": meta, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 30},
+           "status": {"phase": phase}})
+}
+
+/// The deletion plan per type: pods delete gracefully, namespaces terminate, finalizers hold.
+#[test]
+fn deletion_plans() {
+    use DeletionPlan::{AlreadyPending, Mark, Now};
+    let ts = "2024-01-01T00:00:30Z";
+    let fin = json!(["example.com/hold"]);
+    let meta = |extra: Value| {
+        let mut m = json!({"name": "x", "namespace": "d"});
+        for (k, v) in extra.as_object().unwrap() {
+            m[k] = v.clone();
+        }
+        m
+    };
+    // (group, resource, object, requested grace, plan)
+    let rows: Vec<(&str, &str, Value, Option<i64>, DeletionPlan)> = vec![
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({}))}),
+            None,
+            Now,
+        ),
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({}))}),
+            Some(30),
+            Now,
+        ),
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({"finalizers": fin}))}),
+            None,
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({"finalizers": fin, "deletionTimestamp": ts, "deletionGracePeriodSeconds": 0}))}),
+            None,
+            AlreadyPending,
+        ),
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({"finalizers": fin, "deletionTimestamp": ts}))}),
+            None,
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "configmaps",
+            json!({"metadata": meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0}))}),
+            None,
+            Now,
+        ),
+        // Namespaces: the first delete always marks (the controller empties them first).
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]}}),
+            None,
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n"}}),
+            Some(0),
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n", "deletionTimestamp": ts}, "spec": {"finalizers": ["kubernetes"]}}),
+            None,
+            AlreadyPending,
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n", "deletionTimestamp": ts, "finalizers": fin}, "spec": {"finalizers": []}}),
+            None,
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n", "deletionTimestamp": ts}, "spec": {}}),
+            None,
+            Now,
+        ),
+        // Pods: graceful on a node, at once otherwise.
+        (
+            "",
+            "pods",
+            json!({"metadata": meta(json!({})), "spec": {"terminationGracePeriodSeconds": 30}}),
+            None,
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            json!({"metadata": meta(json!({"finalizers": fin})), "spec": {}}),
+            None,
+            Mark { grace: 0 },
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Running"),
+            None,
+            Mark { grace: 30 },
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Pending"),
+            Some(5),
+            Mark { grace: 5 },
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Running"),
+            Some(0),
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Running"),
+            Some(-3),
+            Mark { grace: 1 },
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Succeeded"),
+            None,
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(meta(json!({})), "Failed"),
+            Some(10),
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30})),
+                "Running",
+            ),
+            None,
+            AlreadyPending,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30})),
+                "Running",
+            ),
+            Some(30),
+            AlreadyPending,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30})),
+                "Running",
+            ),
+            Some(5),
+            Mark { grace: 5 },
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30})),
+                "Running",
+            ),
+            Some(0),
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(
+                    json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30, "finalizers": fin}),
+                ),
+                "Running",
+            ),
+            Some(0),
+            Mark { grace: 0 },
+        ),
+        // A mark without a grace period: a failed removal after the mark is retried.
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0})),
+                "Running",
+            ),
+            None,
+            Now,
+        ),
+        (
+            "",
+            "pods",
+            bound_pod(
+                meta(
+                    json!({"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0, "finalizers": fin}),
+                ),
+                "Running",
+            ),
+            None,
+            AlreadyPending,
+        ),
+        (
+            "example.com",
+            "widgets",
+            json!({"metadata": meta(json!({"finalizers": fin}))}),
+            None,
+            Mark { grace: 0 },
+        ),
+    ];
+    for (g, r, obj, grace, want) in rows {
+        assert_eq!(
+            strategy(g, r).deletion_plan(&obj, grace),
+            want,
+            "{g}/{r} {grace:?} {obj}"
+        );
+    }
+}
+
+/// What a mark writes: due times from the request's clock, upstream's generation bump, the
+/// namespace phase.
+#[test]
+fn deletion_marks() {
+    let now = "2024-01-01T00:00:00Z";
+    // (group, resource, object, grace, expected metadata, expected status)
+    let rows: Vec<(&str, &str, Value, i64, Value, Value)> = vec![
+        (
+            "",
+            "pods",
+            bound_pod(json!({"name": "p"}), "Running"),
+            30,
+            json!({"name": "p", "deletionTimestamp": "2024-01-01T00:00:30Z", "deletionGracePeriodSeconds": 30}),
+            json!({"phase": "Running"}),
+        ),
+        (
+            // Shortening counts from the first delete (due 00:00:30 with 30 s, so it began at 00:00:00).
+            "",
+            "pods",
+            bound_pod(
+                json!({"name": "p", "deletionTimestamp": "2024-01-01T00:00:30Z", "deletionGracePeriodSeconds": 30}),
+                "Running",
+            ),
+            5,
+            json!({"name": "p", "deletionTimestamp": "2024-01-01T00:00:05Z", "deletionGracePeriodSeconds": 5}),
+            json!({"phase": "Running"}),
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+            0,
+            json!({"name": "n", "deletionTimestamp": now}),
+            json!({"phase": "Terminating"}),
+        ),
+        (
+            "",
+            "namespaces",
+            json!({"metadata": {"name": "n", "deletionTimestamp": "2023-12-31T00:00:00Z", "finalizers": ["f.io/x"]}, "status": {"phase": "Terminating"}}),
+            0,
+            json!({"name": "n", "deletionTimestamp": "2023-12-31T00:00:00Z", "finalizers": ["f.io/x"], "deletionGracePeriodSeconds": 0}),
+            json!({"phase": "Terminating"}),
+        ),
+        (
+            "apps",
+            "deployments",
+            json!({"metadata": {"name": "d", "generation": 3, "finalizers": ["f.io/x"]}, "status": {}}),
+            0,
+            json!({"name": "d", "generation": 4, "finalizers": ["f.io/x"], "deletionTimestamp": now, "deletionGracePeriodSeconds": 0}),
+            json!({}),
+        ),
+        (
+            // Already deleting: the timestamp stays (it is not in the future), no second bump.
+            "apps",
+            "deployments",
+            json!({"metadata": {"name": "d", "generation": 4, "finalizers": ["f.io/x"], "deletionTimestamp": "2023-12-31T00:00:00Z"}, "status": {}}),
+            0,
+            json!({"name": "d", "generation": 4, "finalizers": ["f.io/x"], "deletionTimestamp": "2023-12-31T00:00:00Z", "deletionGracePeriodSeconds": 0}),
+            json!({}),
+        ),
+        (
+            // A timestamp in the future (a graceful pod now held by a finalizer) becomes now.
+            "",
+            "configmaps",
+            json!({"metadata": {"name": "c", "finalizers": ["f.io/x"], "deletionTimestamp": "2024-06-01T00:00:00Z"}, "status": {}}),
+            0,
+            json!({"name": "c", "finalizers": ["f.io/x"], "deletionTimestamp": now, "deletionGracePeriodSeconds": 0}),
+            json!({}),
+        ),
+    ];
+    for (g, r, mut obj, grace, want_meta, want_status) in rows {
+        strategy(g, r).mark_deleting(&mut obj, grace, &ctx());
+        assert_eq!(obj["metadata"], want_meta, "{g}/{r}");
+        assert_eq!(obj["status"], want_status, "{g}/{r}");
+    }
+}
+
+/// Finalizers that hold an object, and whether an update that removes the last one deletes
+/// it (upstream's `ShouldDeleteDuringUpdate`).
+#[test]
+fn finalizers_and_delete_on_update() {
+    let ts = "2024-01-01T00:00:00Z";
+    let ns = strategy("", "namespaces");
+    let cms = strategy("", "configmaps");
+    let pods = strategy("", "pods");
+    let spec_held = json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]}});
+    assert!(ns.has_pending_finalizers(&spec_held));
+    assert!(
+        !cms.has_pending_finalizers(&spec_held),
+        "only namespaces have spec.finalizers"
+    );
+    assert!(cms.has_pending_finalizers(&json!({"metadata": {"finalizers": ["f.io/x"]}})));
+    assert!(!cms.has_pending_finalizers(&json!({"metadata": {"finalizers": []}})));
+
+    // (strategy, new, old, deletes)
+    let rows: Vec<(&Strategy, Value, Value, bool)> = vec![
+        (
+            cms,
+            json!({"metadata": {}}),
+            json!({"metadata": {"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0, "finalizers": ["f.io/x"]}}),
+            true,
+        ),
+        (
+            cms,
+            json!({"metadata": {"finalizers": ["f.io/y"]}}),
+            json!({"metadata": {"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0}}),
+            false,
+        ),
+        (
+            cms,
+            json!({"metadata": {}}),
+            json!({"metadata": {"finalizers": ["f.io/x"]}}),
+            false,
+        ),
+        (
+            ns,
+            json!({"metadata": {}, "spec": {"finalizers": []}}),
+            json!({"metadata": {"deletionTimestamp": ts}, "spec": {"finalizers": ["kubernetes"]}}),
+            true,
+        ),
+        (
+            ns,
+            json!({"metadata": {}, "spec": {"finalizers": ["kubernetes"]}}),
+            json!({"metadata": {"deletionTimestamp": ts, "finalizers": ["f.io/x"]}}),
+            false,
+        ),
+        // A graceful deletion still running is finished by its kubelet, not by the update.
+        (
+            pods,
+            json!({"metadata": {}}),
+            json!({"metadata": {"deletionTimestamp": ts, "deletionGracePeriodSeconds": 30, "finalizers": ["f.io/x"]}}),
+            false,
+        ),
+        (
+            pods,
+            json!({"metadata": {}}),
+            json!({"metadata": {"deletionTimestamp": ts, "deletionGracePeriodSeconds": 0, "finalizers": ["f.io/x"]}}),
+            true,
+        ),
+    ];
+    for (s, new, old, want) in rows {
+        assert_eq!(
+            s.delete_on_update(&new, &old),
+            want,
+            "{}: {new} {old}",
+            s.resource()
+        );
+    }
+}
+
+#[test]
+fn namespace_cleanup_grace() {
+    let pods = strategy("", "pods");
+    let exists = |n: &str| n == "n1";
+    let rows = [
+        (json!({"spec": {"nodeName": "n1"}}), None),
+        (json!({"spec": {"nodeName": "gone"}}), Some(0)),
+        (json!({"spec": {}}), Some(0)),
+    ];
+    for (pod, want) in rows {
+        assert_eq!(pods.cleanup_delete_grace(&pod, &exists), want, "{pod}");
+    }
+    let cm = json!({"spec": {"nodeName": "gone"}});
+    assert_eq!(
+        strategy("", "configmaps").cleanup_delete_grace(&cm, &exists),
+        None
+    );
+}
+
+/// Custom resources: scope and status split from the definition, generation tracked,
+/// DNS-1123 subdomain names, metadata field selectors only.
+#[test]
+fn custom_resource_strategies() {
+    let namespaced = custom_resource(true, true);
+    let cluster = custom_resource(false, false);
+    let mut obj = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "d"}, "spec": {"size": 1}, "status": {"ok": true}});
+    namespaced.prepare_for_create(&mut obj, &ctx());
+    assert_eq!(obj["metadata"]["generation"], json!(1));
+    assert!(obj.get("status").is_none(), "status is set through /status");
+    assert!(namespaced.validate_create(&obj).is_empty());
+    assert!(!namespaced.allow_unconditional_update());
+    assert_eq!(
+        messages(cluster.validate_create(&obj)),
+        ["metadata.namespace: Forbidden: not allowed on this type"]
+    );
+    assert_eq!(
+        namespaced
+            .field_value(&obj, "metadata.namespace")
+            .as_deref(),
+        Some("d")
+    );
+    assert_eq!(cluster.selectable_fields(), ["metadata.name"]);
+    assert_eq!(namespaced.field_value(&obj, "spec.size"), None);
+}
+
+#[test]
+fn binding_only_for_pods() {
+    let b = json!({"target": {"name": "n1"}});
+    let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
+    assert!(strategy("", "pods").validate_binding(&b).is_empty());
+    assert_eq!(strategy("", "pods").bind(&mut pod, &b, &ctx()), Ok(()));
+    assert_eq!(pod["spec"]["nodeName"], "n1");
+    let mut cm = json!({"metadata": {"name": "c"}});
+    assert!(strategy("", "configmaps")
+        .bind(&mut cm, &b, &ctx())
+        .is_err());
+    assert_eq!(cm, json!({"metadata": {"name": "c"}}));
+}
+
+/// Field selectors of the types with more than metadata fields, and their typed values.
+#[test]
+fn field_values_by_type() {
+    // (group, resource, object, field, value)
+    let rows: Vec<(&str, &str, Value, &str, Option<&str>)> = vec![
+        (
+            "apps",
+            "replicasets",
+            json!({"status": {"replicas": 3}}),
+            "status.replicas",
+            Some("3"),
+        ),
+        (
+            "apps",
+            "replicasets",
+            json!({}),
+            "status.replicas",
+            Some("0"),
+        ),
+        (
+            "",
+            "replicationcontrollers",
+            json!({}),
+            "status.replicas",
+            Some("0"),
+        ),
+        (
+            "apps",
+            "deployments",
+            json!({"status": {"replicas": 3}}),
+            "status.replicas",
+            None,
+        ),
+        (
+            "batch",
+            "jobs",
+            json!({"status": {"successful": 2}}),
+            "status.successful",
+            Some("2"),
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            json!({"spec": {"signerName": "kubernetes.io/kubelet-serving"}}),
+            "spec.signerName",
+            Some("kubernetes.io/kubelet-serving"),
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            json!({"metadata": {"namespace": "x"}}),
+            "metadata.namespace",
+            None,
+        ),
+        (
+            "",
+            "pods",
+            json!({"status": {"podIP": "10.0.0.2"}}),
+            "status.podIP",
+            Some("10.0.0.2"),
+        ),
+        ("", "pods", json!({}), "spec.hostNetwork", Some("false")),
+        (
+            "",
+            "services",
+            json!({"spec": {"type": "NodePort"}}),
+            "spec.type",
+            Some("NodePort"),
+        ),
+        (
+            "",
+            "secrets",
+            json!({"type": "kubernetes.io/tls"}),
+            "type",
+            Some("kubernetes.io/tls"),
+        ),
+        (
+            "coordination.k8s.io",
+            "leases",
+            json!({"metadata": {"namespace": "kube-system"}}),
+            "metadata.namespace",
+            Some("kube-system"),
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            json!({"metadata": {"name": "admin"}}),
+            "metadata.name",
+            Some("admin"),
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "clusterroles",
+            json!({}),
+            "metadata.namespace",
+            None,
+        ),
+    ];
+    for (g, r, obj, field, want) in rows {
+        assert_eq!(
+            strategy(g, r).field_value(&obj, field).as_deref(),
+            want,
+            "{g}/{r} {field}"
+        );
+    }
+}
+
+/// `ephemeralcontainers` writes take only `spec.ephemeralContainers` from the body.
+#[test]
+fn pod_ephemeral_containers_write() {
+    let old = created(
+        "",
+        "pods",
+        json!({"metadata": {"name": "p", "namespace": "d"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    );
+    let mut new = old.clone();
+    new["spec"]["ephemeralContainers"] = json!([{"name": "debug", "image": "busybox"}]);
+    new["spec"]["containers"][0]["image"] = json!("y");
+    new["metadata"]["labels"] = json!({"a": "b"});
+    strategy("", "pods").prepare_for_subresource_update("ephemeralcontainers", &mut new, &old);
+    assert_eq!(new["spec"]["ephemeralContainers"][0]["name"], "debug");
+    assert_eq!(new["spec"]["containers"], old["spec"]["containers"]);
+    assert_eq!(new["metadata"], old["metadata"]);
+    let mut other = old.clone();
+    other["spec"]["containers"][0]["image"] = json!("z");
+    strategy("", "pods").prepare_for_subresource_update("resize", &mut other, &old);
+    assert_eq!(
+        other["spec"]["containers"][0]["image"], "z",
+        "unknown subresources change nothing"
+    );
 }

@@ -2,8 +2,8 @@
 //! ReplicationControllers, plus the Job selector generation.
 
 use crate::json::{child, child_if, default, each_obj, str_at};
+use crate::kind::Kind;
 use crate::podspec_defaults::default_pod_template;
-use crate::registry::Kind;
 use serde_json::{json, Map, Value};
 
 /// Default `revisionHistoryLimit` of Deployments, StatefulSets and DaemonSets.

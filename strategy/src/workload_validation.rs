@@ -2,8 +2,8 @@
 
 use crate::errors::{Bad, FieldErr};
 use crate::json::{at, str_at};
+use crate::kind::Kind;
 use crate::podspec_validation::validate_pod_spec;
-use crate::registry::Kind;
 use crate::selector;
 use serde_json::Value;
 
@@ -115,7 +115,7 @@ fn template(spec: &Value, sel: &Value, errs: &mut Vec<FieldErr>) {
 }
 
 fn pod_template(t: &Value, path: &str, errs: &mut Vec<FieldErr>) {
-    errs.extend(crate::meta::validate_labels(
+    errs.extend(crate::selector::validate_labels(
         t.pointer("/metadata/labels"),
         &format!("{path}.metadata.labels"),
     ));
@@ -206,7 +206,10 @@ fn rc(spec: &Value, errs: &mut Vec<FieldErr>) {
     if sel.as_object().is_none_or(|m| m.is_empty()) {
         errs.push(FieldErr::required("spec.selector", ""));
     }
-    errs.extend(crate::meta::validate_labels(Some(&sel), "spec.selector"));
+    errs.extend(crate::selector::validate_labels(
+        Some(&sel),
+        "spec.selector",
+    ));
     let as_selector = serde_json::json!({ "matchLabels": sel });
     template(spec, &as_selector, errs);
 }

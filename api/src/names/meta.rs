@@ -20,11 +20,24 @@ pub fn validate_object_meta(
     namespaced: bool,
     name_rule: NameRule,
 ) -> Vec<StatusCause> {
+    validate_object_meta_with(meta, namespaced, &|name, prefix| {
+        name_rule.check(name, prefix)
+    })
+}
+
+/// [`validate_object_meta`] with a name check that may depend on more than the name (upstream
+/// passes `ValidateObjectMeta` a closure for types whose name is derived from their spec,
+/// such as CustomResourceDefinitions and APIServices): `(name, is_prefix) -> messages`.
+pub fn validate_object_meta_with(
+    meta: &Value,
+    namespaced: bool,
+    check_name: &dyn Fn(&str, bool) -> Vec<String>,
+) -> Vec<StatusCause> {
     let mut errs = Vec::new();
     let text = |key: &str| meta.get(key).and_then(Value::as_str).unwrap_or("");
     let generate_name = text("generateName");
     if !generate_name.is_empty() {
-        for msg in name_rule.check(generate_name, true) {
+        for msg in check_name(generate_name, true) {
             errs.push(field::invalid_str(
                 "metadata.generateName",
                 generate_name,
@@ -39,7 +52,7 @@ pub fn validate_object_meta(
             "name or generateName is required",
         ));
     } else {
-        for msg in name_rule.check(name, false) {
+        for msg in check_name(name, false) {
             errs.push(field::invalid_str("metadata.name", name, &msg));
         }
     }

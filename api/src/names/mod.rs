@@ -305,7 +305,7 @@ impl NameRule {
 mod meta;
 pub use meta::{
     validate_annotations, validate_finalizers, validate_labels, validate_object_meta,
-    validate_owner_references,
+    validate_object_meta_with, validate_owner_references,
 };
 
 #[cfg(test)]

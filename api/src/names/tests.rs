@@ -249,3 +249,35 @@ fn object_meta_name_labels_annotations_controllers() {
         .message
         .ends_with("/v1, Kind=Event is disallowed from being an owner"));
 }
+
+/// A name check that depends on more than the name (CRDs, APIServices) sees the generated
+/// prefix and the name, and its messages land on the right paths, first among the causes.
+#[test]
+fn object_meta_with_a_closure_name_check() {
+    let required = "widgets.example.com";
+    let check = |name: &str, _prefix: bool| -> Vec<String> {
+        if name == required {
+            vec![]
+        } else {
+            vec![format!("must be {required:?}")]
+        }
+    };
+    let meta = json!({"name": "other", "generateName": "w-", "labels": {"bad key": "v"}});
+    let got = fields(&validate_object_meta_with(&meta, false, &check));
+    assert_eq!(
+        got[..2],
+        [
+            (
+                "metadata.generateName".to_string(),
+                "Invalid value: \"w-\": must be \"widgets.example.com\"".to_string()
+            ),
+            (
+                "metadata.name".to_string(),
+                "Invalid value: \"other\": must be \"widgets.example.com\"".to_string()
+            ),
+        ]
+    );
+    assert_eq!(got[2].0, "metadata.labels");
+    let ok = json!({"name": required});
+    assert!(validate_object_meta_with(&ok, false, &check).is_empty());
+}

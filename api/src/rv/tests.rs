@@ -24,13 +24,74 @@ fn watch_table() {
     for (rv, want) in rows {
         assert_eq!(plan_watch(rv).expect("valid"), want, "rv {rv:?}");
     }
-    assert_eq!(validate_watch_match(None), Ok(()));
-    let err = validate_watch_match(Some("Exact")).expect_err("forbidden");
-    assert_eq!(err.code, 422);
-    assert_eq!(
-        err.message,
-        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+}
+
+/// Watch option rows as upstream's `validateWatchOptions` with the WatchList feature off:
+/// every failure is listed, in upstream's order, in one 422.
+#[test]
+fn watch_options_table() {
+    let invalid = "ListOptions.meta.k8s.io \"\" is invalid: ";
+    let unless_sie = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided";
+    let unsupported_exact =
+        "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"";
+    let with_continue = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided";
+    let sie_needs_match = "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
+    let sie_gate = "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
+    // (resourceVersionMatch, continue, sendInitialEvents, expected message after the prefix)
+    type Row<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<String>,
     );
+    let rows: Vec<Row> = vec![
+        (None, None, None, None),
+        (Some(""), None, None, None),
+        (None, Some("token"), None, None),
+        (
+            Some("NotOlderThan"),
+            None,
+            None,
+            Some(unless_sie.to_string()),
+        ),
+        (
+            Some("Exact"),
+            None,
+            None,
+            Some(format!("[{unless_sie}, {unsupported_exact}]")),
+        ),
+        (
+            Some("NotOlderThan"),
+            Some("t"),
+            None,
+            Some(format!("[{unless_sie}, {with_continue}]")),
+        ),
+        (
+            None,
+            None,
+            Some("true"),
+            Some(format!("[{sie_needs_match}, {sie_gate}]")),
+        ),
+        (
+            Some("NotOlderThan"),
+            None,
+            Some("false"),
+            Some(sie_gate.to_string()),
+        ),
+    ];
+    for (matching, cont, sie, want) in rows {
+        let req = WatchRequest {
+            resource_version_match: matching,
+            continue_token: cont,
+            send_initial_events: sie,
+        };
+        let got = validate_watch_match(&req).map_err(|e| {
+            assert_eq!((e.code, e.reason), (422, "Invalid"));
+            e.message
+        });
+        let want = want.map(|m| format!("{invalid}{m}"));
+        assert_eq!(got.err(), want, "{req:?}");
+    }
 }
 
 const TOKEN_RV: Revision = Revision(7);

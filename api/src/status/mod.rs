@@ -125,6 +125,19 @@ impl ApiError {
         err
     }
 
+    /// 422 for an update without `metadata.resourceVersion` of a type that requires one.
+    /// Upstream names the *resource* where the kind belongs
+    /// (`customresourcedefinitions.apiextensions.k8s.io "x" is invalid: ...`) and prints the
+    /// missing version as Go's `%#v` of a `uint64` zero (`0x0`).
+    pub fn resource_version_required(group: &str, resource: &str, name: &str) -> Self {
+        let cause = StatusCause {
+            reason: field::REASON_INVALID.into(),
+            message: "Invalid value: 0x0: must be specified for an update".into(),
+            field: "metadata.resourceVersion".into(),
+        };
+        Self::invalid(group, resource, name, vec![cause])
+    }
+
     /// 400 BadRequest with `msg` as message.
     pub fn bad_request(msg: impl Into<String>) -> Self {
         Self::plain(400, "BadRequest", msg)
@@ -140,24 +153,31 @@ impl ApiError {
         Self::plain(410, "Expired", msg)
     }
 
-    /// 410 Expired for a watch or list older than the retained history:
-    /// `too old resource version: <requested> (<oldest held - 1>)`.
-    pub fn too_old_resource_version(requested: u64, oldest_available: u64) -> Self {
+    /// 410 Expired for a watch older than the retained history, as upstream's watch cache
+    /// words it: `too old resource version: <requested> (<oldest_start>)`, where
+    /// `oldest_start` is the oldest resourceVersion a watch can still start from (upstream
+    /// prints its oldest buffered event's version minus one; keel's engine reports exactly
+    /// that revision as `Compacted { compacted, .. }`).
+    pub fn too_old_resource_version(requested: u64, oldest_start: u64) -> Self {
         Self::expired(format!(
-            "too old resource version: {requested} ({})",
-            oldest_available.saturating_sub(1)
+            "too old resource version: {requested} ({oldest_start})"
         ))
     }
 
-    /// 410 Expired for a continue token whose snapshot was compacted away.
+    /// 410 Expired for a list at an exact (or paged) resourceVersion whose snapshot was
+    /// compacted away: what upstream's storage answers for such a list.
+    pub fn list_resource_version_expired() -> Self {
+        Self::expired("The resourceVersion for the provided list is too old.")
+    }
+
+    /// 410 Expired for a continue token whose snapshot was compacted away. This is upstream's
+    /// text for a compacted continue token when it hands out no fresh token; upstream also
+    /// has a longer text for the case where it returns a token that resumes at the latest
+    /// state (`rv: -1`), which keel's tokens do not support yet.
     pub fn continue_token_expired() -> Self {
         Self::expired(
             "The provided continue parameter is too old to display a consistent list result. \
-             You can start a new list without the continue parameter, or use the continue token \
-             in this response to retrieve the remainder of the results. Continuing with the \
-             provided token results in an inconsistent list - objects that were created, \
-             modified, or deleted between the time the first chunk was returned and now may \
-             show up in the list.",
+             You can start a new list without the continue parameter.",
         )
     }
 
@@ -171,6 +191,35 @@ impl ApiError {
         err.group = Some(group.to_string());
         err.kind = Some(resource.to_string());
         err
+    }
+
+    /// What upstream's router answers for a path or method no route takes: a fixed text per
+    /// code and an empty (but present) `details` object.
+    fn unmatched_route(code: u16, reason: &'static str, message: &str) -> Self {
+        let mut err = Self::plain(code, reason, message);
+        err.group = Some(String::new());
+        err.kind = Some(String::new());
+        err.name = Some(String::new());
+        err
+    }
+
+    /// 405 MethodNotAllowed for a path whose routes do not take the request's method.
+    pub fn method_not_allowed() -> Self {
+        Self::unmatched_route(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+    }
+
+    /// 404 NotFound for a path under a served API group version that names no resource.
+    /// (Paths outside every served group get upstream's plain-text `404 page not found`.)
+    pub fn route_not_found() -> Self {
+        Self::unmatched_route(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 406 NotAcceptable: `only the following media types are accepted: a, b`.
@@ -201,6 +250,19 @@ impl ApiError {
         );
         err.retry_after_seconds = Some(retry_after_seconds);
         err
+    }
+
+    /// 429 TooManyRequests with a caller-supplied message (upstream's `NewTooManyRequests`),
+    /// e.g. for a limit other than the in-flight request limit.
+    pub fn too_many_requests_with(message: impl Into<String>, retry_after_seconds: u64) -> Self {
+        let mut err = Self::plain(429, "TooManyRequests", message);
+        err.retry_after_seconds = Some(retry_after_seconds);
+        err
+    }
+
+    /// 503 ServiceUnavailable with `msg` as message and no details.
+    pub fn service_unavailable(msg: impl Into<String>) -> Self {
+        Self::plain(503, "ServiceUnavailable", msg)
     }
 
     /// 413 RequestEntityTooLarge: `Request entity too large: <msg>`.
@@ -251,6 +313,25 @@ impl ApiError {
             (false, false) => format!("{gr} {} is forbidden: {reason}", gofmt::quote(name)),
         };
         Self::plain(403, "Forbidden", msg).with_details(group, resource, name)
+    }
+
+    /// 403 Forbidden from the NamespaceLifecycle admission plugin: a create in a namespace
+    /// that is being deleted, with the `NamespaceTerminating` cause clients look for.
+    pub fn namespace_terminating(group: &str, resource: &str, name: &str, namespace: &str) -> Self {
+        let mut err = Self::forbidden_with(
+            group,
+            resource,
+            name,
+            &format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+        );
+        err.causes.push(StatusCause {
+            reason: NAMESPACE_TERMINATING_CAUSE.into(),
+            message: format!("namespace {namespace} is being terminated"),
+            field: "metadata.namespace".into(),
+        });
+        err
     }
 
     /// 500 InternalError: `Internal error occurred: <msg>`, with the message as a cause.
@@ -401,6 +482,9 @@ impl std::fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+/// Cause reason of a create refused because its namespace is being deleted.
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
 
 /// Seconds upstream asks clients to wait after a "Too large resource version" answer.
 pub const TOO_LARGE_RESOURCE_VERSION_RETRY_SECONDS: u64 = 1;

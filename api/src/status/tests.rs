@@ -29,7 +29,13 @@ fn constructors_codes_reasons_messages() {
         (ApiError::bad_request("nope"), 400, "BadRequest", "nope"),
         (ApiError::gone("old"), 410, "Gone", "old"),
         (ApiError::expired("old"), 410, "Expired", "old"),
-        (ApiError::too_old_resource_version(5, 10), 410, "Expired", "too old resource version: 5 (9)"),
+        (ApiError::too_old_resource_version(5, 10), 410, "Expired", "too old resource version: 5 (10)"),
+        (ApiError::list_resource_version_expired(), 410, "Expired", "The resourceVersion for the provided list is too old."),
+        (ApiError::continue_token_expired(), 410, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."),
+        (ApiError::method_not_allowed(), 405, "MethodNotAllowed", "the server does not allow this method on the requested resource"),
+        (ApiError::route_not_found(), 404, "NotFound", "the server could not find the requested resource"),
+        (ApiError::service_unavailable("no kubelet"), 503, "ServiceUnavailable", "no kubelet"),
+        (ApiError::too_many_requests_with("too many watches open (limit 2)", 1), 429, "TooManyRequests", "too many watches open (limit 2)"),
         (ApiError::method_not_supported("", "pods/log", "create"), 405, "MethodNotAllowed", "create is not supported on resources of kind \"pods/log\""),
         (ApiError::not_acceptable(&["application/json", "application/yaml"]), 406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml"),
         (ApiError::unsupported_media_type(&["application/json-patch+json", "application/merge-patch+json"]), 415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json"),
@@ -182,5 +188,58 @@ fn success_status_shape() {
         v,
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                "details": {"name": "c", "kind": "configmaps", "uid": "u-1"}})
+    );
+}
+
+/// The router's answers carry an empty `details` object, as upstream's generic server
+/// response does; the 503 and the custom 429 carry only what upstream sets.
+#[test]
+fn router_and_misc_wire_shapes() {
+    assert_eq!(
+        wire(&ApiError::method_not_allowed()),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed","details":{},"code":405}"#
+    );
+    assert_eq!(
+        wire(&ApiError::route_not_found()),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}"#
+    );
+    assert!(ApiError::service_unavailable("x")
+        .to_value()
+        .get("details")
+        .is_none());
+    assert_eq!(
+        ApiError::too_many_requests_with("busy", 3).to_value()["details"],
+        json!({"retryAfterSeconds": 3})
+    );
+}
+
+#[test]
+fn namespace_terminating_shape() {
+    let err = ApiError::namespace_terminating("", "configmaps", "c", "team-a");
+    assert_eq!(
+        wire(&err),
+        r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"c\" is forbidden: unable to create new content in namespace team-a because it is being terminated","reason":"Forbidden","details":{"name":"c","kind":"configmaps","causes":[{"reason":"NamespaceTerminating","message":"namespace team-a is being terminated","field":"metadata.namespace"}]},"code":403}"#
+    );
+    let apps = ApiError::namespace_terminating("apps", "deployments", "", "ns");
+    assert_eq!(
+        apps.message,
+        "deployments.apps is forbidden: unable to create new content in namespace ns because it is being terminated"
+    );
+}
+
+#[test]
+fn resource_version_required_shape() {
+    let err = ApiError::resource_version_required(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "w.example.com",
+    );
+    assert_eq!(
+        err.message,
+        "customresourcedefinitions.apiextensions.k8s.io \"w.example.com\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+    );
+    assert_eq!(
+        err.to_value()["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update", "field": "metadata.resourceVersion"}])
     );
 }

@@ -1,0 +1,37 @@
+//! The built-in types that have type-specific policy in this crate.
+
+/// Built-in types with type-specific policy here; every other resource gets only the generic
+/// rules of its [`crate::Strategy`] (flags, name rule, field selectors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// core/v1 pods
+    Pod,
+    /// core/v1 namespaces
+    Namespace,
+    /// core/v1 services
+    Service,
+    /// core/v1 nodes
+    Node,
+    /// core/v1 configmaps
+    ConfigMap,
+    /// core/v1 secrets
+    Secret,
+    /// core/v1 events
+    Event,
+    /// core/v1 replicationcontrollers
+    ReplicationController,
+    /// apps/v1 deployments
+    Deployment,
+    /// apps/v1 replicasets
+    ReplicaSet,
+    /// apps/v1 statefulsets
+    StatefulSet,
+    /// apps/v1 daemonsets
+    DaemonSet,
+    /// batch/v1 jobs
+    Job,
+    /// batch/v1 cronjobs
+    CronJob,
+    /// Any other resource: only the generic rules apply.
+    Other,
+}
