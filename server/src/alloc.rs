@@ -1,9 +1,13 @@
-//! Service cluster IP and node port allocation. The allocated sets are rebuilt from the stored
-//! services at start and kept in memory; every create takes from them and every delete returns.
+//! Service cluster IP and node port allocation: the allocators' state. What a Service needs
+//! (cluster IP, node ports, health-check node port, honouring `allocateLoadBalancerNodePorts`
+//! and `externalTrafficPolicy`) and what it holds are the Service strategy's decisions
+//! (`keel_strategy::Strategy::service_allocation` / `service_held`); this module only takes
+//! and gives back. The taken sets are rebuilt from the stored services at start and kept in
+//! memory; every create takes from them and every delete gives back.
 
 use crate::options::Cidr;
-use keel_api::status::{ApiError, StatusCause};
-use keel_catalog::ResourceInfo;
+use keel_api::status::ApiError;
+use keel_strategy::{AllocError, ClusterIpNeed, FailedNeed, NodePortNeed, Request, Strategy};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -23,23 +27,6 @@ pub struct Allocators {
     used_ports: Mutex<HashSet<u16>>,
 }
 
-fn is_services(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "services"
-}
-
-fn invalid(field: &str, msg: String) -> ApiError {
-    ApiError::invalid(
-        "",
-        "Service",
-        "",
-        vec![StatusCause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("{field}: {msg}"),
-            field: field.into(),
-        }],
-    )
-}
-
 impl Allocators {
     pub fn new(range: Cidr, ports: (u16, u16)) -> Allocators {
         Allocators {
@@ -56,33 +43,85 @@ impl Allocators {
     }
 
     /// Marks what a stored service holds (at start).
-    pub fn restore(&self, svc: &Value) {
-        for ip in cluster_ips(svc) {
-            self.used_ips.lock().insert(ip);
-        }
-        for p in node_ports(svc) {
-            self.used_ports.lock().insert(p);
-        }
+    pub fn restore(&self, strategy: &Strategy, svc: &Value) {
+        let Some(held) = strategy.service_held(svc) else {
+            return;
+        };
+        let mut ips = self.used_ips.lock();
+        ips.extend(
+            held.cluster_ips
+                .iter()
+                .filter_map(|ip| ip.parse::<Ipv4Addr>().ok()),
+        );
+        drop(ips);
+        let mut ports = self.used_ports.lock();
+        ports.extend(
+            held.node_ports
+                .iter()
+                .filter_map(|p| u16::try_from(*p).ok()),
+        );
     }
 
-    /// Assigns a cluster IP and node ports to a new service. On a dry run the values are
-    /// chosen but not reserved.
+    /// Assigns what a new object needs (a Service: cluster IP and node ports; other types
+    /// nothing), writing the values into it. On a dry run the values are chosen but not
+    /// reserved.
     pub fn allocate(
         &self,
-        info: &ResourceInfo,
+        strategy: &Strategy,
         svc: &mut Value,
         dry_run: bool,
     ) -> Result<Allocation, ApiError> {
         let mut a = Allocation::default();
-        if !is_services(info) {
+        let Some(needs) = strategy.service_allocation(svc) else {
             return Ok(a);
+        };
+        match &needs.cluster_ip {
+            ClusterIpNeed::None => {
+                if svc.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None") {
+                    set_ips(svc, "None");
+                }
+            }
+            ClusterIpNeed::Address(req) => match self.take_ip(req, dry_run, &mut a) {
+                Ok(ip) => set_ips(svc, &ip.to_string()),
+                Err(e) => {
+                    self.release(&a);
+                    return Err(e.to_status(svc, FailedNeed::ClusterIp(req)));
+                }
+            },
         }
-        if let Err(e) = self
-            .allocate_ip(svc, dry_run, &mut a)
-            .and_then(|_| self.allocate_ports(svc, dry_run, &mut a))
-        {
-            self.release(&a);
-            return Err(e);
+        for (i, need) in &needs.node_ports {
+            let port = match need {
+                NodePortNeed::Allocate(req) => match self.take_port(req, dry_run, &mut a) {
+                    Ok(p) => i64::from(p),
+                    Err(e) => {
+                        self.release(&a);
+                        return Err(e.to_status(svc, FailedNeed::NodePort(*i, req)));
+                    }
+                },
+                NodePortNeed::SameAs(j) => svc
+                    .pointer(&format!("/spec/ports/{j}/nodePort"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+            };
+            if let Some(p) = svc
+                .pointer_mut(&format!("/spec/ports/{i}"))
+                .and_then(Value::as_object_mut)
+            {
+                p.insert("nodePort".into(), port.into());
+            }
+        }
+        if let Some(req) = &needs.health_check_node_port {
+            match self.take_port(req, dry_run, &mut a) {
+                Ok(p) => {
+                    if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.insert("healthCheckNodePort".into(), p.into());
+                    }
+                }
+                Err(e) => {
+                    self.release(&a);
+                    return Err(e.to_status(svc, FailedNeed::HealthCheckNodePort(req)));
+                }
+            }
         }
         if dry_run {
             return Ok(Allocation::default());
@@ -90,117 +129,76 @@ impl Allocators {
         Ok(a)
     }
 
-    fn allocate_ip(
+    fn take_ip(
         &self,
-        svc: &mut Value,
+        req: &Request<String>,
         dry_run: bool,
         a: &mut Allocation,
-    ) -> Result<(), ApiError> {
-        let ty = svc
-            .pointer("/spec/type")
-            .and_then(Value::as_str)
-            .unwrap_or("ClusterIP");
-        if ty == "ExternalName" {
-            return Ok(());
-        }
-        let requested = svc
-            .pointer("/spec/clusterIP")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if requested == "None" {
-            set_ips(svc, "None");
-            return Ok(());
-        }
+    ) -> Result<Ipv4Addr, AllocError> {
         let mut used = self.used_ips.lock();
-        let ip = if requested.is_empty() {
-            let size = self.range.size();
-            // Network and broadcast addresses are never handed out.
-            let start = 1 + rand::random::<u32>() % (size - 2);
-            (0..size - 2)
-                .map(|i| self.range.nth(1 + (start - 1 + i) % (size - 2)))
-                .find(|ip| !used.contains(ip))
-                .ok_or_else(|| {
-                    invalid(
-                        "spec.clusterIPs",
-                        "Internal error: failed to allocate a serviceIP: range is full".into(),
-                    )
-                })?
-        } else {
-            let ip: Ipv4Addr = requested.parse().map_err(|_| {
-                invalid("spec.clusterIPs[0]", format!("Invalid value: {requested:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-            })?;
-            if !self.range.contains(ip) {
-                return Err(invalid("spec.clusterIPs", format!("Invalid value: []string{{{requested:?}}}: failed to allocate IP {requested}: the provided IP ({requested}) is not in the valid range. The range of valid IPs is {}/{}", self.range.base, self.range.prefix)));
+        let ip = match req {
+            Request::Any => {
+                let size = self.range.size();
+                // Network and broadcast addresses are never handed out.
+                let start = 1 + rand::random::<u32>() % (size - 2);
+                (0..size - 2)
+                    .map(|i| self.range.nth(1 + (start - 1 + i) % (size - 2)))
+                    .find(|ip| !used.contains(ip))
+                    .ok_or(AllocError::Full)?
             }
-            if used.contains(&ip) {
-                return Err(invalid("spec.clusterIPs", format!("Invalid value: []string{{{requested:?}}}: failed to allocate IP {requested}: provided IP is already allocated")));
+            Request::Exactly(text) => {
+                let range =
+                    || AllocError::NotInRange(format!("{}/{}", self.range.base, self.range.prefix));
+                let ip: Ipv4Addr = text.parse().map_err(|_| range())?;
+                if !self.range.contains(ip) {
+                    return Err(range());
+                }
+                if used.contains(&ip) {
+                    return Err(AllocError::Allocated);
+                }
+                ip
             }
-            ip
         };
         if !dry_run {
             used.insert(ip);
             a.ips.push(ip);
         }
-        set_ips(svc, &ip.to_string());
-        Ok(())
+        Ok(ip)
     }
 
-    fn allocate_ports(
+    fn take_port(
         &self,
-        svc: &mut Value,
+        req: &Request<i64>,
         dry_run: bool,
         a: &mut Allocation,
-    ) -> Result<(), ApiError> {
-        let ty = svc
-            .pointer("/spec/type")
-            .and_then(Value::as_str)
-            .unwrap_or("ClusterIP")
-            .to_string();
-        if ty != "NodePort" && ty != "LoadBalancer" {
-            return Ok(());
-        }
-        let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else {
-            return Ok(());
-        };
+    ) -> Result<u16, AllocError> {
         let mut used = self.used_ports.lock();
         let (lo, hi) = self.ports;
-        let span = (hi - lo) as u32 + 1;
-        for (i, p) in ports.iter_mut().enumerate() {
-            let requested = p.get("nodePort").and_then(Value::as_u64).unwrap_or(0);
-            let port = if requested == 0 {
+        let port = match req {
+            Request::Any => {
+                let span = u32::from(hi - lo) + 1;
                 let start = rand::random::<u32>() % span;
                 (0..span)
                     .map(|k| lo + ((start + k) % span) as u16)
                     .find(|port| !used.contains(port))
-                    .ok_or_else(|| {
-                        invalid(
-                            &format!("spec.ports[{i}].nodePort"),
-                            "Internal error: failed to allocate a nodePort: range is full".into(),
-                        )
-                    })?
-            } else {
-                let r = requested as u16;
-                if requested > u16::MAX as u64 || r < lo || r > hi {
-                    return Err(invalid(&format!("spec.ports[{i}].nodePort"), format!("Invalid value: {requested}: provided port is not in the valid range. The range of valid ports is {lo}-{hi}")));
-                }
-                if used.contains(&r) {
-                    return Err(invalid(
-                        &format!("spec.ports[{i}].nodePort"),
-                        format!("Invalid value: {requested}: provided port is already allocated"),
-                    ));
-                }
-                r
-            };
-            if !dry_run {
-                used.insert(port);
-                a.ports.push(port);
+                    .ok_or(AllocError::Full)?
             }
-            if let Some(m) = p.as_object_mut() {
-                m.insert("nodePort".into(), port.into());
+            Request::Exactly(n) => {
+                let port = u16::try_from(*n)
+                    .ok()
+                    .filter(|p| (lo..=hi).contains(p))
+                    .ok_or_else(|| AllocError::NotInRange(format!("{lo}-{hi}")))?;
+                if used.contains(&port) {
+                    return Err(AllocError::Allocated);
+                }
+                port
             }
+        };
+        if !dry_run {
+            used.insert(port);
+            a.ports.push(port);
         }
-        Ok(())
+        Ok(port)
     }
 
     pub fn release(&self, a: &Allocation) {
@@ -215,14 +213,22 @@ impl Allocators {
         }
     }
 
-    /// Returns what a deleted object held.
-    pub fn release_object(&self, info: &ResourceInfo, obj: &Value) {
-        if !is_services(info) {
+    /// Gives back what a deleted object held.
+    pub fn release_object(&self, strategy: &Strategy, obj: &Value) {
+        let Some(held) = strategy.service_held(obj) else {
             return;
-        }
+        };
         self.release(&Allocation {
-            ips: cluster_ips(obj),
-            ports: node_ports(obj),
+            ips: held
+                .cluster_ips
+                .iter()
+                .filter_map(|ip| ip.parse().ok())
+                .collect(),
+            ports: held
+                .node_ports
+                .iter()
+                .filter_map(|p| u16::try_from(*p).ok())
+                .collect(),
         });
     }
 
@@ -236,24 +242,4 @@ fn set_ips(svc: &mut Value, ip: &str) {
         spec.insert("clusterIP".into(), ip.into());
         spec.insert("clusterIPs".into(), Value::Array(vec![ip.into()]));
     }
-}
-
-fn cluster_ips(svc: &Value) -> Vec<Ipv4Addr> {
-    svc.pointer("/spec/clusterIPs")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
-        .unwrap_or_default()
-}
-
-fn node_ports(svc: &Value) -> Vec<u16> {
-    svc.pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| p.get("nodePort")?.as_u64())
-                .filter(|p| *p > 0 && *p <= u16::MAX as u64)
-                .map(|p| p as u16)
-                .collect()
-        })
-        .unwrap_or_default()
 }

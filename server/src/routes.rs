@@ -12,6 +12,7 @@
 use crate::storage::Location;
 use arc_swap::ArcSwap;
 use keel_catalog::{Catalog, ResourceInfo};
+use keel_strategy::Strategy;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -20,12 +21,15 @@ pub struct Resource {
     pub info: Arc<ResourceInfo>,
     /// Where its objects live (shared by every version of the resource).
     pub loc: Location,
+    /// Its per-type policy, resolved once.
+    pub strategy: &'static Strategy,
 }
 
 impl Resource {
     fn new(catalog: &Catalog, info: &ResourceInfo) -> Resource {
         Resource {
             loc: Location::of(catalog, info),
+            strategy: keel_strategy::strategy(info.group, info.plural),
             info: Arc::new(info.clone()),
         }
     }

@@ -8,6 +8,7 @@ use crate::repr::{Encoder, Format};
 use keel_api::selectors::{FieldSelector, LabelSelector};
 use keel_api::status::ApiError;
 use keel_engine::{Event, EventKind};
+use keel_strategy::Strategy;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -15,26 +16,26 @@ use std::borrow::Cow;
 pub struct Filter {
     pub labels: Option<LabelSelector>,
     pub fields: Option<FieldSelector>,
-    group: &'static str,
-    resource: &'static str,
+    /// The resource's policy: which fields it can be selected by, and their values.
+    strategy: &'static Strategy,
 }
 
 impl Filter {
     /// No selector: everything.
-    pub fn everything(info: &keel_catalog::ResourceInfo) -> Filter {
+    pub fn everything(strategy: &'static Strategy) -> Filter {
         Filter {
             labels: None,
             fields: None,
-            group: info.group,
-            resource: info.plural,
+            strategy,
         }
     }
 
-    /// The filter of a `labelSelector` and a `fieldSelector` of `info`'s resource.
+    /// The filter of a `labelSelector` and a `fieldSelector` of the resource whose policy is
+    /// `strategy`.
     pub fn parse(
         labels: Option<&str>,
         fields: Option<&str>,
-        info: &keel_catalog::ResourceInfo,
+        strategy: &'static Strategy,
     ) -> Result<Filter, ApiError> {
         let labels = match labels {
             Some(s) => Some(LabelSelector::parse(s)?).filter(|l| !l.is_empty()),
@@ -45,7 +46,7 @@ impl Filter {
             None => None,
         };
         if let Some(f) = &fields {
-            let supported = keel_strategy::selectable_fields(info.group, info.plural);
+            let supported = strategy.selectable_fields();
             for field in f.fields() {
                 if !supported.contains(&field) {
                     return Err(ApiError::bad_request(format!(
@@ -57,8 +58,7 @@ impl Filter {
         Ok(Filter {
             labels,
             fields,
-            group: info.group,
-            resource: info.plural,
+            strategy,
         })
     }
 
@@ -73,8 +73,8 @@ impl Filter {
             }
         }
         if let Some(f) = &self.fields {
-            let (g, r) = (self.group, self.resource);
-            if !f.matches(&|field: &str| keel_strategy::field_value(g, r, obj, field)) {
+            let strategy = self.strategy;
+            if !f.matches(&|field: &str| strategy.field_value(obj, field)) {
                 return false;
             }
         }
@@ -91,8 +91,7 @@ impl Filter {
             .and_then(|f| f.terms().iter().find(|t| !t.negated))
         {
             let field = Indexed::Field {
-                group: self.group,
-                resource: self.resource,
+                strategy: self.strategy,
                 path: t.field.clone(),
             };
             return Some((field, t.value.clone()));
@@ -122,7 +121,7 @@ impl Filter {
 
 /// A value an object can be found by: its name, a label or a selectable field. What
 /// `value_of` gives is what the selectors compare (`Filter::matches`, a single-name watch).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 pub enum Indexed {
     /// `metadata.name`, as a single-name watch compares it.
     Name,
@@ -130,10 +129,47 @@ pub enum Indexed {
     Label(String),
     /// A selectable field of a resource (absent reads as `""`, as field selectors read it).
     Field {
-        group: &'static str,
-        resource: &'static str,
+        strategy: &'static Strategy,
         path: String,
     },
+}
+
+/// Fields of one resource's strategy compare by that strategy (the table's entries are
+/// static: one per resource) and the field's path.
+impl PartialEq for Indexed {
+    fn eq(&self, other: &Indexed) -> bool {
+        match (self, other) {
+            (Indexed::Name, Indexed::Name) => true,
+            (Indexed::Label(a), Indexed::Label(b)) => a == b,
+            (
+                Indexed::Field {
+                    strategy: a,
+                    path: p,
+                },
+                Indexed::Field {
+                    strategy: b,
+                    path: q,
+                },
+            ) => std::ptr::eq(*a, *b) && p == q,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Indexed {}
+
+impl std::hash::Hash for Indexed {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Indexed::Name => {}
+            Indexed::Label(k) => k.hash(h),
+            Indexed::Field { strategy, path } => {
+                std::ptr::hash(*strategy, h);
+                path.hash(h);
+            }
+        }
+    }
 }
 
 impl Indexed {
@@ -144,12 +180,8 @@ impl Indexed {
             Indexed::Label(key) => {
                 keel_api::selectors::label_value(objects::labels(obj), key).map(Cow::Borrowed)
             }
-            Indexed::Field {
-                group,
-                resource,
-                path,
-            } => Some(Cow::Owned(
-                keel_strategy::field_value(group, resource, obj, path).unwrap_or_default(),
+            Indexed::Field { strategy, path } => Some(Cow::Owned(
+                strategy.field_value(obj, path).unwrap_or_default(),
             )),
         }
     }

@@ -115,7 +115,7 @@ async fn restore_allocations(st: &State, services: &Resource) -> Result<(), Stri
         .map_err(|e| e.message)?;
     for kv in items {
         if let Ok(v) = serde_json::from_slice::<Value>(kv.value()) {
-            st.registry.allocators().restore(&v);
+            st.registry.allocators().restore(services.strategy, &v);
         }
     }
     Ok(())

@@ -37,7 +37,7 @@ async fn watch_namespaces(st: &State) -> Option<(Source, Selection)> {
     let routes = st.routes.load();
     let ns = routes.core("namespaces");
     let sel = Selection::new(
-        Filter::everything(&ns.info),
+        Filter::everything(ns.strategy),
         None,
         Encoder::new(Format::Json, ns.info.clone()),
     );
@@ -149,20 +149,11 @@ async fn delete_contents(st: &State, routes: &Routes, ns: &str) -> Result<usize,
             if objects::is_deleting(&obj) && !objects::finalizers(&obj).is_empty() {
                 continue;
             }
-            let mut opts = DeleteOptions::default();
-            // A pod bound to a node that does not exist has no kubelet to finish its graceful
-            // deletion (upstream's pod garbage collector force-deletes such pods).
-            if info.group.is_empty() && info.plural == "pods" {
-                let node = obj
-                    .pointer("/spec/nodeName")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let node_exists =
-                    !node.is_empty() && st.registry.exists(nodes, "", node).unwrap_or(false);
-                if !node_exists {
-                    opts.grace_period = Some(0);
-                }
-            }
+            let node_exists = |node: &str| st.registry.exists(nodes, "", node).unwrap_or(false);
+            let opts = DeleteOptions {
+                grace_period: res.strategy.cleanup_delete_grace(&obj, &node_exists),
+                ..Default::default()
+            };
             let _ = st
                 .registry
                 .delete(res, ns, objects::name(&obj), &opts)

@@ -6,7 +6,7 @@ use super::call::{Call, FieldValidation};
 use crate::limits::BODY_SUMMARY_BYTES;
 use crate::repr::{self, JSON, PROTOBUF};
 use keel_api::status::ApiError;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Decodes a request body by its `Content-Type` into a JSON value.
 pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
@@ -47,9 +47,7 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
         ));
     }
     check_type(c, &mut obj)?;
-    if c.info().group.is_empty() && c.info().plural == "secrets" {
-        merge_string_data(&mut obj);
-    }
+    c.res.strategy.canonicalize_input(&mut obj);
     if let Some(report) = report {
         apply_field_report(c, &report, &mut obj)?;
         return Ok(obj);
@@ -97,28 +95,6 @@ fn unrecognized_body(kind: &str, body: &[u8]) -> ApiError {
          appear to be a protobuf message, expected prefix [{}] ({summary})",
         prefix.join(" ")
     ))
-}
-
-/// A Secret's write-only `stringData` is merged into `data` (base64), as upstream converts it.
-fn merge_string_data(obj: &mut Value) {
-    use base64::Engine as _;
-    let Some(root) = obj.as_object_mut() else {
-        return;
-    };
-    let Some(Value::Object(sd)) = root.shift_remove("stringData") else {
-        return;
-    };
-    let data = root.entry("data").or_insert_with(|| json!({}));
-    if let Some(data) = data.as_object_mut() {
-        for (k, v) in sd {
-            if let Some(s) = v.as_str() {
-                data.insert(
-                    k,
-                    base64::engine::general_purpose::STANDARD.encode(s).into(),
-                );
-            }
-        }
-    }
 }
 
 /// Checks `apiVersion`/`kind` against the endpoint, filling them in when absent.

@@ -4,7 +4,7 @@
 //! resources added or removed at run time.
 
 use super::call::Query;
-use super::{authorize, health, not_found_path, respond};
+use super::{authorize, health, respond};
 use crate::auth::{Attributes, User};
 use crate::repr::JSON;
 use crate::state::State;
@@ -58,11 +58,11 @@ pub fn discovery(
         (Some(g), None) => catalog
             .api_group(g)
             .map(|b| respond::response(200, JSON, b))
-            .ok_or_else(not_found_path),
+            .ok_or_else(ApiError::route_not_found),
         (g, Some(v)) => catalog
             .resource_list(g.unwrap_or(""), v)
             .map(|b| respond::response(200, JSON, b))
-            .ok_or_else(not_found_path),
+            .ok_or_else(ApiError::route_not_found),
     }
 }
 
@@ -70,7 +70,7 @@ pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, 
     let path = req.path.trim_end_matches('/');
     authorize_path(st, user, path)?;
     if req.method.as_str() != "GET" && req.method.as_str() != "HEAD" {
-        return Err(super::method_not_allowed());
+        return Err(ApiError::method_not_allowed());
     }
     match path {
         "/version" => Ok(respond::response(200, JSON, version_json())),
@@ -101,17 +101,17 @@ pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, 
             let (group, version) = match rest.split('/').collect::<Vec<_>>().as_slice() {
                 ["api", v] => ("", *v),
                 ["apis", g, v] => (*g, *v),
-                _ => return Err(not_found_path()),
+                _ => return Err(ApiError::route_not_found()),
             };
             let routes = st.routes.load();
             let doc = keel_schema::schemas()
                 .openapi_v3_group_version_doc(group, version, routes.resource_descs())
-                .ok_or_else(not_found_path)?;
+                .ok_or_else(ApiError::route_not_found)?;
             let hash = Query::from_request(req).nonempty("hash").map(String::from);
             Ok(openapi_response(doc, hash.as_deref(), p))
         }
         p if health::is_health_path(p) => Ok(health::serve(st, req)),
-        _ => Err(not_found_path()),
+        _ => Err(ApiError::route_not_found()),
     }
 }
 

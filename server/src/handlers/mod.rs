@@ -151,20 +151,20 @@ async fn resource(
     let routes = st.routes.load();
     let res = routes
         .lookup(&rr.group, &rr.version, &rr.resource)
-        .ok_or_else(not_found_path)?;
+        .ok_or_else(ApiError::route_not_found)?;
     let info = &res.info;
     if !rr.subresource.is_empty() && info.subresource(&rr.subresource).is_none() {
-        return Err(not_found_path());
+        return Err(ApiError::route_not_found());
     }
     if !info.namespaced && !rr.namespace.is_empty() && rr.resource != "namespaces" {
-        return Err(not_found_path());
+        return Err(ApiError::route_not_found());
     }
     let verb_ok = match info.subresource(&rr.subresource) {
         None => info.supports(rr.verb),
         Some(sub) => sub.verbs.contains(&rr.verb),
     };
     if !verb_ok || !route_exists(rr) {
-        return Err(method_not_allowed());
+        return Err(ApiError::method_not_allowed());
     }
     let mut c = Call {
         req,
@@ -201,7 +201,7 @@ async fn resource(
         ("eviction", "create") => subresources::eviction(c, st).await,
         ("log", "get") => subresources::log(c, st).await,
         ("finalize", "update") => subresources::finalize(c, st).await,
-        _ => Err(method_not_allowed()),
+        _ => Err(ApiError::method_not_allowed()),
     }
 }
 
@@ -232,23 +232,4 @@ fn route_exists(rr: &ResourceRequest) -> bool {
         (false, "create") => !rr.subresource.is_empty(),
         (false, v) => matches!(v, "get" | "watch" | "update" | "patch" | "delete"),
     }
-}
-
-/// The 405 upstream's router answers when no route takes the method on a path.
-fn method_not_allowed() -> ApiError {
-    let mut e = ApiError::method_not_supported("", "", "");
-    e.message = "the server does not allow this method on the requested resource".into();
-    e.group = Some(String::new());
-    e.kind = Some(String::new());
-    e
-}
-
-/// The 404 upstream's router answers for a path it does not serve.
-fn not_found_path() -> ApiError {
-    let mut e = ApiError::not_found("", "", "");
-    e.message = "the server could not find the requested resource".into();
-    e.name = None;
-    e.kind = None;
-    e.group = None;
-    e
 }

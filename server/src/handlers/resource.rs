@@ -60,7 +60,7 @@ pub fn filter(c: &Call<'_>) -> Result<Filter, ApiError> {
     Filter::parse(
         c.query.nonempty("labelSelector"),
         c.query.nonempty("fieldSelector"),
-        c.info(),
+        c.res.strategy,
     )
 }
 
@@ -215,6 +215,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             };
             let mut v = apply_patch(c, current, &media)?;
             check_type(c, &mut v)?;
+            res.strategy.canonicalize_input(&mut v);
             let bytes = serde_json::to_vec(&v).expect("JSON");
             validate_fields(c, &bytes, &mut v)?;
             Ok(v)

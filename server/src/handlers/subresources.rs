@@ -11,7 +11,7 @@ use crate::objects;
 use crate::registry::{DeleteOptions, UpdateOptions};
 use crate::repr::{self, Format};
 use crate::state::State;
-use keel_api::status::{ApiError, StatusCause};
+use keel_api::status::ApiError;
 use keel_http::Response;
 use serde_json::{json, Value};
 
@@ -40,8 +40,10 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let format = scale_format(c)?;
     let (group, plural) = (c.info().group, c.info().plural);
     let name = c.name().to_string();
+    let strategy = c.res.strategy;
     let scale_of = |obj: &Value| {
-        keel_strategy::scale_from(group, plural, obj)
+        strategy
+            .scale_from(obj)
             .ok_or_else(|| ApiError::not_found(group, &format!("{plural}/scale"), &name))
     };
     if c.rr.verb == "get" {
@@ -49,9 +51,7 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         return respond::value(200, format, &scale_of(&obj)?);
     }
     let dry_run = c.query.dry_run()?;
-    let ctx = keel_strategy::Ctx {
-        now_rfc3339: objects::now_rfc3339(),
-    };
+    let ctx = keel_strategy::Ctx::at(std::time::SystemTime::now());
     let updated = st
         .registry
         .guaranteed_update(
@@ -63,36 +63,62 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
                 let obj = current.ok_or_else(|| c.not_found(&name))?;
                 let current_scale = scale_of(obj)?;
                 let wanted = if c.rr.verb == "update" {
-                    decode_body(c.content_type(), &c.req.body)?
+                    scale_body(c, &name)?
                 } else {
                     patched_scale(c, &current_scale)?
                 };
                 let rv = objects::meta_str(obj, "resourceVersion").unwrap_or("");
                 if let Some(want) = objects::meta_str(&wanted, "resourceVersion") {
                     if !want.is_empty() && want != rv {
-                        return Err(ApiError::conflict(group, plural, &name, "the object has been modified; please apply your changes to the latest version and try again"));
+                        return Err(ApiError::stale_update(group, plural, &name));
                     }
+                }
+                let causes = strategy.validate_scale(&wanted);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
                 }
                 let replicas = wanted
                     .pointer("/spec/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
-                if replicas < 0 {
-                    return Err(ApiError::invalid("autoscaling", "Scale", &name, vec![StatusCause {
-                        reason: "FieldValueInvalid".into(),
-                        message: format!("spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0"),
-                        field: "spec.replicas".into(),
-                    }]));
-                }
                 let mut new = obj.clone();
-                keel_strategy::apply_scale(&mut new, replicas);
-                keel_strategy::prepare_for_update(group, plural, &mut new, obj, &ctx);
+                strategy.apply_scale(&mut new, replicas);
+                strategy.prepare_for_update(&mut new, obj, &ctx);
                 Ok(new)
             },
         )
         .await?;
     let stored = objects::parse_stored(&updated.bytes)?;
     respond::value(200, format, &scale_of(&stored)?)
+}
+
+/// The Scale of a PUT: named as the URL (400 otherwise, as upstream's update handler), its
+/// namespace filled from the URL when absent.
+fn scale_body(c: &Call<'_>, name: &str) -> Result<Value, ApiError> {
+    let mut v = decode_body(c.content_type(), &c.req.body)?;
+    let Some(root) = v.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    };
+    let meta = root.entry("metadata").or_insert_with(|| json!({}));
+    let Some(meta) = meta.as_object_mut() else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
+    let body_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    if meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        meta.insert("namespace".into(), c.namespace().into());
+    }
+    Ok(v)
 }
 
 fn patched_scale(c: &Call<'_>, current: &Value) -> Result<Value, ApiError> {
@@ -115,27 +141,15 @@ fn patched_scale(c: &Call<'_>, current: &Value) -> Result<Value, ApiError> {
 /// pod to a node.
 pub async fn binding(c: &mut Call<'_>, st: &State, pod_name: &str) -> Result<Response, ApiError> {
     let body = decode_body(c.content_type(), &c.req.body)?;
-    let node = body
-        .pointer("/target/name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "",
-                "Binding",
-                pod_name,
-                vec![StatusCause {
-                    reason: "FieldValueRequired".into(),
-                    message: "target.name: Required value".into(),
-                    field: "target.name".into(),
-                }],
-            )
-        })?
-        .to_string();
+    let strategy = c.res.strategy;
+    let causes = strategy.validate_binding(&body);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("", "Binding", pod_name, causes));
+    }
     if c.query.dry_run()? {
         return respond::value(201, Format::Json, &success(201));
     }
-    let now = objects::now_rfc3339();
+    let ctx = keel_strategy::Ctx::at(std::time::SystemTime::now());
     st.registry
         .guaranteed_update(
             &c.res,
@@ -143,51 +157,17 @@ pub async fn binding(c: &mut Call<'_>, st: &State, pod_name: &str) -> Result<Res
             pod_name,
             &own_write(false, "binding"),
             &mut |current| {
-                let pod = current.ok_or_else(|| ApiError::not_found("", "pods", pod_name))?;
-                if objects::is_deleting(pod) {
-                    return Err(ApiError::conflict(
-                        "",
-                        "pods",
-                        pod_name,
-                        "pod is being deleted, cannot be assigned to a host",
-                    ));
-                }
-                if let Some(current) = pod
-                    .pointer("/spec/nodeName")
-                    .and_then(Value::as_str)
-                    .filter(|n| !n.is_empty())
-                {
-                    return Err(ApiError::conflict(
-                        "",
-                        "pods",
-                        pod_name,
-                        &format!("pod {pod_name} is already assigned to node \"{current}\""),
-                    ));
-                }
-                let mut pod = pod.clone();
-                if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("nodeName".into(), node.clone().into());
-                }
-                set_scheduled_condition(&mut pod, &now);
+                let mut pod = current
+                    .ok_or_else(|| ApiError::not_found("", "pods", pod_name))?
+                    .clone();
+                strategy
+                    .bind(&mut pod, &body, &ctx)
+                    .map_err(|detail| ApiError::conflict("", "pods/binding", pod_name, &detail))?;
                 Ok(pod)
             },
         )
         .await?;
     respond::value(201, Format::Json, &success(201))
-}
-
-fn set_scheduled_condition(pod: &mut Value, now: &str) {
-    let root = pod.as_object_mut().expect("object");
-    let status = root.entry("status").or_insert_with(|| json!({}));
-    let Some(status) = status.as_object_mut() else {
-        return;
-    };
-    let conds = status.entry("conditions").or_insert_with(|| json!([]));
-    let Some(conds) = conds.as_array_mut() else {
-        return;
-    };
-    conds.retain(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"));
-    conds.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now}));
 }
 
 /// `POST pods/<name>/eviction`: deletes the pod with the eviction's delete options.
@@ -268,47 +248,17 @@ pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
             c.name()
         )));
     }
-    let mut e = ApiError::internal(format!(
+    Err(ApiError::service_unavailable(format!(
         "keel does not proxy to kubelets: no log stream for container {container} of pod {}",
         c.name()
-    ));
-    e.code = 503;
-    e.reason = "ServiceUnavailable";
-    Err(e)
+    )))
 }
 
 // ---------------------------------------------------------------- namespaces
 
-/// `PUT namespaces/<name>/finalize`: replaces `spec.finalizers`; a terminating namespace
-/// with no finalizers left is removed.
+/// `PUT namespaces/<name>/finalize`: an update of the namespace whose strategy takes only
+/// `spec.finalizers` (and metadata) from the body; a terminating namespace left with no
+/// finalizers is removed.
 pub async fn finalize(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
-    let format = c.format()?;
-    let body = decode_body(c.content_type(), &c.req.body)?;
-    let wanted = body
-        .pointer("/spec/finalizers")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
-    let name = c.name().to_string();
-    let updated = st
-        .registry
-        .guaranteed_update(
-            &c.res,
-            c.namespace(),
-            &name,
-            &own_write(false, "finalize"),
-            &mut |current| {
-                let mut ns = current.ok_or_else(|| c.not_found(&name))?.clone();
-                if let Some(spec) = ns
-                    .as_object_mut()
-                    .map(|r| r.entry("spec").or_insert_with(|| json!({})))
-                {
-                    if let Some(spec) = spec.as_object_mut() {
-                        spec.insert("finalizers".into(), wanted.clone());
-                    }
-                }
-                Ok(ns)
-            },
-        )
-        .await?;
-    respond::object(200, format, updated.bytes, |_| Value::Null)
+    super::resource::update(c, st).await
 }

@@ -139,7 +139,11 @@ impl Stream for WatchStream {
 pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let filter = filter(c)?;
-    rv::validate_watch_match(c.query.nonempty("resourceVersionMatch"))?;
+    rv::validate_watch_match(&rv::WatchRequest {
+        resource_version_match: c.query.nonempty("resourceVersionMatch"),
+        continue_token: c.query.nonempty("continue"),
+        send_initial_events: c.query.get("sendInitialEvents"),
+    })?;
     let start = rv::plan_watch(c.query.nonempty("resourceVersion"))?;
     let timeout = match c.query.int("timeoutSeconds")? {
         Some(s) if s > 0 => Duration::from_secs(s as u64),

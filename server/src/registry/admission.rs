@@ -5,7 +5,7 @@
 use super::Registry;
 use crate::objects;
 use crate::routes::Resource;
-use keel_api::status::{ApiError, StatusCause};
+use keel_api::status::ApiError;
 use keel_engine::{KeyValue, Revision};
 
 impl Registry {
@@ -25,20 +25,12 @@ impl Registry {
             .get_latest(&key)?
             .ok_or_else(|| ApiError::not_found("", "namespaces", namespace))?;
         if namespace_is_deleting(&key, &kv)? {
-            let mut e = ApiError::forbidden_with(
+            return Err(ApiError::namespace_terminating(
                 res.info.group,
                 res.info.plural,
                 name,
-                &format!(
-                    "unable to create new content in namespace {namespace} because it is being terminated"
-                ),
-            );
-            e.causes.push(StatusCause {
-                reason: "NamespaceTerminating".into(),
-                message: format!("namespace {namespace} is being terminated"),
-                field: "metadata.namespace".into(),
-            });
-            return Err(e);
+                namespace,
+            ));
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! namespace check, service allocations, and the write (with new names for `generateName`
 //! clashes).
 
-use super::{invalid, strategy_ctx, validation_errors, CreateOptions, Registry};
+use super::{invalid, strategy_ctx, CreateOptions, Registry};
 use crate::limits::GENERATE_NAME_ATTEMPTS_MAX;
 use crate::objects::{self, Spliced};
 use crate::routes::Resource;
@@ -32,13 +32,13 @@ impl Registry {
         let generated = objects::meta_str(&obj, "name").is_none()
             || objects::meta(&obj).is_some_and(|m| m.contains_key("generateName"));
         let info = &res.info;
-        keel_strategy::prepare_for_create(info.group, info.plural, &mut obj, &strategy_ctx());
-        let causes = validation_errors(res, &obj, None);
+        res.strategy.prepare_for_create(&mut obj, &strategy_ctx());
+        let causes = res.strategy.validate_create(&obj);
         if !causes.is_empty() {
             return Err(invalid(res, &obj, causes));
         }
         self.check_namespace(res, namespace, objects::name(&obj))?;
-        let allocation = self.alloc.allocate(info, &mut obj, opts.dry_run)?;
+        let allocation = self.alloc.allocate(res.strategy, &mut obj, opts.dry_run)?;
         if opts.dry_run {
             return Ok(Created {
                 bytes: objects::to_canonical_json(&obj),

@@ -1,7 +1,7 @@
 //! Deletes: preconditions, the two-phase rules (finalizers; pods on a node are deleted
 //! gracefully), and deletecollection.
 
-use super::Registry;
+use super::{strategy_ctx, Registry};
 use crate::limits::{DELETE_COLLECTION_MAX, UPDATE_RETRIES_MAX};
 use crate::objects::{self, Spliced};
 use crate::routes::Resource;
@@ -9,6 +9,7 @@ use crate::selection::Filter;
 use crate::storage::storage_error;
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
+use keel_strategy::DeletionPlan;
 use serde_json::Value;
 
 /// `DeleteOptions` (from the body and the query).
@@ -56,13 +57,6 @@ impl DeleteOptions {
     }
 }
 
-/// What a delete does with an object now.
-enum Plan {
-    Now,
-    AlreadyPending,
-    Mark { grace: i64 },
-}
-
 impl Registry {
     /// Deletes one object per the two-phase rules; returns the object's last state.
     pub async fn delete(
@@ -98,14 +92,14 @@ impl Registry {
                     )));
                 }
             }
-            match deletion_plan(info, &obj, opts) {
-                Plan::Now => {
+            match res.strategy.deletion_plan(&obj, opts.grace_period) {
+                DeletionPlan::Now => {
                     if opts.dry_run {
                         return Ok(current.value().to_vec());
                     }
                     match self.storage.delete(&key, cur_rev).await {
                         Ok(_) => {
-                            self.alloc.release_object(info, &obj);
+                            self.alloc.release_object(res.strategy, &obj);
                             return Ok(current.value().to_vec());
                         }
                         Err(StoreError::Conflict { .. }) => continue,
@@ -113,9 +107,9 @@ impl Registry {
                         Err(e) => return Err(storage_error(e)),
                     }
                 }
-                Plan::AlreadyPending => return Ok(current.value().to_vec()),
-                Plan::Mark { grace } => {
-                    mark_deleting(info, &mut obj, grace);
+                DeletionPlan::AlreadyPending => return Ok(current.value().to_vec()),
+                DeletionPlan::Mark { grace } => {
+                    res.strategy.mark_deleting(&mut obj, grace, &strategy_ctx());
                     if opts.dry_run {
                         return Ok(serde_json::to_vec(&obj).expect("JSON"));
                     }
@@ -128,9 +122,7 @@ impl Registry {
                 }
             }
         }
-        Err(conflict_err(
-            "the object has been modified; please apply your changes to the latest version and try again".into(),
-        ))
+        Err(ApiError::stale_update(info.group, info.plural, name))
     }
 
     /// Deletes every object of `res` in `namespace` (all namespaces when empty) that `filter`
@@ -162,65 +154,5 @@ impl Registry {
             }
         }
         Ok(deleted)
-    }
-}
-
-fn deletion_plan(info: &keel_catalog::ResourceInfo, obj: &Value, opts: &DeleteOptions) -> Plan {
-    let is_ns = info.group.is_empty() && info.plural == "namespaces";
-    let is_pod = info.group.is_empty() && info.plural == "pods";
-    let deleting = objects::is_deleting(obj);
-    let mut finalizers = !objects::finalizers(obj).is_empty();
-    if is_ns {
-        finalizers |= obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty());
-    }
-    if is_pod && !finalizers {
-        // A pod on a node is deleted gracefully: its kubelet finishes the deletion.
-        let bound = obj
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
-        let grace = opts.grace_period.unwrap_or_else(|| {
-            obj.pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_i64)
-                .unwrap_or(30)
-        });
-        let running = !matches!(
-            obj.pointer("/status/phase").and_then(Value::as_str),
-            Some("Succeeded") | Some("Failed")
-        );
-        if bound && grace > 0 && running {
-            let current = objects::meta(obj)
-                .and_then(|m| m.get("deletionGracePeriodSeconds"))
-                .and_then(Value::as_i64);
-            return match current {
-                Some(g) if g <= grace => Plan::AlreadyPending,
-                _ => Plan::Mark { grace },
-            };
-        }
-        return Plan::Now;
-    }
-    if !finalizers {
-        return Plan::Now;
-    }
-    if deleting {
-        Plan::AlreadyPending
-    } else {
-        Plan::Mark { grace: 0 }
-    }
-}
-
-fn mark_deleting(info: &keel_catalog::ResourceInfo, obj: &mut Value, grace: i64) {
-    let when = chrono::Utc::now() + chrono::Duration::seconds(grace);
-    let ts = when.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let m = objects::meta_mut(obj);
-    if !m.contains_key("deletionTimestamp") || grace > 0 {
-        m.insert("deletionTimestamp".into(), ts.into());
-    }
-    m.insert("deletionGracePeriodSeconds".into(), grace.into());
-    if info.group.is_empty() && info.plural == "namespaces" {
-        keel_strategy::mark_terminating(obj);
     }
 }

@@ -124,13 +124,12 @@ impl Registry {
     }
 }
 
+/// A compacted snapshot, as upstream words it for a continue token and for a list at an
+/// exact resourceVersion.
 fn continue_expired(e: ApiError, with_token: bool) -> ApiError {
-    if with_token && e.code == 410 {
-        ApiError::expired(
-            "The provided continue parameter is too old to display a consistent list result. \
-             You can start a new list without the continue parameter.",
-        )
-    } else {
-        e
+    match (e.code, with_token) {
+        (410, true) => ApiError::continue_token_expired(),
+        (410, false) => ApiError::list_resource_version_expired(),
+        _ => e,
     }
 }

@@ -107,84 +107,11 @@ impl Registry {
     }
 }
 
-/// The strategy's field errors as `Status` causes, metadata first.
-fn validation_errors(res: &Resource, obj: &Value, old: Option<&Value>) -> Vec<StatusCause> {
-    let info = &res.info;
-    let mut causes: Vec<StatusCause> = keel_api::names::validate_object_meta(
-        obj.get("metadata").unwrap_or(&Value::Null),
-        info.namespaced,
-        name_rule(info),
-    );
-    // Object metadata was validated just above; the strategy adds the type's own rules.
-    let errs = match old {
-        None => keel_strategy::validate_type(info.group, info.plural, obj),
-        Some(old) => keel_strategy::validate_update_type(info.group, info.plural, obj, old),
-    };
-    for e in errs {
-        let cause = StatusCause {
-            reason: e.reason.to_string(),
-            message: error_body(&e.field, &e.message).to_string(),
-            field: e.field,
-        };
-        if !causes.contains(&cause) {
-            causes.push(cause);
-        }
-    }
-    causes
-}
-
-/// A cause's message is upstream's `ErrorBody()`: the error text without its field path.
-fn error_body<'m>(field: &str, message: &'m str) -> &'m str {
-    message
-        .strip_prefix(field)
-        .and_then(|m| m.strip_prefix(": "))
-        .filter(|_| !field.is_empty())
-        .unwrap_or(message)
-}
-
-/// Which name format a type requires, as upstream's per-type validation.
-fn name_rule(info: &keel_catalog::ResourceInfo) -> keel_api::names::NameRule {
-    use keel_api::names::NameRule;
-    match (info.group, info.plural) {
-        ("", "namespaces") => NameRule::Dns1123Label,
-        ("", "services") => NameRule::Dns1035Label,
-        ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
-        _ => NameRule::Dns1123Subdomain,
-    }
-}
-
 fn invalid(res: &Resource, obj: &Value, causes: Vec<StatusCause>) -> ApiError {
     ApiError::invalid(res.info.group, res.info.kind, objects::name(obj), causes)
 }
 
+/// The policy's view of the request: the server's clock now.
 fn strategy_ctx() -> keel_strategy::Ctx {
-    keel_strategy::Ctx {
-        now_rfc3339: objects::now_rfc3339(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cause_messages_drop_the_field_path() {
-        for (field, message, body) in [
-            (
-                "metadata.name",
-                "metadata.name: Required value",
-                "Required value",
-            ),
-            (
-                "data[a b]",
-                "data[a b]: Invalid value: \"a b\"",
-                "Invalid value: \"a b\"",
-            ),
-            ("spec", "Invalid value: 1", "Invalid value: 1"),
-            ("", ": odd", ": odd"),
-            ("spec.x", "spec.xy: other field", "spec.xy: other field"),
-        ] {
-            assert_eq!(error_body(field, message), body, "{field} {message}");
-        }
-    }
+    keel_strategy::Ctx::at(std::time::SystemTime::now())
 }

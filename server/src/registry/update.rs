@@ -8,12 +8,12 @@
 //! replaces (a client's precondition: then the answer is 409), up to `UPDATE_RETRIES_MAX`.
 
 use super::create::Created;
-use super::{invalid, strategy_ctx, validation_errors, CreateOptions, Registry};
+use super::{invalid, strategy_ctx, CreateOptions, Registry};
 use crate::limits::UPDATE_RETRIES_MAX;
 use crate::objects::{self, Spliced};
 use crate::routes::Resource;
 use crate::storage::storage_error;
-use keel_api::status::{ApiError, StatusCause};
+use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
 use serde_json::Value;
 
@@ -57,7 +57,7 @@ impl Registry {
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
         let key = res.loc.key(namespace, name);
-        let info = &res.info;
+        let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
             let Some(current) = self.storage.get_latest(&key)? else {
                 return self
@@ -76,41 +76,22 @@ impl Registry {
                 if w != &cur_rev.to_string() {
                     return Err(conflict(res, name));
                 }
-            } else if opts.replace
-                && !keel_strategy::allow_unconditional_update(info.group, info.plural)
-            {
-                return Err(invalid(
-                    res,
-                    &new,
-                    vec![StatusCause {
-                        reason: "FieldValueInvalid".into(),
-                        message: "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update".into(),
-                        field: "metadata.resourceVersion".into(),
-                    }],
+            } else if opts.replace && !strategy.allow_unconditional_update() {
+                return Err(ApiError::resource_version_required(
+                    info.group,
+                    info.plural,
+                    name,
                 ));
             }
             if opts.strategy {
                 carry_server_fields(&mut new, &old);
                 objects::drop_empty_meta(&mut new);
                 if opts.subresource.is_empty() {
-                    let ctx = strategy_ctx();
-                    keel_strategy::prepare_for_update(
-                        info.group,
-                        info.plural,
-                        &mut new,
-                        &old,
-                        &ctx,
-                    );
+                    strategy.prepare_for_update(&mut new, &old, &strategy_ctx());
                 } else {
-                    keel_strategy::prepare_for_subresource_update(
-                        info.group,
-                        info.plural,
-                        opts.subresource,
-                        &mut new,
-                        &old,
-                    );
+                    strategy.prepare_for_subresource_update(opts.subresource, &mut new, &old);
                 }
-                let causes = validation_errors(res, &new, Some(&old));
+                let causes = strategy.validate_update(&new, &old);
                 if !causes.is_empty() {
                     return Err(invalid(res, &new, causes));
                 }
@@ -131,17 +112,14 @@ impl Registry {
                     created: false,
                 });
             }
-            // Removing the last finalizer of an object being deleted removes it.
-            if objects::is_deleting(&new)
-                && objects::finalizers(&new).is_empty()
-                && !has_spec_finalizers(res, &new)
-            {
+            // An update that leaves an object being deleted without finalizers removes it.
+            if strategy.delete_on_update(&new, &old) {
                 let spliced = Spliced::new(&mut new);
                 match self.storage.delete(&key, cur_rev).await {
                     Ok(rev) => {
                         let mut bytes = Vec::new();
                         spliced.write(Some(rev), &mut bytes);
-                        self.alloc.release_object(info, &old);
+                        self.alloc.release_object(strategy, &old);
                         return Ok(Updated {
                             bytes,
                             created: false,
@@ -181,11 +159,7 @@ impl Registry {
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
         let mut obj = try_update(None)?;
-        let info = &res.info;
-        if !opts.replace
-            || !opts.subresource.is_empty()
-            || !keel_strategy::allow_create_on_update(info.group, info.plural)
-        {
+        if !opts.replace || !opts.subresource.is_empty() || !res.strategy.allow_create_on_update() {
             return Err(res.not_found(name));
         }
         objects::meta_mut(&mut obj).shift_remove("resourceVersion");
@@ -200,22 +174,8 @@ impl Registry {
     }
 }
 
-fn has_spec_finalizers(res: &Resource, obj: &Value) -> bool {
-    res.info.group.is_empty()
-        && res.info.plural == "namespaces"
-        && obj
-            .pointer("/spec/finalizers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty())
-}
-
 fn conflict(res: &Resource, name: &str) -> ApiError {
-    ApiError::conflict(
-        res.info.group,
-        res.info.plural,
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
-    )
+    ApiError::stale_update(res.info.group, res.info.plural, name)
 }
 
 /// Fields only the server sets are kept from the stored object.

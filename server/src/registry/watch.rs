@@ -118,9 +118,7 @@ impl Registry {
         };
         let source = self.open_source(&prefix, from, sel).map_err(|e| match e {
             keel_engine::Error::TooManyWatchers { max } => {
-                let mut e = ApiError::too_many_requests(1);
-                e.message = format!("too many watches open (limit {max})");
-                e
+                ApiError::too_many_requests_with(format!("too many watches open (limit {max})"), 1)
             }
             other => read_error(other),
         })?;

@@ -62,7 +62,12 @@ fn catalog() -> &'static keel_catalog::Catalog {
 fn selection(labels: Option<&str>, name: Option<&str>, format: Format) -> Selection {
     let info = catalog().lookup("", "v1", "configmaps").unwrap();
     Selection::new(
-        Filter::parse(labels, None, info).unwrap(),
+        Filter::parse(
+            labels,
+            None,
+            keel_strategy::strategy(info.group, info.plural),
+        )
+        .unwrap(),
         name.map(str::to_string),
         Encoder::new(format, Arc::new(info.clone())),
     )
@@ -620,14 +625,17 @@ fn index_keys_are_a_selection_s_exact_requirement() {
         key(Some("tier=web"), Some("b")),
         Some((Indexed::Name, "b".into()))
     );
-    let info = catalog().lookup("", "v1", "pods").unwrap();
-    let pods = Filter::parse(None, Some("status.phase!=Failed,spec.nodeName=n1"), info);
+    let pods_strategy = keel_strategy::strategy("", "pods");
+    let pods = Filter::parse(
+        None,
+        Some("status.phase!=Failed,spec.nodeName=n1"),
+        pods_strategy,
+    );
     assert_eq!(
         pods.unwrap().exact_requirement(),
         Some((
             Indexed::Field {
-                group: "",
-                resource: "pods",
+                strategy: pods_strategy,
                 path: "spec.nodeName".into()
             },
             "n1".into()
@@ -635,7 +643,7 @@ fn index_keys_are_a_selection_s_exact_requirement() {
     );
     // What the index reads is what the selectors compare.
     let unscheduled = json!({"metadata": {"name": "p"}, "spec": {}});
-    let (field, value) = Filter::parse(None, Some("spec.nodeName="), info)
+    let (field, value) = Filter::parse(None, Some("spec.nodeName="), pods_strategy)
         .unwrap()
         .exact_requirement()
         .unwrap();
