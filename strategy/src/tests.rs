@@ -3,7 +3,55 @@
 
 use super::*;
 use keel_api::status::{field::error_text, StatusCause};
-use serde_json::json;
+use serde_json::{json, Value};
+
+// The rows below name resources by group and plural: these look the strategy up.
+
+fn prepare_for_create(group: &str, resource: &str, obj: &mut Value, ctx: &Ctx) {
+    strategy(group, resource).prepare_for_create(obj, ctx)
+}
+
+fn prepare_for_update(group: &str, resource: &str, new: &mut Value, old: &Value, ctx: &Ctx) {
+    strategy(group, resource).prepare_for_update(new, old, ctx)
+}
+
+fn prepare_for_subresource_update(
+    group: &str,
+    resource: &str,
+    subresource: &str,
+    new: &mut Value,
+    old: &Value,
+) {
+    strategy(group, resource).prepare_for_subresource_update(subresource, new, old)
+}
+
+fn allow_create_on_update(group: &str, resource: &str) -> bool {
+    strategy(group, resource).allow_create_on_update()
+}
+
+fn allow_unconditional_update(group: &str, resource: &str) -> bool {
+    strategy(group, resource).allow_unconditional_update()
+}
+
+fn selectable_fields(group: &str, resource: &str) -> &'static [&'static str] {
+    strategy(group, resource).selectable_fields()
+}
+
+fn field_value(group: &str, resource: &str, obj: &Value, field: &str) -> Option<String> {
+    strategy(group, resource).field_value(obj, field)
+}
+
+fn scale_from(group: &str, resource: &str, obj: &Value) -> Option<Value> {
+    strategy(group, resource).scale_from(obj)
+}
+
+fn apply_scale(obj: &mut Value, replicas: i64) {
+    scale::apply_scale(obj, replicas)
+}
+
+fn mark_terminating(ns: &mut Value) {
+    namespace::mark_terminating(ns)
+}
 
 /// 2024-01-01T00:00:00Z.
 const NOW_UNIX_SECONDS: i64 = 1_704_067_200;
