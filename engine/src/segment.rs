@@ -4,9 +4,10 @@
 //! the page cache, which the `MAP_SHARED` mapping observes; readers only look at byte ranges
 //! that were written (and, under `SyncMode::Always`, synced) before the index pointed at them.
 
-use crate::format::{self, SegmentHeader, SEGMENT_HEADER_LEN};
-use crate::value::Backing;
-use crate::Revision;
+use crate::format::{self, SegmentHeader, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use crate::index::Version;
+use crate::value::{Backing, Value};
+use crate::{KeyValue, Revision};
 use memmap2::Mmap;
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
@@ -14,6 +15,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Keep a checkpoint (first revision of a batch → offset) at least this far apart, so a
 /// watch resuming from an old revision seeks instead of scanning a whole segment.
@@ -40,6 +42,16 @@ impl Backing for Segment {
     fn bytes(&self) -> &[u8] {
         &self.map
     }
+}
+
+/// A key-value view of the version `v` (whose key is `key_len` bytes long) in `seg`: points
+/// into the mapping, copies nothing.
+pub fn kv_at(seg: &Arc<Segment>, key_len: usize, v: &Version) -> KeyValue {
+    let loc = v.loc();
+    let start = loc.off as usize + RECORD_HEADER_LEN;
+    let view = &seg.bytes()[start..start + key_len + loc.value_len as usize];
+    let backing: Arc<dyn Backing> = seg.clone();
+    KeyValue::new_trusted(Value::of_view(backing, view), key_len, v.rev)
 }
 
 pub fn segment_file_name(seq: u64) -> String {
