@@ -20,7 +20,9 @@
 pub mod engine;
 pub mod error;
 pub mod format;
+pub mod health;
 pub mod index;
+pub mod io;
 pub mod limits;
 pub mod list;
 pub mod model;
@@ -37,6 +39,7 @@ pub mod watch;
 
 pub use engine::{Engine, Stats};
 pub use error::{Error, WatchError};
+pub use health::Failure;
 pub use limits::Limits;
 pub use model::MemStore;
 pub use options::{Options, SyncMode};

@@ -131,8 +131,8 @@ impl Shard {
         }
         if keep.is_empty() {
             self.retire(old, None)?;
-            std::fs::remove_file(&old.path)?;
-            segment::sync_dir(&self.dir)?;
+            self.io.remove_file(&old.path)?;
+            self.io.sync_dir(&self.dir)?;
             self.counters.rewritten.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
@@ -169,13 +169,12 @@ impl Shard {
             segment::segment_file_name(old.header.seq)
         ));
         {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&image)?;
+            let f = self.io.create(&tmp, false)?;
+            f.write_all_at(&image, 0)?;
             f.sync_all()?;
         }
-        std::fs::rename(&tmp, &old.path)?;
-        segment::sync_dir(&self.dir)?;
+        self.io.rename(&tmp, &old.path)?;
+        self.io.sync_dir(&self.dir)?;
         // 3. Swap it in and move the index entries over, a step at a time.
         let new_id = {
             let mut w = self.w.lock();
@@ -183,7 +182,7 @@ impl Shard {
             w.next_id += 1;
             id
         };
-        let new = Arc::new(Segment::open(new_id, &old.path)?);
+        let new = Arc::new(Segment::open(&*self.io, new_id, &old.path)?);
         for &(off, first, last, bend) in &batches {
             new.note_batch(off, first, last, bend);
         }

@@ -4,8 +4,9 @@
 //! I/O error stops the shard (`fail`).
 
 use super::write::{Meta, Sealed};
-use super::Shard;
-use crate::format::{self, Op};
+use super::{Shard, ShardIndex};
+use crate::format::{self, Op, RECORD_HEADER_LEN};
+use crate::health::Failure;
 use crate::index::{Loc, Version};
 use crate::limits::{
     COMMIT_LINGER_BYTES_MAX, COMMIT_LINGER_GAIN_MIN, COMMIT_LINGER_IDLE_RESET,
@@ -121,7 +122,7 @@ impl Shard {
                 out
             };
             if let Err(e) = self.write_batches(&batch) {
-                self.fail(format!("shard {}: {e}", self.id), batch);
+                self.fail(e, batch);
                 continue;
             }
             for (s, _) in &batch {
@@ -144,9 +145,22 @@ impl Shard {
         }
     }
 
-    fn write_batches(&self, batch: &[(Arc<Sealed>, Vec<Meta>)]) -> std::io::Result<()> {
+    /// Writes and syncs the batches in order; stops at the first error.
+    fn write_batches(&self, batch: &[(Arc<Sealed>, Vec<Meta>)]) -> Result<(), WriteFailure> {
         for (i, (s, _)) in batch.iter().enumerate() {
-            s.seg.write_at(s.offset, &s.buf)?;
+            let failed = |what: String, e: std::io::Error| WriteFailure {
+                attempted: i + 1,
+                failure: Failure::io(self.id, what, &e),
+            };
+            s.seg.write_at(s.offset, &s.buf).map_err(|e| {
+                let what = format!(
+                    "write of {} bytes at {} to {}",
+                    s.buf.len(),
+                    s.offset,
+                    s.seg.path.display()
+                );
+                failed(what, e)
+            })?;
             self.counters.batches.fetch_add(1, Ordering::Relaxed);
             self.counters
                 .bytes
@@ -155,26 +169,55 @@ impl Shard {
                 .get(i + 1)
                 .is_none_or(|(n, _)| !Arc::ptr_eq(&n.seg, &s.seg));
             if self.sync == SyncMode::Always && last_for_segment {
-                s.seg.sync()?;
+                s.seg
+                    .sync()
+                    .map_err(|e| failed(format!("fdatasync of {}", s.seg.path.display()), e))?;
                 self.counters.syncs.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(())
     }
 
-    /// Fail-stop after an I/O error: nothing after a failed write or sync can be trusted to be
-    /// durable, so this shard refuses writes from now on and fails the writers in flight.
-    fn fail(&self, why: String, batch: Vec<(Arc<Sealed>, Vec<Meta>)>) {
+    /// Fail-stop after an I/O error: nothing after a failed write or sync can be trusted to
+    /// be durable, so the engine refuses writes from now on (on every shard: `Health`), and
+    /// this shard fails the writers in flight: the batch that failed and the pending ones.
+    ///
+    /// Their writes leave no trace a reader could see. Their index entries go first, while
+    /// their revisions are still above the visible revision (no reader looks at them yet);
+    /// only then are the revisions finished as aborted, which lets the visible revision move
+    /// past them. Their events are never published, and the history readers stop at each
+    /// segment's `data_end`, which never covered them. Finally the bytes already written are
+    /// zeroed again (`retract`), so that a restart does not bring them back either, when the
+    /// disk still allows that.
+    fn fail(&self, e: WriteFailure, batch: Vec<(Arc<Sealed>, Vec<Meta>)>) {
+        let why = self.health.fail(e.failure).to_string();
         let mut w = self.w.lock();
-        w.failed = Some(why.clone());
         w.inflight.clear();
-        let mut metas: Vec<Meta> = batch.into_iter().flat_map(|(_, m)| m).collect();
-        for c in std::mem::take(&mut w.pending) {
-            metas.extend(c.metas);
-        }
+        let pending = std::mem::take(&mut w.pending);
         w.pending_bytes = 0;
         w.pending_records = 0;
+        {
+            let mut idx = self.index.write();
+            for (s, metas) in &batch {
+                unindex(&mut idx, &s.seg, s.offset, &s.buf, metas);
+            }
+            for c in &pending {
+                unindex(&mut idx, &c.seg, c.offset, &c.buf, &c.metas);
+            }
+        }
         drop(w);
+        if let Err(e) = self.retract(&batch[..e.attempted]) {
+            eprintln!(
+                "keel-engine: shard {}: zeroing the failed batch failed too ({e}): its writes, \
+                 none of them acknowledged, may reappear after a restart",
+                self.id
+            );
+        }
+        let metas: Vec<Meta> = batch
+            .into_iter()
+            .flat_map(|(_, m)| m)
+            .chain(pending.into_iter().flat_map(|c| c.metas))
+            .collect();
         let revs: Vec<Revision> = metas.iter().map(|m| m.rev).collect();
         for m in metas {
             if let Some(c) = m.completion {
@@ -182,6 +225,19 @@ impl Shard {
             }
         }
         self.seq.finish_slots(revs.into_iter().map(|r| (r, None)));
+    }
+
+    /// Zeroes the batches a failed flush wrote (or may have written), newest first, each
+    /// synced before the next: whatever step fails, the disk holds a prefix of the log plus
+    /// at most one damaged batch at its end, which recovery drops as a torn tail.
+    fn retract(&self, written: &[(Arc<Sealed>, Vec<Meta>)]) -> std::io::Result<()> {
+        for (s, _) in written.iter().rev() {
+            s.seg.write_at(s.offset, &vec![0u8; s.buf.len()])?;
+            if self.sync == SyncMode::Always {
+                s.seg.sync()?;
+            }
+        }
+        Ok(())
     }
 
     /// What the sequencer needs for a flushed record; `None` for a no-op.
@@ -219,5 +275,44 @@ impl Shard {
             result: Ok(written),
             completion,
         })
+    }
+}
+
+/// Why a flush failed, and how many of its batches it had started writing.
+struct WriteFailure {
+    attempted: usize,
+    failure: Failure,
+}
+
+/// Removes from the index the versions of `metas`, whose records are in `buf` (a batch that
+/// starts at `offset` in `seg`), undoing what `Shard::write` counted for them.
+fn unindex(idx: &mut ShardIndex, seg: &Segment, offset: u64, buf: &[u8], metas: &[Meta]) {
+    for m in metas.iter().filter(|m| m.op != Op::Nop) {
+        let at = (m.off - offset) as usize + RECORD_HEADER_LEN;
+        let key = &buf[at..at + m.key_len];
+        let chain = idx
+            .keys
+            .get_mut(key)
+            .unwrap_or_else(|| panic!("failed write of {key:?} at {} is not indexed", m.rev));
+        let was_live = chain.last().is_some_and(|v| !v.is_tombstone());
+        let pos = chain
+            .iter()
+            .rposition(|v| v.rev == m.rev)
+            .unwrap_or_else(|| panic!("failed write of {key:?} at {} is not indexed", m.rev));
+        chain.remove(pos);
+        let now_live = chain.last().is_some_and(|v| !v.is_tombstone());
+        if chain.is_empty() {
+            idx.keys.remove(key);
+        }
+        idx.versions -= 1;
+        match (was_live, now_live) {
+            (true, false) => idx.live_keys -= 1,
+            (false, true) => idx.live_keys += 1,
+            _ => {}
+        }
+        seg.live_bytes.fetch_sub(
+            format::record_span(m.key_len, m.value_len as usize) as u64,
+            Ordering::Relaxed,
+        );
     }
 }

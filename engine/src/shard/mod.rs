@@ -32,7 +32,9 @@ pub use flush::Linger;
 pub use read::{prefix_successor, KeyBounds};
 pub use recovery::{recover, Recovered};
 
+use crate::health::Health;
 use crate::index::KeyMap;
+use crate::io::Io;
 use crate::list::RankCache;
 use crate::segment::Segment;
 use crate::sequencer::Sequencer;
@@ -95,6 +97,18 @@ pub struct ShardCounters {
     pub rewritten: AtomicU64,
 }
 
+/// What every shard of an engine shares: its settings and the engine-wide services.
+pub struct ShardSetup {
+    pub sync: SyncMode,
+    pub linger: Linger,
+    pub limits: Limits,
+    pub io: Arc<dyn Io>,
+    pub seq: Arc<Sequencer>,
+    /// The engine's fail-stop latch: a shard that fails sets it, and every shard refuses
+    /// writes once it is set.
+    pub health: Arc<Health>,
+}
+
 pub struct Shard {
     pub id: usize,
     pub dir: PathBuf,
@@ -106,32 +120,26 @@ pub struct Shard {
     w: Mutex<WriterState>,
     work: Condvar,
     seq: Arc<Sequencer>,
+    io: Arc<dyn Io>,
+    health: Arc<Health>,
     pub counters: ShardCounters,
     /// Rank marks of recent paginated lists (see `list.rs`).
     ranks: Mutex<RankCache>,
 }
 
 impl Shard {
-    pub fn new(
-        id: usize,
-        dir: PathBuf,
-        r: Recovered,
-        sync: SyncMode,
-        linger: Linger,
-        limits: Limits,
-        seq: Arc<Sequencer>,
-    ) -> Shard {
+    pub fn new(id: usize, dir: PathBuf, r: Recovered, setup: &ShardSetup) -> Shard {
         let tail = r.active.data_end.load(Ordering::Acquire);
         Shard {
             id,
             dir,
-            sync,
-            linger: if sync == SyncMode::Always {
-                linger
+            sync: setup.sync,
+            linger: if setup.sync == SyncMode::Always {
+                setup.linger
             } else {
                 Linger::default()
             },
-            limits,
+            limits: setup.limits.clone(),
             index: RwLock::new(r.index),
             w: Mutex::new(WriterState {
                 active: r.active,
@@ -142,13 +150,14 @@ impl Shard {
                 pending_records: 0,
                 flusher_idle: false,
                 flusher_lingering: false,
-                failed: None,
                 shutdown: false,
                 next_seq: r.next_seq,
                 next_id: r.next_id,
             }),
             work: Condvar::new(),
-            seq,
+            seq: setup.seq.clone(),
+            io: setup.io.clone(),
+            health: setup.health.clone(),
             counters: ShardCounters::default(),
             ranks: Mutex::new(RankCache::default()),
         }

@@ -4,6 +4,7 @@
 use super::ShardIndex;
 use crate::format::{self, Op, Record, BATCH_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::index::{compact_chain, Chain, IndexKey, KeyMap, Loc, Version};
+use crate::io::Io;
 use crate::segment::{self, Segment};
 use crate::{Error, Limits, Revision};
 use std::collections::BTreeMap;
@@ -28,24 +29,22 @@ pub(super) fn corrupt(path: &Path, offset: u64, reason: impl Into<String>) -> Er
     }
 }
 
-/// Opens every segment of a shard directory, verifies it, truncates a torn tail of the
-/// newest segment, and rebuilds the index (compacted at `compacted`).
+/// Opens every segment of a shard directory (which must exist), verifies it, truncates a
+/// torn tail of the newest segment, and rebuilds the index (compacted at `compacted`).
 pub fn recover(
+    io: &dyn Io,
     id: usize,
     dir: &Path,
     limits: &Limits,
     compacted: Revision,
 ) -> Result<Recovered, Error> {
-    std::fs::create_dir_all(dir)?;
     let mut files: Vec<(u64, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for name in io.list_dir(dir)? {
         if name.ends_with(".tmp") {
             // An unfinished segment rewrite: the original is still in place.
-            std::fs::remove_file(entry.path())?;
+            io.remove_file(&dir.join(&name))?;
         } else if let Some(seq) = segment::parse_segment_file_name(&name) {
-            files.push((seq, entry.path()));
+            files.push((seq, dir.join(&name)));
         }
     }
     files.sort();
@@ -53,12 +52,12 @@ pub fn recover(
     let mut next_id = 0u32;
     let n_files = files.len();
     for (i, (seq, path)) in files.into_iter().enumerate() {
-        let seg = match Segment::open(next_id, &path) {
+        let seg = match Segment::open(io, next_id, &path) {
             Ok(s) => s,
-            Err(Error::Corrupt { .. }) if i + 1 == n_files && file_is_zero(&path)? => {
+            Err(Error::Corrupt { .. }) if i + 1 == n_files && file_is_zero(io, &path)? => {
                 // Crashed while creating the segment, before its header was synced.
-                std::fs::remove_file(&path)?;
-                segment::sync_dir(dir)?;
+                io.remove_file(&path)?;
+                io.sync_dir(dir)?;
                 continue;
             }
             Err(e) => return Err(e),
@@ -204,6 +203,7 @@ pub fn recover(
         Some(s) => (s.clone(), last_seq + 1),
         None => {
             let seg = Arc::new(new_segment(
+                io,
                 id,
                 dir,
                 next_id,
@@ -230,12 +230,13 @@ fn segment_is_empty(seg: &Segment) -> bool {
     b[SEGMENT_HEADER_LEN..].iter().all(|&x| x == 0)
 }
 
-fn file_is_zero(path: &Path) -> std::io::Result<bool> {
-    let b = std::fs::read(path)?;
+fn file_is_zero(io: &dyn Io, path: &Path) -> std::io::Result<bool> {
+    let b = io.read(path)?;
     Ok(b.iter().all(|&x| x == 0))
 }
 
 pub(super) fn new_segment(
+    io: &dyn Io,
     shard: usize,
     dir: &Path,
     id: u32,
@@ -253,5 +254,5 @@ pub(super) fn new_segment(
         flags: 0,
         compacted: Revision::ZERO,
     };
-    Ok(Segment::create(id, dir, header, size, None)?)
+    Ok(Segment::create(io, id, dir, header, size, None)?)
 }

@@ -6,6 +6,7 @@
 use super::recovery::new_segment;
 use super::Shard;
 use crate::format::{self, Op, BATCH_HEADER_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use crate::health::Failure;
 use crate::index::{Chain, IndexKey, Loc, Version};
 use crate::limits::COMMIT_LINGER_BYTES_MAX;
 use crate::pending::Pending;
@@ -63,7 +64,6 @@ pub(super) struct WriterState {
     /// The flusher is waiting out its linger (see `flusher_loop`): a writer that takes
     /// `pending_bytes` past `COMMIT_LINGER_BYTES_MAX` wakes it early.
     pub(super) flusher_lingering: bool,
-    pub(super) failed: Option<String>,
     pub(super) shutdown: bool,
     pub(super) next_seq: u64,
     pub(super) next_id: u32,
@@ -127,8 +127,8 @@ impl Shard {
         F: FnOnce(&WriteContext<'_>, &mut Vec<u8>) -> Result<(), BoxError>,
     {
         let mut w = self.w.lock();
-        if let Some(why) = &w.failed {
-            return Err(Error::Failed(why.clone()));
+        if let Err(f) = self.health.check() {
+            return Err(Error::Failed(f.to_string()));
         }
         if w.shutdown {
             return Err(Error::Closed);
@@ -236,9 +236,13 @@ impl Shard {
             self.drop_empty_chunk(w);
             let needed = (SEGMENT_HEADER_LEN + BATCH_HEADER_LEN + rec.len()) as u64;
             if let Err(e) = self.roll_segment(w, needed) {
-                // Without a segment the revision cannot be recorded: stop writing to this
-                // shard rather than risk handing it out twice.
-                w.failed = Some(format!("shard {}: cannot create a segment: {e}", self.id));
+                // Without a segment the revision cannot be recorded: stop writing rather
+                // than risk handing it out twice.
+                let what = "creating a segment";
+                self.health.fail(match &e {
+                    Error::Io(io) => Failure::io(self.id, what, io),
+                    other => Failure::other(self.id, what, other.to_string()),
+                });
                 self.seq.abort(rev);
                 return Err(e);
             }
@@ -354,7 +358,9 @@ impl Shard {
             .limits
             .segment_bytes
             .max(min_bytes.next_multiple_of(4096));
-        let seg = Arc::new(new_segment(self.id, &self.dir, id, w.next_seq, size)?);
+        let seg = Arc::new(new_segment(
+            &*self.io, self.id, &self.dir, id, w.next_seq, size,
+        )?);
         w.next_id += 1;
         w.next_seq += 1;
         self.index.write().add_segment(seg.clone());
