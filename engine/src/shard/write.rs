@@ -239,12 +239,12 @@ impl Shard {
                 // Without a segment the revision cannot be recorded: stop writing rather
                 // than risk handing it out twice.
                 let what = "creating a segment";
-                self.health.fail(match &e {
+                let failure = self.health.fail(match &e {
                     Error::Io(io) => Failure::io(self.id, what, io),
                     other => Failure::other(self.id, what, other.to_string()),
                 });
                 self.seq.abort(rev);
-                return Err(e);
+                return Err(Error::Failed(failure.to_string()));
             }
             let offset = w.tail;
             w.pending.push(Chunk {
