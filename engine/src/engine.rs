@@ -515,8 +515,16 @@ impl Inner {
         &self.shards[shard::shard_for_key(key, self.shards.len())]
     }
 
+    /// `Error::Failed` once the engine stopped: maintenance writes files too.
+    fn check_health(&self) -> Result<(), Error> {
+        self.health
+            .check()
+            .map_err(|f| Error::Failed(f.to_string()))
+    }
+
     fn compact(&self, revision: Revision) -> Result<(), Error> {
         let _g = self.maintenance.lock();
+        self.check_health()?;
         let cur = self.seq.visible();
         if revision > cur {
             return Err(Error::FutureRevision {
@@ -538,6 +546,7 @@ impl Inner {
 
     fn rewrite_segments(&self) -> Result<usize, Error> {
         let _g = self.maintenance.lock();
+        self.check_health()?;
         let c = Revision(self.compacted.load(Ordering::Acquire));
         let mut n = 0;
         for s in &self.shards {
@@ -583,6 +592,10 @@ impl Inner {
                 return;
             }
             drop(stop);
+            // A stopped engine writes nothing more; `Engine::health` already says why.
+            if self.health.check().is_err() {
+                return;
+            }
             if let Err(e) = self.maintain() {
                 eprintln!("keel-engine: maintenance failed: {e}");
             }

@@ -8,6 +8,7 @@
 
 use parking_lot::Mutex;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Why the engine stopped accepting writes.
@@ -15,27 +16,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Failure {
     /// The shard whose write path failed.
     pub shard: usize,
-    /// What failed, e.g. "fdatasync of /data/shard-001/0000000000000002.seg".
-    pub operation: String,
+    /// What failed: "pwrite", "fdatasync" or "creating a segment".
+    pub operation: &'static str,
+    /// The file (or shard directory) it failed on, for the operator's log. Not in `Display`,
+    /// whose text reaches API clients in `Error::Failed`.
+    pub path: Option<PathBuf>,
     /// The OS error number (`EIO`, `ENOSPC`, ...) when the failure was an OS error.
     pub errno: Option<i32>,
     pub message: String,
 }
 
 impl Failure {
-    pub fn io(shard: usize, operation: impl Into<String>, e: &std::io::Error) -> Failure {
+    pub fn io(
+        shard: usize,
+        operation: &'static str,
+        path: Option<PathBuf>,
+        e: &std::io::Error,
+    ) -> Failure {
         Failure {
             shard,
-            operation: operation.into(),
+            operation,
+            path,
             errno: e.raw_os_error(),
             message: e.to_string(),
         }
     }
 
-    pub fn other(shard: usize, operation: impl Into<String>, message: String) -> Failure {
+    pub fn other(shard: usize, operation: &'static str, message: String) -> Failure {
         Failure {
             shard,
-            operation: operation.into(),
+            operation,
+            path: None,
             errno: None,
             message,
         }
@@ -98,13 +109,13 @@ mod tests {
         assert_eq!(h.check(), Ok(()));
         let enospc = std::io::Error::from_raw_os_error(libc::ENOSPC);
         let eio = std::io::Error::from_raw_os_error(libc::EIO);
-        let first = h.fail(Failure::io(1, "fdatasync of x", &enospc));
+        let first = h.fail(Failure::io(1, "fdatasync", Some("/x".into()), &enospc));
         assert!(first.is_no_space());
-        let kept = h.fail(Failure::io(0, "write to y", &eio));
+        let kept = h.fail(Failure::io(0, "pwrite", None, &eio));
         assert_eq!(kept, first);
         assert_eq!(h.check(), Err(first.clone()));
-        assert!(first
-            .to_string()
-            .starts_with("shard 1: fdatasync of x failed: "));
+        let text = first.to_string();
+        assert!(text.starts_with("shard 1: fdatasync failed: "), "{text}");
+        assert!(!text.contains("/x"), "no path in the client's text: {text}");
     }
 }

@@ -414,7 +414,17 @@ fn a_failed_shard_stops_every_shard() {
     ));
     let f = engine.health().unwrap_err();
     assert_eq!((f.shard, f.errno), (0, Some(libc::ENOSPC)));
-    assert!(f.operation.contains("shard-000"), "{f}");
+    assert_eq!(f.operation, "pwrite");
+    let path = f
+        .path
+        .as_ref()
+        .expect("the failed file")
+        .display()
+        .to_string();
+    assert!(
+        path.contains("shard-000") && path.ends_with(".seg"),
+        "{path}"
+    );
     match ack(engine.write(&b, WriteOp::Create, value(b"t0s2:b"))) {
         Err(Error::Failed(why)) => assert_eq!(why, f.to_string()),
         other => panic!("shard 1 took a write after shard 0 failed: {other:?}"),
@@ -423,5 +433,9 @@ fn a_failed_shard_stops_every_shard() {
         get_kv(&engine, &a, ReadAt::Latest).unwrap().value,
         b"t0s0:a"
     );
+    // Maintenance writes files too: it stops with the writes.
+    let cur = engine.current_revision();
+    assert!(matches!(engine.compact(cur), Err(Error::Failed(_))));
+    assert!(matches!(engine.rewrite_segments(), Err(Error::Failed(_))));
     engine.close().unwrap();
 }

@@ -148,19 +148,13 @@ impl Shard {
     /// Writes and syncs the batches in order; stops at the first error.
     fn write_batches(&self, batch: &[(Arc<Sealed>, Vec<Meta>)]) -> Result<(), WriteFailure> {
         for (i, (s, _)) in batch.iter().enumerate() {
-            let failed = |what: String, e: std::io::Error| WriteFailure {
+            let failed = |what: &'static str, e: std::io::Error| WriteFailure {
                 attempted: i + 1,
-                failure: Failure::io(self.id, what, &e),
+                failure: Failure::io(self.id, what, Some(s.seg.path.clone()), &e),
             };
-            s.seg.write_at(s.offset, &s.buf).map_err(|e| {
-                let what = format!(
-                    "write of {} bytes at {} to {}",
-                    s.buf.len(),
-                    s.offset,
-                    s.seg.path.display()
-                );
-                failed(what, e)
-            })?;
+            s.seg
+                .write_at(s.offset, &s.buf)
+                .map_err(|e| failed("pwrite", e))?;
             self.counters.batches.fetch_add(1, Ordering::Relaxed);
             self.counters
                 .bytes
@@ -169,9 +163,7 @@ impl Shard {
                 .get(i + 1)
                 .is_none_or(|(n, _)| !Arc::ptr_eq(&n.seg, &s.seg));
             if self.sync == SyncMode::Always && last_for_segment {
-                s.seg
-                    .sync()
-                    .map_err(|e| failed(format!("fdatasync of {}", s.seg.path.display()), e))?;
+                s.seg.sync().map_err(|e| failed("fdatasync", e))?;
                 self.counters.syncs.fetch_add(1, Ordering::Relaxed);
             }
         }

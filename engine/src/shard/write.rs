@@ -240,7 +240,7 @@ impl Shard {
                 // than risk handing it out twice.
                 let what = "creating a segment";
                 let failure = self.health.fail(match &e {
-                    Error::Io(io) => Failure::io(self.id, what, io),
+                    Error::Io(io) => Failure::io(self.id, what, Some(self.dir.clone()), io),
                     other => Failure::other(self.id, what, other.to_string()),
                 });
                 self.seq.abort(rev);
