@@ -42,6 +42,10 @@ const PAGE: u64 = 4096;
 /// What a disk writes atomically: a torn write keeps or loses whole sectors.
 pub const SECTOR_BYTES: u64 = 512;
 const _: () = assert!(PAGE.is_multiple_of(SECTOR_BYTES));
+/// Name changes a directory may hold unsynced. The engine syncs a directory right after each
+/// change it must keep (only the removal of leftover `.tmp` files on open waits for a later
+/// sync), so a longer log means it stopped doing so: the model stops the test.
+pub const UNSYNCED_NAME_CHANGES_MAX: usize = 64;
 
 /// The kinds of call a `FaultRule` can fail (reads, listings and mappings never fail).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -189,6 +193,17 @@ struct DirState {
     live: BTreeMap<String, Entry>,
     /// Name changes since the last `sync_dir`, oldest first.
     unsynced: Vec<NameOp>,
+}
+
+impl DirState {
+    fn change(&mut self, op: NameOp) {
+        assert!(
+            self.unsynced.len() < UNSYNCED_NAME_CHANGES_MAX,
+            "FaultIo: {} name changes and no directory sync; the latest: {op:?}",
+            self.unsynced.len()
+        );
+        self.unsynced.push(op);
+    }
 }
 
 struct Node {
@@ -661,7 +676,7 @@ impl Io for FaultIo {
                 let name = c.as_os_str().to_string_lossy().into_owned();
                 let p = st.dirs.get_mut(&parent).expect("parents come first");
                 p.live.insert(name.clone(), Entry::Dir);
-                p.unsynced.push(NameOp::Link(name, Entry::Dir));
+                p.change(NameOp::Link(name, Entry::Dir));
                 st.dirs.insert(at.clone(), DirState::default());
             }
             Ok(())
@@ -704,7 +719,7 @@ impl Io for FaultIo {
             let id = st.new_node(&rel, file.try_clone()?, 0);
             let (dir, name) = st.parent(&rel)?;
             dir.live.insert(name.clone(), Entry::File(id));
-            dir.unsynced.push(NameOp::Link(name, Entry::File(id)));
+            dir.change(NameOp::Link(name, Entry::File(id)));
             Ok(Box::new(FaultFile {
                 state: self.state.clone(),
                 node: id,
@@ -752,7 +767,7 @@ impl Io for FaultIo {
                 .into_owned();
             let e = dir.live.remove(&from_name).expect("looked up above");
             dir.live.insert(to_name.clone(), e);
-            dir.unsynced.push(NameOp::Rename(from_name, to_name));
+            dir.change(NameOp::Rename(from_name, to_name));
             Ok(())
         })
     }
@@ -767,7 +782,7 @@ impl Io for FaultIo {
             std::fs::remove_file(path)?;
             let (dir, name) = st.parent(&rel)?;
             dir.live.remove(&name);
-            dir.unsynced.push(NameOp::Unlink(name));
+            dir.change(NameOp::Unlink(name));
             Ok(())
         })
     }
