@@ -11,10 +11,12 @@
 //! ```
 
 use crate::format::get_u32;
+use crate::health::{Failure, Health};
+use crate::io::{DirLock, Io};
 use crate::limits::LIST_PREALLOC_ITEMS_MAX;
 use crate::list::{self, Chunk, Stream};
 use crate::sequencer::Sequencer;
-use crate::shard::{self, Shard};
+use crate::shard::{self, Shard, ShardSetup};
 use crate::store::{Capabilities, EventStream, Stats, ValueBuilder};
 use crate::watch::{HistorySource, Hub};
 use crate::{
@@ -23,9 +25,6 @@ use crate::{
 };
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,6 +36,7 @@ struct Inner {
     shards: Vec<Arc<Shard>>,
     seq: Arc<Sequencer>,
     hub: Arc<Hub>,
+    health: Arc<Health>,
     compacted: AtomicU64,
     /// (when, visible revision) samples for the history window.
     times: Mutex<VecDeque<(Instant, Revision)>>,
@@ -51,24 +51,24 @@ pub struct Engine {
     closed: bool,
     /// Held by the engine, not `Inner`: watchers may keep `Inner` alive after the engine is
     /// dropped, and the directory must be reopenable then.
-    _lock: File,
+    _lock: Box<dyn DirLock>,
 }
 
 const COMPACTED_FILE: &str = "COMPACTED";
 const SHARDS_FILE: &str = "SHARDS";
 
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+fn write_atomically(io: &dyn Io, dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!("{name}.tmp"));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
+    let f = io.create(&tmp, false)?;
+    f.write_all_at(bytes, 0)?;
     f.sync_all()?;
-    std::fs::rename(&tmp, dir.join(name))?;
-    crate::segment::sync_dir(dir)
+    io.rename(&tmp, &dir.join(name))?;
+    io.sync_dir(dir)
 }
 
-fn read_compacted(dir: &Path) -> Result<Revision, Error> {
+fn read_compacted(io: &dyn Io, dir: &Path) -> Result<Revision, Error> {
     let path = dir.join(COMPACTED_FILE);
-    match std::fs::read(&path) {
+    match io.read(&path) {
         Ok(b) => {
             if b.len() != 12 || crc32fast::hash(&b[..8]) != get_u32(&b, 8) {
                 return Err(Error::Corrupt {
@@ -84,17 +84,18 @@ fn read_compacted(dir: &Path) -> Result<Revision, Error> {
     }
 }
 
-fn write_compacted(dir: &Path, rev: Revision) -> std::io::Result<()> {
+fn write_compacted(io: &dyn Io, dir: &Path, rev: Revision) -> std::io::Result<()> {
     let mut b = rev.0.to_le_bytes().to_vec();
     let crc = crc32fast::hash(&b);
     b.extend_from_slice(&crc.to_le_bytes());
-    write_atomically(dir, COMPACTED_FILE, &b)
+    write_atomically(io, dir, COMPACTED_FILE, &b)
 }
 
-fn shard_count(dir: &Path, wanted: usize) -> Result<usize, Error> {
+fn shard_count(io: &dyn Io, dir: &Path, wanted: usize) -> Result<usize, Error> {
     let path = dir.join(SHARDS_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(s) => s
+    match io.read(&path) {
+        Ok(b) => std::str::from_utf8(&b)
+            .unwrap_or("")
             .trim()
             .parse::<usize>()
             .ok()
@@ -102,31 +103,14 @@ fn shard_count(dir: &Path, wanted: usize) -> Result<usize, Error> {
             .ok_or_else(|| Error::Corrupt {
                 segment: path,
                 offset: 0,
-                reason: format!("bad SHARDS file {s:?}"),
+                reason: format!("bad SHARDS file {:?}", String::from_utf8_lossy(&b)),
             }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_atomically(dir, SHARDS_FILE, format!("{wanted}\n").as_bytes())?;
+            write_atomically(io, dir, SHARDS_FILE, format!("{wanted}\n").as_bytes())?;
             Ok(wanted)
         }
         Err(e) => Err(e.into()),
     }
-}
-
-fn lock_dir(dir: &Path) -> Result<File, Error> {
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join("LOCK"))?;
-    // SAFETY: flock on a file descriptor we own; no memory is involved.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        return Err(Error::Io(std::io::Error::new(
-            std::io::ErrorKind::WouldBlock,
-            format!("{} is in use by another engine", dir.display()),
-        )));
-    }
-    Ok(f)
 }
 
 fn check_options(opts: &Options) -> Result<(), Error> {
@@ -158,16 +142,24 @@ impl Engine {
     /// starts one flusher thread per shard and the maintenance thread.
     pub fn open(opts: Options) -> Result<Engine, Error> {
         check_options(&opts)?;
-        std::fs::create_dir_all(&opts.dir)?;
-        let lock = lock_dir(&opts.dir)?;
-        let n = shard_count(&opts.dir, opts.shards)?;
-        let compacted = read_compacted(&opts.dir)?;
+        let io = opts.io.clone();
+        io.create_dir_all(&opts.dir)?;
+        let lock = io.lock_dir(&opts.dir)?;
+        let n = shard_count(&*io, &opts.dir, opts.shards)?;
+        let compacted = read_compacted(&*io, &opts.dir)?;
+        // The shard directories' names must be durable before anything synced inside them
+        // counts: one sync of the store directory covers those just created.
+        for i in 0..n {
+            io.create_dir_all(&opts.dir.join(shard::shard_dir_name(i)))?;
+        }
+        io.sync_dir(&opts.dir)?;
         let recovered: Vec<Result<shard::Recovered, Error>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..n)
                 .map(|i| {
                     let dir = opts.dir.join(shard::shard_dir_name(i));
                     let limits = &opts.limits;
-                    s.spawn(move || shard::recover(i, &dir, limits, compacted))
+                    let io = &*io;
+                    s.spawn(move || shard::recover(io, i, &dir, limits, compacted))
                 })
                 .collect();
             handles
@@ -187,23 +179,24 @@ impl Engine {
             .max(compacted);
         let hub = Arc::new(Hub::new(&opts.limits, current));
         let seq = Arc::new(Sequencer::new(current, hub.clone()));
+        let health = Arc::new(Health::default());
+        let setup = ShardSetup {
+            sync: opts.sync,
+            linger: shard::Linger {
+                max: opts.commit_linger,
+                gate: opts.commit_linger_gate,
+            },
+            limits: opts.limits.clone(),
+            io,
+            seq: seq.clone(),
+            health: health.clone(),
+        };
         let shards: Vec<Arc<Shard>> = recs
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
                 let dir = opts.dir.join(shard::shard_dir_name(i));
-                Arc::new(Shard::new(
-                    i,
-                    dir,
-                    r,
-                    opts.sync,
-                    shard::Linger {
-                        max: opts.commit_linger,
-                        gate: opts.commit_linger_gate,
-                    },
-                    opts.limits.clone(),
-                    seq.clone(),
-                ))
+                Arc::new(Shard::new(i, dir, r, &setup))
             })
             .collect();
         let inner = Arc::new(Inner {
@@ -211,6 +204,7 @@ impl Engine {
             shards,
             seq,
             hub,
+            health,
             compacted: AtomicU64::new(compacted.0),
             times: Mutex::new(VecDeque::from([(Instant::now(), current)])),
             maintenance: Mutex::new(()),
@@ -306,6 +300,15 @@ impl Engine {
             st.segments_rewritten += s.counters.rewritten.load(Ordering::Relaxed);
         }
         st
+    }
+
+    /// `Err` once a write path failed (`EIO`, `ENOSPC`, ... on a `pwrite`, `fdatasync` or a
+    /// segment creation): the engine then refuses every write with `Error::Failed` until it is
+    /// closed and reopened (fail-stop, see `health.rs`), while reads keep working. The server
+    /// fails `/readyz` and `/livez` on it; `Failure::is_no_space` tells a full disk from a
+    /// failing one.
+    pub fn health(&self) -> Result<(), Failure> {
+        self.inner.health.check()
     }
 
     /// Waits until `revision` is visible; false on timeout.
@@ -497,8 +500,16 @@ impl Inner {
         &self.shards[shard::shard_for_key(key, self.shards.len())]
     }
 
+    /// `Error::Failed` once the engine stopped: maintenance writes files too.
+    fn check_health(&self) -> Result<(), Error> {
+        self.health
+            .check()
+            .map_err(|f| Error::Failed(f.to_string()))
+    }
+
     fn compact(&self, revision: Revision) -> Result<(), Error> {
         let _g = self.maintenance.lock();
+        self.check_health()?;
         let cur = self.seq.visible();
         if revision > cur {
             return Err(Error::FutureRevision {
@@ -510,7 +521,7 @@ impl Inner {
             return Ok(());
         }
         // Persist first: a crash after this point recovers to the same compacted state.
-        write_compacted(&self.opts.dir, revision)?;
+        write_compacted(&*self.opts.io, &self.opts.dir, revision)?;
         self.compacted.store(revision.0, Ordering::Release);
         for s in &self.shards {
             s.compact(revision);
@@ -520,6 +531,7 @@ impl Inner {
 
     fn rewrite_segments(&self) -> Result<usize, Error> {
         let _g = self.maintenance.lock();
+        self.check_health()?;
         let c = Revision(self.compacted.load(Ordering::Acquire));
         let mut n = 0;
         for s in &self.shards {
@@ -565,6 +577,10 @@ impl Inner {
                 return;
             }
             drop(stop);
+            // A stopped engine writes nothing more; `Engine::health` already says why.
+            if self.health.check().is_err() {
+                return;
+            }
             if let Err(e) = self.maintain() {
                 eprintln!("keel-engine: maintenance failed: {e}");
             }
@@ -625,6 +641,7 @@ impl Store for Engine {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             revision_before_seal: true,
+            compacts_itself: true,
         }
     }
 
@@ -719,5 +736,16 @@ impl Store for Engine {
 
     fn stats(&self) -> Option<Stats> {
         Some(Engine::stats(self))
+    }
+
+    fn health(&self) -> Result<(), String> {
+        Engine::health(self).map_err(|f| {
+            let disk = if f.is_no_space() {
+                "disk full"
+            } else {
+                "I/O error"
+            };
+            format!("writes stopped ({disk}): {f}")
+        })
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! The API server maps these to `metav1.Status` in one place: `AlreadyExists` → 409
 //! AlreadyExists, `Conflict` → 409 Conflict, `NotFound` → 404, `Compacted` → 410 Gone,
-//! `FutureRevision` → 504 "Too large resource version", `Busy` → 429, limits → 413/422.
+//! `FutureRevision` → 504 "Too large resource version", `Busy` → 429, limits → 413/422,
+//! `Failed` (the engine stopped after an I/O error) and anything else → 500.
 
 use crate::Revision;
 use std::fmt;
@@ -55,7 +56,9 @@ pub enum Error {
         reason: String,
     },
     Io(std::io::Error),
-    /// A previous I/O failure stopped the engine (fail-stop: no write after a failed sync).
+    /// A write failed, or was refused, because an I/O error on a write path stopped the engine
+    /// (fail-stop: no write after a failed write or sync, on any shard). The text is the
+    /// `health::Failure`; `Engine::health` returns it typed.
     Failed(String),
     /// The engine is shut down.
     Closed,

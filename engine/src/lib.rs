@@ -10,9 +10,27 @@
 //! - A write is acknowledged only once durable (per `SyncMode`) and visible.
 //! - Every record is checksummed; a torn tail is truncated on open, any other bad record is an
 //!   error naming its segment and offset (`format.rs`, `FORMAT.md`).
+//! - Fail-stop: the first failed `pwrite`, `fdatasync` or segment creation stops writes on
+//!   every shard (`Error::Failed`, reported by `Engine::health`); reads keep working. The
+//!   writes that failed leave nothing visible: no index entry, no event, and (when the disk
+//!   still allows) no bytes that a restart would find (`health.rs`, `shard/flush.rs`).
 //! - Every queue and buffer is bounded (`limits.rs`).
 //! - A list page costs O(limit + log n) once its snapshot's rank marks exist; a full list of a
 //!   big store streams shards through a merge in parallel (`list.rs`).
+//!
+//! Module map:
+//! - `engine`: `Engine` (open, close, stats, health, maintenance) and `impl Store`;
+//! - `shard/`: one hash bucket of keys: `recovery`, `write` (admission, pending batches),
+//!   `flush` (group commit, linger, sync, fail-stop), `read`, `compaction`, `history`;
+//! - `sequencer`: global revisions and their visible order; `watch`: the event ring and
+//!   watchers; `list`: cross-shard merges and rank marks;
+//! - `segment`: one segment file and its mapping; `format`: the bytes (`FORMAT.md`);
+//!   `index`: version chains; `value`: zero-copy values;
+//! - `io/`: the I/O seam. Every file and directory operation goes through `io::Io` (from
+//!   `Options::io`): `RealIo` makes the system calls (the default; no extra copy or call),
+//!   `io::fault::FaultIo` fails chosen calls and models power loss for tests;
+//! - `health`: the fail-stop latch; `error`, `limits`, `options`, `pending`, `revision`;
+//! - `store`: the backend-neutral `Store` trait, which `model::MemStore` also implements.
 //!
 //! Dependencies: no HTTP server, no async runtime. `Pending` (a std `Future` that can also be
 //! waited on by a thread) and `Watcher::poll_batch` (std `Waker`) are the only async seams.
@@ -20,7 +38,9 @@
 pub mod engine;
 pub mod error;
 pub mod format;
+pub mod health;
 pub mod index;
+pub mod io;
 pub mod limits;
 pub mod list;
 pub mod model;
@@ -36,6 +56,7 @@ pub mod watch;
 
 pub use engine::Engine;
 pub use error::{Error, WatchError};
+pub use health::Failure;
 pub use keel_revision::Revision;
 pub use limits::Limits;
 pub use model::MemStore;

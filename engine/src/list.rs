@@ -19,8 +19,8 @@
 
 use crate::format::RECORD_HEADER_LEN;
 use crate::index::Version;
+use crate::segment::kv_at;
 use crate::segment::Segment;
-use crate::shard::kv_at;
 use crate::{KeyValue, Revision};
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender};

@@ -182,6 +182,7 @@ impl Store for MemStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             revision_before_seal: self.revision_before_seal,
+            compacts_itself: false,
         }
     }
 

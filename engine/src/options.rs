@@ -1,7 +1,9 @@
 //! Engine options.
 
+use crate::io::{Io, RealIo};
 use crate::Limits;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// When a write counts as durable.
@@ -50,6 +52,9 @@ pub struct Options {
     /// Segments whose live bytes fall below this fraction of their size are rewritten.
     pub rewrite_live_ratio: f64,
     pub limits: Limits,
+    /// Every file and directory operation goes through this (`io.rs`): the operating system
+    /// (`RealIo`) unless a test passes a fault-injecting one (`io::fault::FaultIo`).
+    pub io: Arc<dyn Io>,
 }
 
 impl Options {
@@ -68,6 +73,7 @@ impl Options {
             maintenance_interval: Some(Duration::from_secs(10)),
             rewrite_live_ratio: crate::limits::REWRITE_LIVE_RATIO_DEFAULT,
             limits: Limits::default(),
+            io: Arc::new(RealIo),
         }
     }
 }

@@ -1,19 +1,19 @@
 //! A segment file: pre-sized, written with `pwrite`, read through a read-only shared mapping.
 //!
-//! The only `unsafe` in the engine is the mapping. Appends go through the file descriptor into
-//! the page cache, which the `MAP_SHARED` mapping observes; readers only look at byte ranges
-//! that were written (and, under `SyncMode::Always`, synced) before the index pointed at them.
+//! Appends go through the file (`io::FileIo`) into the page cache, which the `MAP_SHARED`
+//! mapping observes; readers only look at byte ranges that were written (and, under
+//! `SyncMode::Always`, synced) before the index pointed at them.
 
-use crate::format::{self, SegmentHeader, SEGMENT_HEADER_LEN};
-use crate::value::Backing;
-use crate::Revision;
-use memmap2::Mmap;
+use crate::format::{self, SegmentHeader, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
+use crate::index::Version;
+use crate::io::{FileIo, Io, Mapping};
+use crate::value::{Backing, Value};
+use crate::{KeyValue, Revision};
 use parking_lot::Mutex;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Keep a checkpoint (first revision of a batch → offset) at least this far apart, so a
 /// watch resuming from an old revision seeks instead of scanning a whole segment.
@@ -24,8 +24,8 @@ pub struct Segment {
     pub id: u32,
     pub header: SegmentHeader,
     pub path: PathBuf,
-    file: File,
-    map: Mmap,
+    file: Box<dyn FileIo>,
+    map: Mapping,
     /// End of the written (and verified or synced) data.
     pub data_end: AtomicU64,
     /// Bytes of records still referenced by the index.
@@ -38,8 +38,18 @@ pub struct Segment {
 
 impl Backing for Segment {
     fn bytes(&self) -> &[u8] {
-        &self.map
+        self.map.bytes()
     }
+}
+
+/// A key-value view of the version `v` (whose key is `key_len` bytes long) in `seg`: points
+/// into the mapping, copies nothing.
+pub fn kv_at(seg: &Arc<Segment>, key_len: usize, v: &Version) -> KeyValue {
+    let loc = v.loc();
+    let start = loc.off as usize + RECORD_HEADER_LEN;
+    let view = &seg.bytes()[start..start + key_len + loc.value_len as usize];
+    let backing: Arc<dyn Backing> = seg.clone();
+    KeyValue::new_trusted(Value::of_view(backing, view), key_len, v.rev)
 }
 
 pub fn segment_file_name(seq: u64) -> String {
@@ -55,22 +65,11 @@ pub fn parse_segment_file_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-fn map(file: &File) -> io::Result<Mmap> {
-    // SAFETY: the file is owned by this engine (the store directory is locked with flock) and
-    // only ever grows by pwrite into ranges no reader has been pointed at yet; it is never
-    // truncated while mapped (torn tails are zeroed, not truncated). Readers therefore never
-    // observe a byte change under them or a mapping shorter than the file.
-    unsafe { Mmap::map(file) }
-}
-
 impl Segment {
     /// Creates `<dir>/<seq>.seg` (or `path` if given), sized `size`, with its header written.
     /// The file and directory are synced so the segment survives a crash once used.
     pub fn create(
+        io: &dyn Io,
         id: u32,
         dir: &Path,
         header: SegmentHeader,
@@ -78,16 +77,12 @@ impl Segment {
         path: Option<PathBuf>,
     ) -> io::Result<Segment> {
         let path = path.unwrap_or_else(|| dir.join(segment_file_name(header.seq)));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)?;
+        let file = io.create(&path, true)?;
         file.set_len(size)?;
         file.write_all_at(&header.encode(), 0)?;
         file.sync_all()?;
-        sync_dir(dir)?;
-        let map = map(&file)?;
+        io.sync_dir(dir)?;
+        let map = file.map()?;
         Ok(Segment::from_parts(
             id,
             header,
@@ -99,14 +94,15 @@ impl Segment {
     }
 
     /// Opens an existing segment; the caller scans and verifies it.
-    pub fn open(id: u32, path: &Path) -> Result<Segment, crate::Error> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
-        let map = map(&file)?;
-        let header = SegmentHeader::decode(&map).map_err(|reason| crate::Error::Corrupt {
-            segment: path.to_path_buf(),
-            offset: 0,
-            reason,
-        })?;
+    pub fn open(io: &dyn Io, id: u32, path: &Path) -> Result<Segment, crate::Error> {
+        let file = io.open(path)?;
+        let map = file.map()?;
+        let header =
+            SegmentHeader::decode(map.bytes()).map_err(|reason| crate::Error::Corrupt {
+                segment: path.to_path_buf(),
+                offset: 0,
+                reason,
+            })?;
         Ok(Segment::from_parts(
             id,
             header,
@@ -121,8 +117,8 @@ impl Segment {
         id: u32,
         header: SegmentHeader,
         path: PathBuf,
-        file: File,
-        map: Mmap,
+        file: Box<dyn FileIo>,
+        map: Mapping,
         data_end: u64,
     ) -> Segment {
         Segment {
@@ -140,11 +136,11 @@ impl Segment {
     }
 
     pub fn capacity(&self) -> u64 {
-        self.map.len() as u64
+        self.map.bytes().len() as u64
     }
 
     pub fn bytes(&self) -> &[u8] {
-        &self.map
+        self.map.bytes()
     }
 
     pub fn write_at(&self, offset: u64, buf: &[u8]) -> io::Result<()> {

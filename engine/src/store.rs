@@ -306,6 +306,10 @@ pub struct Capabilities {
     /// is `Some`) before the bytes are sealed, so a value can embed its own revision and be
     /// served as stored. Without it a reader learns the revision from `mod_revision`.
     pub revision_before_seal: bool,
+    /// The backend forgets history older than its own window by itself (the engine's
+    /// maintenance thread). Without it, whoever serves the store calls `compact` (etcd is
+    /// compacted by its API servers, as upstream's compactor does).
+    pub compacts_itself: bool,
 }
 
 /// The value builder of a write: appends the new value to the buffer, or refuses the write.

@@ -8,10 +8,19 @@
 //! - `KEEL_SEED=<n|0xhex>`: run only that seed (in every test of this file).
 //! - `KEEL_RANDOM_CASES=<n>`: cases per test (default 2,000 and 800).
 //! - `KEEL_RANDOM_NO_SHRINK=1`: report the unshrunk failing sequence.
+//!
+//! The power-cut suite runs the engine on `io::fault::FaultIo` with `SyncMode::Always` and
+//! now and then submits a few writes without waiting, cuts the power at a chosen I/O call
+//! among them, and reopens from what the disk kept (synced bytes only, or torn at sectors).
+//! Every write whose acknowledgement arrived must be there; each unacknowledged one may be
+//! there or not, but per shard only a prefix of them in revision order, each exactly as
+//! written; the model then replays the ones that survived (and skips the revisions of the
+//! lost ones) and must agree with the engine again on everything.
 
 mod common;
 
 use common::*;
+use keel_engine::io::fault::CutMode;
 use keel_engine::store::{BoxError, WriteContext};
 use keel_engine::{
     Error, EventStream, Limits, ListRequest, ListResult, MemStore, Precondition, ReadAt, Revision,
@@ -127,6 +136,14 @@ enum Op {
         maintain: bool,
     },
     Reopen,
+    /// Submits `writes` without waiting, cuts the power at the `after_calls`-th I/O call
+    /// from then (or once they all finished), and reopens from the disk image (torn with
+    /// this seed, or synced bytes only).
+    PowerCut {
+        writes: Vec<Op>,
+        after_calls: u16,
+        torn: Option<u64>,
+    },
     Check,
 }
 
@@ -137,11 +154,14 @@ struct Config {
     small_ring: bool,
     /// `Limits::segment_bytes`.
     segment_bytes: u64,
+    /// The engine's I/O goes through a `FaultIo` (power-cut cases).
+    fault_io: bool,
 }
 
 #[derive(Clone, Copy)]
 struct Mix {
     aborts: bool,
+    power_cuts: bool,
 }
 
 fn gen_pick(rng: &mut Rng) -> Pick {
@@ -199,9 +219,17 @@ fn gen_write(rng: &mut Rng, large: bool) -> Op {
     }
 }
 
+fn gen_power_cut(rng: &mut Rng, large: bool) -> Op {
+    Op::PowerCut {
+        writes: (0..rng.below(8)).map(|_| gen_write(rng, large)).collect(),
+        after_calls: rng.range(1, 24) as u16,
+        torn: rng.chance(3, 4).then(|| rng.next_u64()),
+    }
+}
+
 fn gen_case(seed: u64, mix: Mix) -> (Config, Vec<Op>) {
     let mut rng = Rng::new(seed);
-    let cfg = Config {
+    let mut cfg = Config {
         shards: rng.range(1, 4) as usize,
         sync: if rng.chance(1, 40) {
             SyncMode::Always
@@ -216,7 +244,14 @@ fn gen_case(seed: u64, mix: Mix) -> (Config, Vec<Op>) {
             80..=98 => 1024 * 1024,
             _ => Limits::default().segment_bytes,
         },
+        fault_io: false,
     };
+    if mix.power_cuts {
+        // Acknowledged means synced only with `SyncMode::Always` (its syncs cost nothing on
+        // `FaultIo`, which models durability instead of asking the disk for it).
+        cfg.sync = SyncMode::Always;
+        cfg.fault_io = true;
+    }
     let large = rng.chance(1, 5);
     let n = rng.range(20, 160);
     let mut ops = Vec::new();
@@ -264,6 +299,7 @@ fn gen_case(seed: u64, mix: Mix) -> (Config, Vec<Op>) {
                 empty: rng.chance(1, 2),
                 kind: rng.below(3) as u8,
             },
+            _ if mix.power_cuts && rng.chance(1, 2) => gen_power_cut(&mut rng, large),
             _ if mix.aborts && rng.chance(2, 3) => Op::Abort {
                 key: rng.below(KEYS.len() as u64) as u8,
                 create: rng.chance(1, 2),
@@ -332,6 +368,18 @@ fn describe(op: &Op) -> String {
         Op::Rewrite { maintain: true } => "engine.maintain()".into(),
         Op::Rewrite { maintain: false } => "engine.rewrite_segments()".into(),
         Op::Reopen => "close + reopen".into(),
+        Op::PowerCut {
+            writes,
+            after_calls,
+            torn,
+        } => format!(
+            "power cut at I/O call {after_calls} ({}) among unacknowledged writes: [{}]",
+            match torn {
+                Some(seed) => format!("torn, seed {seed:#x}"),
+                None => "synced bytes only".into(),
+            },
+            writes.iter().map(describe).collect::<Vec<_>>().join("; ")
+        ),
         Op::Check => "check everything".into(),
     }
 }
@@ -343,6 +391,12 @@ type Outcome = Result<(), String>;
 
 /// Segments the engine rewrote over the run (reported: the rewrite path must be exercised).
 static REWRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// Power cuts over the run, and the unacknowledged writes they caught that survived or were
+/// lost (reported: both outcomes must occur).
+static POWER_CUTS: AtomicU64 = AtomicU64::new(0);
+static UNACKED_KEPT: AtomicU64 = AtomicU64::new(0);
+static UNACKED_LOST: AtomicU64 = AtomicU64::new(0);
 
 /// Set while shrinking: waits for missing events are cut short.
 static SHRINKING: AtomicBool = AtomicBool::new(false);
@@ -455,8 +509,17 @@ impl Runner {
     fn new(cfg: &Config) -> Runner {
         let l = limits(cfg);
         let drain_every = if cfg.small_ring { 8 } else { usize::MAX };
+        let eng = if cfg.fault_io {
+            TestEngine::open_on_fault_io(|o| {
+                o.shards = cfg.shards;
+                o.sync = cfg.sync;
+                o.limits = l.clone();
+            })
+        } else {
+            TestEngine::open(cfg.shards, cfg.sync, l.clone())
+        };
         Runner {
-            eng: TestEngine::open(cfg.shards, cfg.sync, l.clone()),
+            eng,
             model: MemStore::new(l),
             watches: Vec::new(),
             writes_since_drain: 0,
@@ -734,6 +797,17 @@ impl Runner {
                 self.check_all()?;
             }
             Op::Reopen => self.reopen()?,
+            Op::PowerCut {
+                writes,
+                after_calls,
+                torn,
+            } => {
+                let mode = match torn {
+                    Some(seed) => CutMode::Torn { seed: *seed },
+                    None => CutMode::SyncedOnly,
+                };
+                self.power_cut(writes, *after_calls as u64, mode)?;
+            }
             Op::Check => self.check_all()?,
         }
         Ok(())
@@ -807,13 +881,26 @@ impl Runner {
     /// revision they had reached; the model's keep going.
     fn reopen(&mut self) -> Outcome {
         self.drain_all()?;
-        let positions: Vec<(Vec<u8>, Revision, Box<dyn EventStream>)> = self
-            .watches
-            .drain(..)
-            .map(|p| (p.prefix, p.seen, p.model))
-            .collect();
+        let positions = self.take_watches();
         self.eng.reopen();
         self.check_all()?;
+        self.resume_watches(positions)
+    }
+
+    /// The open watch pairs' positions, for resuming them on a reopened engine.
+    fn take_watches(&mut self) -> Vec<(Vec<u8>, Revision, Box<dyn EventStream>)> {
+        self.watches
+            .drain(..)
+            .map(|p| (p.prefix, p.seen, p.model))
+            .collect()
+    }
+
+    /// Resumes watch pairs on the reopened engine from the revision they had reached; the
+    /// model's watchers keep going.
+    fn resume_watches(
+        &mut self,
+        positions: Vec<(Vec<u8>, Revision, Box<dyn EventStream>)>,
+    ) -> Outcome {
         let compacted = self.model.compacted_revision();
         for (prefix, seen, model) in positions {
             match self.eng.watch(&prefix, seen) {
@@ -840,6 +927,223 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// See `Op::PowerCut` and the module docs.
+    fn power_cut(&mut self, writes: &[Op], after_calls: u64, mode: CutMode) -> Outcome {
+        self.drain_all()?;
+        let r0 = self.model.current_revision();
+        // A watch from a revision above the current one reads every event published after
+        // it started (see `Hub::watch`): the model's watchers will see the replayed writes,
+        // so the engine's resume from r0 at the latest.
+        let positions: Vec<_> = self
+            .take_watches()
+            .into_iter()
+            .map(|(prefix, seen, model)| (prefix, seen.min(r0), model))
+            .collect();
+        // The writes as the engine gets them (preconditions from the model's state now).
+        let writes: Vec<(&'static [u8], WriteOp, Vec<u8>)> = writes
+            .iter()
+            .map(|op| match op {
+                Op::Create { key, value } => (KEYS[*key as usize], WriteOp::Create, value.clone()),
+                Op::Update { key, pre, value } => {
+                    let k = KEYS[*key as usize];
+                    (k, WriteOp::Update(self.pre(k, *pre)), value.clone())
+                }
+                Op::Delete { key, pre } => {
+                    let k = KEYS[*key as usize];
+                    (k, WriteOp::Delete(self.pre(k, *pre)), Vec::new())
+                }
+                other => unreachable!("not a write: {other:?}"),
+            })
+            .collect();
+        self.eng.fault_io().cut_after(after_calls, mode);
+        let pending: Vec<_> = writes
+            .iter()
+            .map(|(k, op, v)| self.eng.write(k, *op, value(v)))
+            .collect();
+        let results: Vec<Result<Written, Error>> = pending.into_iter().map(ack).collect();
+        let shard_of: Vec<usize> = writes
+            .iter()
+            .map(|(k, _, _)| self.eng.shard_of(k))
+            .collect();
+        self.eng.reopen_after_power_cut(mode);
+
+        // What each write got, had every one been admitted in order: the model's state then
+        // decides preconditions and revisions exactly as the engine's pending state does.
+        let mut state: std::collections::HashMap<&[u8], Option<Revision>> = KEYS
+            .iter()
+            .map(|k| {
+                (
+                    *k,
+                    get_kv(&self.model, k, ReadAt::Latest).map(|kv| Revision(kv.rev)),
+                )
+            })
+            .collect();
+        let mut next = r0.next();
+        let mut admitted: Vec<Option<Revision>> = Vec::new();
+        for (i, ((k, op, _), res)) in writes.iter().zip(&results).enumerate() {
+            let cur = state[k];
+            let verdict = match (op, cur) {
+                (WriteOp::Create, Some(r)) => Err(Error::AlreadyExists { revision: r }),
+                (WriteOp::Update(_) | WriteOp::Delete(_), None) => Err(Error::NotFound),
+                (
+                    WriteOp::Update(Precondition::ModRevision(want))
+                    | WriteOp::Delete(Precondition::ModRevision(want)),
+                    Some(actual),
+                ) if *want != actual => Err(Error::Conflict {
+                    expected: *want,
+                    actual,
+                }),
+                _ => {
+                    let r = next;
+                    next = next.next();
+                    let live = !matches!(op, WriteOp::Delete(_));
+                    state.insert(k, live.then_some(r));
+                    Ok(Written {
+                        revision: r,
+                        prev_revision: cur,
+                    })
+                }
+            };
+            match (res, &verdict) {
+                // Refused by the stopped engine or failed by the cut: outcome unknown.
+                (Err(Error::Failed(_)), _) => {}
+                (res, verdict) => ensure_eq!(
+                    norm_write(clone_result(res)),
+                    norm_write(clone_result(verdict)),
+                    "unacknowledged write #{i} {} {op:?}",
+                    show(k)
+                ),
+            }
+            admitted.push(verdict.ok().map(|w| w.revision));
+        }
+
+        // What survived: the history after r0, straight from the reopened segments.
+        let cur = self.eng.current_revision();
+        let mut events = Vec::new();
+        if cur > r0 {
+            let mut w = self
+                .eng
+                .watch(b"", r0)
+                .map_err(|e| format!("watch after cut: {e}"))?;
+            let deadline = Instant::now() + patience();
+            while events
+                .last()
+                .is_none_or(|e: &std::sync::Arc<keel_engine::Event>| e.revision() < cur)
+            {
+                let now = Instant::now();
+                ensure!(now < deadline, "history after the cut stops before {cur}");
+                w.next_batch_timeout(&mut events, deadline - now)
+                    .map_err(|e| format!("history after the cut: {e}"))?;
+            }
+        }
+        let by_rev: std::collections::HashMap<Revision, usize> = admitted
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.map(|r| (r, i)))
+            .collect();
+        let mut survived = vec![false; writes.len()];
+        for e in &events {
+            let Some(&i) = by_rev.get(&e.revision()) else {
+                return Err(format!(
+                    "after the cut, revision {} is no write of ours: {:?}",
+                    e.revision(),
+                    ev(e)
+                ));
+            };
+            let (k, op, v) = &writes[i];
+            let want = if matches!(op, WriteOp::Delete(_)) {
+                (false, k.to_vec(), Vec::new())
+            } else {
+                (true, k.to_vec(), v.clone())
+            };
+            let got = (
+                e.kind == keel_engine::EventKind::Put,
+                e.kv.key().to_vec(),
+                e.kv.value().to_vec(),
+            );
+            ensure_eq!(got, want, "write #{i} as recovered at {}", e.revision());
+            survived[i] = true;
+        }
+        for (i, res) in results.iter().enumerate() {
+            ensure!(
+                res.is_err() || survived[i],
+                "acknowledged write #{i} {} lost by the power cut",
+                show(writes[i].0)
+            );
+            if matches!(res, Err(Error::Failed(_))) && admitted[i].is_some() {
+                let n = if survived[i] {
+                    &UNACKED_KEPT
+                } else {
+                    &UNACKED_LOST
+                };
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        POWER_CUTS.fetch_add(1, Ordering::Relaxed);
+        // Per shard, the survivors are a prefix of the admitted writes in revision order
+        // (at most one batch per shard is ever unsynced).
+        for shard in 0..self.eng.stats().shards {
+            let mut lost = None;
+            for (i, r) in admitted.iter().enumerate() {
+                if r.is_none() || shard_of[i] != shard {
+                    continue;
+                }
+                match (survived[i], lost) {
+                    (false, None) => lost = Some(i),
+                    (true, Some(l)) => {
+                        return Err(format!("write #{i} survived the cut but #{l} before it on shard {shard} did not"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let top = events.last().map_or(r0, |e| e.revision());
+        ensure_eq!(cur, top, "current revision after the cut");
+
+        // The model replays the survivors; a lost write's revision is skipped (consumed by
+        // a write whose value builder refuses).
+        let mut r = r0.next();
+        while r <= cur {
+            let done = match by_rev.get(&r) {
+                Some(&i) if survived[i] => {
+                    let (k, op, v) = &writes[i];
+                    ack(self.model.write(k, *op, value(v)))
+                }
+                _ => {
+                    let k = KEYS[0];
+                    let op = if get_kv(&self.model, k, ReadAt::Latest).is_some() {
+                        WriteOp::Update(Precondition::None)
+                    } else {
+                        WriteOp::Create
+                    };
+                    let skip = ack(self
+                        .model
+                        .write(k, op, |_, _| Err("lost in the cut".into())));
+                    ensure!(
+                        matches!(skip, Err(Error::Aborted(_))),
+                        "skipping {r}: {skip:?}"
+                    );
+                    Ok(Written {
+                        revision: r,
+                        prev_revision: None,
+                    })
+                }
+            };
+            ensure!(
+                done.as_ref().is_ok_and(|w| w.revision == r),
+                "model replay of {r}: {done:?}"
+            );
+            ensure_eq!(
+                self.model.current_revision(),
+                r,
+                "model revision in the replay"
+            );
+            r = r.next();
+        }
+        self.check_all()?;
+        self.resume_watches(positions)
     }
 
     /// Everything observable agrees: revisions, every snapshot still readable, stats.
@@ -980,10 +1284,14 @@ fn run_suite(name: &str, mix: Mix, default_cases: u64) {
         }
     }
     eprintln!(
-        "{name}: {} cases, {total_ops} ops in {:.1?}; {} segments rewritten",
+        "{name}: {} cases, {total_ops} ops in {:.1?}; {} segments rewritten; {} power cuts, \
+         unacknowledged writes caught by them: {} kept, {} lost",
         seeds.len(),
         started.elapsed(),
-        REWRITTEN.load(Ordering::Relaxed)
+        REWRITTEN.load(Ordering::Relaxed),
+        POWER_CUTS.load(Ordering::Relaxed),
+        UNACKED_KEPT.load(Ordering::Relaxed),
+        UNACKED_LOST.load(Ordering::Relaxed),
     );
 }
 
@@ -994,7 +1302,10 @@ fn run_suite(name: &str, mix: Mix, default_cases: u64) {
 fn random_ops_engine_matches_model() {
     run_suite(
         "random_ops_engine_matches_model",
-        Mix { aborts: false },
+        Mix {
+            aborts: false,
+            power_cuts: false,
+        },
         2000,
     );
 }
@@ -1006,7 +1317,32 @@ fn random_ops_engine_matches_model() {
 fn random_ops_with_aborted_writes_engine_matches_model() {
     run_suite(
         "random_ops_with_aborted_writes_engine_matches_model",
-        Mix { aborts: true },
+        Mix {
+            aborts: true,
+            power_cuts: false,
+        },
         800,
     );
+}
+
+/// With power cuts: the engine on `FaultIo`, `SyncMode::Always`, and `Op::PowerCut` among
+/// the operations (see the module docs).
+#[test]
+fn random_ops_with_power_cuts_engine_matches_model() {
+    run_suite(
+        "random_ops_with_power_cuts_engine_matches_model",
+        Mix {
+            aborts: true,
+            power_cuts: true,
+        },
+        300,
+    );
+}
+
+/// A write result, cloned (errors are not `Clone`) for comparison.
+fn clone_result(r: &Result<Written, Error>) -> Result<Written, Error> {
+    match r {
+        Ok(w) => Ok(*w),
+        Err(e) => Err(Error::Failed(err_str(e))),
+    }
 }

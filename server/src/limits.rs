@@ -85,6 +85,10 @@ pub const NAMESPACE_RESYNC: Duration = Duration::from_millis(500);
 /// namespace, so a burst of namespace changes (a simulated cluster creating thousands) is
 /// handled a pass per 20 ms, not a pass per change.
 pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
+/// Revisions the compactor remembers (one per maintenance interval in which the store
+/// changed) to tell which was current one history window ago; past it the oldest go, so a
+/// window longer than this many intervals is compacted a little late, never early.
+pub const COMPACTION_SAMPLES_MAX: usize = 16_384;
 /// Shortest accepted `--storage-maintenance-interval`.
 pub const MAINTENANCE_INTERVAL_MIN: Duration = Duration::from_millis(50);
 

@@ -99,11 +99,14 @@ pub fn run(opts: Options) -> Result<(), String> {
         .lookup("", "v1", "namespaces")
         .map(|ns| Location::of(&catalog, ns))
         .ok_or("namespaces are always served")?;
-    let registry = Registry::new(
-        Storage::new(backend),
-        Allocators::new(cidr, ports),
-        namespaces,
+    let storage = Storage::new(backend);
+    crate::storage::compactor::spawn_if_needed(
+        storage.clone(),
+        opts.storage_maintenance_interval
+            .max(MAINTENANCE_INTERVAL_MIN),
+        opts.watch_history,
     );
+    let registry = Registry::new(storage, Allocators::new(cidr, ports), namespaces);
     let st = Arc::new(State::new(StateParts {
         registry,
         routes: LiveRoutes::new(catalog),

@@ -5,6 +5,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+use keel_engine::io::fault::{CutMode, FaultIo};
 use keel_engine::{
     BoxError, Capabilities, Engine, Error, Event, EventKind, EventStream, KeyValue, Limits,
     ListRequest, ListResult, Options, Pending, ReadAt, Revision, Stats, Store, SyncMode,
@@ -85,6 +86,8 @@ pub fn parse_seed(s: &str) -> u64 {
 pub struct TestEngine {
     engine: Option<Engine>,
     opts: Options,
+    /// The engine's I/O when it runs on a `FaultIo` (see `open_on_fault_io`).
+    fault: Option<Arc<FaultIo>>,
     // Dropped after `engine` (fields drop in declaration order).
     _dir: TempDir,
 }
@@ -102,21 +105,58 @@ impl TestEngine {
     /// Opens a fresh engine with `maintenance_interval: None`, one shard, `SyncMode::None`,
     /// then `tweak`ed.
     pub fn open_with(tweak: impl FnOnce(&mut Options)) -> TestEngine {
-        let dir = tempfile::Builder::new()
-            .prefix("keel-test-")
-            .tempdir()
-            .expect("tempdir");
+        TestEngine::open_in(temp_dir(), None, tweak)
+    }
+
+    /// Like `open_with`, with the engine's I/O going through a `FaultIo` (power cuts).
+    pub fn open_on_fault_io(tweak: impl FnOnce(&mut Options)) -> TestEngine {
+        let dir = temp_dir();
+        let fault = FaultIo::new(dir.path()).expect("FaultIo::new");
+        TestEngine::open_in(dir, Some(fault), tweak)
+    }
+
+    fn open_in(
+        dir: TempDir,
+        fault: Option<Arc<FaultIo>>,
+        tweak: impl FnOnce(&mut Options),
+    ) -> TestEngine {
         let mut opts = Options::new(dir.path());
         opts.shards = 1;
         opts.sync = SyncMode::None;
         opts.maintenance_interval = None;
         tweak(&mut opts);
+        if let Some(f) = &fault {
+            opts.io = f.clone();
+        }
         let engine = Engine::open(opts.clone()).expect("Engine::open on a fresh directory");
         TestEngine {
             engine: Some(engine),
             opts,
+            fault,
             _dir: dir,
         }
+    }
+
+    /// The `FaultIo` of an engine opened with `open_on_fault_io`.
+    pub fn fault_io(&self) -> &Arc<FaultIo> {
+        self.fault.as_ref().expect("opened with open_on_fault_io")
+    }
+
+    /// Cuts the power (now, unless a cut armed with `FaultIo::cut_after` came first), drops
+    /// the engine, and opens a new one on what the disk kept: the image, in a new directory,
+    /// through a new `FaultIo`.
+    pub fn reopen_after_power_cut(&mut self, mode: CutMode) {
+        let image = self.fault_io().cut(mode);
+        drop(self.engine.take());
+        let dir = temp_dir();
+        image.write_to(dir.path()).expect("writing the image");
+        let fault = FaultIo::new(dir.path()).expect("FaultIo::new");
+        self.opts.dir = dir.path().to_path_buf();
+        self.opts.io = fault.clone();
+        self.fault = Some(fault);
+        self._dir = dir;
+        self.engine =
+            Some(Engine::open(self.opts.clone()).expect("Engine::open after a power cut"));
     }
 
     pub fn options(&self) -> &Options {
@@ -199,6 +239,13 @@ impl Store for TestEngine {
     fn compact(&self, revision: Revision) -> Result<(), Error> {
         self.engine().compact(revision)
     }
+}
+
+fn temp_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("keel-test-")
+        .tempdir()
+        .expect("tempdir")
 }
 
 // ---------------------------------------------------------------------------------------------

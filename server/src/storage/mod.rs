@@ -12,6 +12,7 @@
 //! never see the difference. The in-memory model can be run without the capability
 //! (`--storage-backend=memory-unsealed`), which is how that path is tested.
 
+pub mod compactor;
 pub mod errors;
 pub mod keys;
 
@@ -78,6 +79,16 @@ impl Storage {
 
     pub fn stats(&self) -> Option<Stats> {
         self.backend.stats()
+    }
+
+    /// Whether the backend forgets old history by itself (else `compactor` does it).
+    pub fn compacts_itself(&self) -> bool {
+        self.backend.capabilities().compacts_itself
+    }
+
+    /// Forgets history older than `rev` (reads and watches before it answer 410).
+    pub fn compact(&self, rev: Revision) -> Result<(), StoreError> {
+        self.backend.compact(rev)
     }
 
     /// Waits (asynchronously) until `rev` is visible, or answers `Too large resource version`.
