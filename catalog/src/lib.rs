@@ -15,15 +15,19 @@ mod builtin;
 mod catalog;
 mod data;
 mod discovery;
+mod groups;
 mod runtime_config;
+mod storage;
 pub mod table;
 mod types;
 mod versions;
 
 pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
 pub use runtime_config::RUNTIME_CONFIG_BYTES_MAX;
+pub use storage::StorageVersion;
 pub use table::{table, IncludeObject};
 pub use types::{ResourceInfo, SubresourceInfo};
 
+#[cfg(test)]
 #[cfg(test)]
 mod tests;
