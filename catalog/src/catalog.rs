@@ -2,11 +2,14 @@
 //! documents built once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::builtin::{builtin_types, BuiltinType};
+use crate::change::{self, CatalogChange};
 use crate::data::{self, ResourceData};
 use crate::discovery::{self, Documents, Served};
+use crate::error::CatalogError;
 use crate::groups;
 use crate::runtime_config;
 use crate::storage::{self, StorageVersion, StorageVersions};
@@ -15,17 +18,26 @@ use crate::types::{ResourceInfo, SubresourceInfo};
 /// Address advertised in `/api`'s `serverAddressByClientCIDRs` until the server sets its own.
 pub const DEFAULT_SERVER_ADDRESS: &str = "127.0.0.1:6443";
 
+/// A per-request index: `(group, version, plural or kind)` to a position in `resources`.
+type Index =
+    HashMap<(&'static str, &'static str, &'static str), usize, foldhash::fast::RandomState>;
+
+/// Source of snapshot generations: process-wide, so no two snapshots with different resources
+/// ever share a generation, whichever snapshot they were built from.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+
 /// A snapshot of every resource this server serves, plus its discovery documents.
 ///
 /// Invariants: `resources` holds only served resources, ordered as discovery lists them (group
-/// order, then version preference, then plural name); every served version appears in
-/// `groups`; every served `(group, plural)` has a storage version. A snapshot never changes:
-/// a new set of resources is a new snapshot.
+/// order, then version preference, then plural name); every served `(group, plural)` has a
+/// storage version. A snapshot never changes: [`Catalog::with_changes`] builds a new one,
+/// with a higher generation.
 #[derive(Debug, Clone)]
 pub struct Catalog {
+    generation: u64,
     resources: Vec<Arc<ResourceInfo>>,
-    by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
-    by_kind: HashMap<(&'static str, &'static str, &'static str), usize>,
+    by_path: Index,
+    by_kind: Index,
     storage: StorageVersions,
     server_address: String,
     docs: Documents,
@@ -70,8 +82,8 @@ impl Catalog {
             (g, v.unwrap_or(usize::MAX))
         };
         served.sort_by_cached_key(|r| (rank(r), r.plural));
-        let mut by_path = HashMap::with_capacity(served.len());
-        let mut by_kind = HashMap::with_capacity(served.len());
+        let mut by_path = Index::with_capacity_and_hasher(served.len(), Default::default());
+        let mut by_kind = Index::with_capacity_and_hasher(served.len(), Default::default());
         for (i, r) in served.iter().enumerate() {
             by_path.insert((r.group, r.version, r.plural), i);
             by_kind.insert((r.group, r.version, r.kind), i);
@@ -85,6 +97,7 @@ impl Catalog {
             &server_address,
         );
         Catalog {
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
             resources: served,
             by_path,
             by_kind,
@@ -92,6 +105,26 @@ impl Catalog {
             server_address,
             docs,
         }
+    }
+
+    /// The next snapshot: this one's resources with `change` applied (removals, then
+    /// additions), its documents rebuilt. Refused changes leave nothing behind but interned
+    /// names (see [`crate::INTERNED_BYTES_MAX`]).
+    pub fn with_changes(&self, change: &CatalogChange) -> Result<Catalog, CatalogError> {
+        let next = change::plan(&self.resources, &self.storage, change)?;
+        Ok(Catalog::build(
+            next.resources,
+            next.storage,
+            self.server_address.clone(),
+        ))
+    }
+
+    /// Identifies this snapshot's set of resources, for caches derived from it (the OpenAPI
+    /// documents): unique in the process and strictly increasing in build order, so every
+    /// snapshot a live catalog swaps in has a higher generation than the one it replaces.
+    /// [`Catalog::with_server_address`] and `clone` keep it (the resources are the same).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Sets the address `/api` advertises for all clients (`host:port`); snapshots built from
