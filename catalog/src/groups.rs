@@ -106,3 +106,30 @@ fn legacy_rank(g: &GroupVersions) -> (u8, i32, String) {
         .unwrap_or_default();
     (tier(g.name), -group_priority(g.name), name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::builtin_types;
+
+    /// The run-time defaults must never decide a built-in group's or version's place: every
+    /// built-in group/version has its own entry, except the aggregator's group, which its
+    /// tier always lists first and which has one version.
+    #[test]
+    fn every_built_in_version_has_its_priorities() {
+        for t in builtin_types() {
+            if t.group == data::AGGREGATOR_GROUP {
+                assert_eq!(t.version, "v1");
+                continue;
+            }
+            let (_, _, versions) = priorities(t.group)
+                .unwrap_or_else(|| panic!("group {:?} has no priority", t.group));
+            assert!(
+                versions.iter().any(|(v, _)| *v == t.version),
+                "{}/{} has no versionPriority",
+                t.group,
+                t.version
+            );
+        }
+    }
+}

@@ -60,4 +60,5 @@ pub use types::{ResourceInfo, SubresourceInfo};
 #[cfg(test)]
 #[cfg(test)]
 #[cfg(test)]
+#[cfg(test)]
 mod tests;

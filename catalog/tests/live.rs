@@ -252,6 +252,47 @@ fn run_time_groups_follow_upstream_ordering() {
 }
 
 #[test]
+fn a_run_time_resource_in_a_built_in_group() {
+    // A new resource in a served built-in group/version joins its list; a new version of a
+    // built-in group gets the CRD version priority (100, above every built-in version) as its
+    // own APIService would, while the group keeps its place.
+    let c = added(
+        &base(),
+        vec![
+            ResourceSpec::custom("networking.k8s.io", "v1", "Route", "routes", true),
+            ResourceSpec::custom("networking.k8s.io", "v2", "Tunnel", "tunnels", true),
+        ],
+    );
+    let v1 = parse(&c.resource_list("networking.k8s.io", "v1").unwrap());
+    let names: Vec<&str> = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ingressclasses",
+            "ingresses",
+            "ingresses/status",
+            "networkpolicies",
+            "routes"
+        ]
+    );
+    let g = parse(&c.api_group("networking.k8s.io").unwrap());
+    assert_eq!(g["preferredVersion"]["version"], "v2");
+    assert_eq!(
+        group_names(&parse(&c.api_group_list()), "groups"),
+        group_names(&parse(&base().api_group_list()), "groups")
+    );
+    assert_eq!(
+        group_names(&parse(&c.aggregated(false, "v2")), "items"),
+        group_names(&parse(&base().aggregated(false, "v2")), "items")
+    );
+}
+
+#[test]
 fn removal_takes_each_resource_and_then_the_group_away() {
     let full = added(&base(), vec![widget("v1"), widget("v2"), gadget()]);
     let no_gadget = removed(&full, &[("example.com", "v1", "gadgets")]);
