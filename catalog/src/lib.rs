@@ -58,7 +58,4 @@ pub use table::{table, IncludeObject};
 pub use types::{ResourceInfo, SubresourceInfo};
 
 #[cfg(test)]
-#[cfg(test)]
-#[cfg(test)]
-#[cfg(test)]
 mod tests;
