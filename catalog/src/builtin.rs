@@ -4,6 +4,9 @@
 //! nothing here is typed by hand except the list of types itself (the compiler checks every name,
 //! and a test checks the list against the discovery data table).
 
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
 
 /// Identity of one built-in resource as the type bindings define it.
@@ -39,6 +42,18 @@ where
         plural: T::URL_PATH_SEGMENT,
         namespaced: <T::Scope as ScopeNamespaced>::NAMESPACED,
     }
+}
+
+/// Whether `group/plural` is a built-in resource (in any version, served or not): its storage
+/// key space belongs to the built-in type.
+pub(crate) fn is_builtin(group: &str, plural: &str) -> bool {
+    static BUILTIN: LazyLock<HashSet<(&'static str, &'static str)>> = LazyLock::new(|| {
+        builtin_types()
+            .iter()
+            .map(|t| (t.group, t.plural))
+            .collect()
+    });
+    BUILTIN.contains(&(group, plural))
 }
 
 macro_rules! builtin_types {

@@ -1,43 +1,45 @@
-//! The catalog: every served built-in resource, indexed, with memoized discovery documents.
+//! The catalog: one immutable snapshot of every served resource, indexed, with its discovery
+//! documents built once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::builtin::{builtin_types, BuiltinType};
+use crate::change::{self, CatalogChange};
 use crate::data::{self, ResourceData};
-use crate::discovery::{self, Documents};
-use crate::runtime_config::{self, Enablement};
+use crate::discovery::{self, Documents, Served};
+use crate::error::CatalogError;
+use crate::groups;
+use crate::runtime_config;
+use crate::storage::{self, StorageVersion, StorageVersions};
 use crate::types::{ResourceInfo, SubresourceInfo};
-use crate::versions;
 
 /// Address advertised in `/api`'s `serverAddressByClientCIDRs` until the server sets its own.
 pub const DEFAULT_SERVER_ADDRESS: &str = "127.0.0.1:6443";
 
-/// One served group with its served versions, most preferred first.
-#[derive(Debug, Clone)]
-pub(crate) struct GroupVersions {
-    pub name: &'static str,
-    pub versions: Vec<&'static str>,
-}
+/// A per-request index: `(group, version, plural or kind)` to a position in `resources`.
+type Index =
+    HashMap<(&'static str, &'static str, &'static str), usize, foldhash::fast::RandomState>;
 
-/// Storage identity of a resource: the group/version/kind objects are persisted as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct StorageVersion {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-}
+/// Source of snapshot generations: process-wide, so no two snapshots with different resources
+/// ever share a generation, whichever snapshot they were built from.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
-/// Every built-in resource type this server serves, plus its discovery documents.
+/// A snapshot of every resource this server serves, plus its discovery documents.
 ///
-/// Invariants: `resources` holds only enabled resources, ordered as discovery lists them (group
-/// order, then version preference, then plural name); every served version appears in `groups`.
+/// Invariants: `resources` holds only served resources, ordered as discovery lists them (group
+/// order, then version preference, then plural name); every served `(group, plural)` has a
+/// storage version. A snapshot never changes: [`Catalog::with_changes`] builds a new one,
+/// with a higher generation.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    pub(crate) resources: Vec<ResourceInfo>,
-    by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
-    by_kind: HashMap<(&'static str, &'static str, &'static str), usize>,
-    pub(crate) groups: Vec<GroupVersions>,
-    storage: HashMap<(&'static str, &'static str), StorageVersion>,
+    generation: u64,
+    resources: Vec<Arc<ResourceInfo>>,
+    by_path: Index,
+    by_kind: Index,
+    storage: StorageVersions,
+    server_address: String,
     docs: Documents,
 }
 
@@ -49,81 +51,115 @@ impl Catalog {
         let all = all_resources();
         let known: BTreeSet<(&str, &str)> = all.iter().map(|r| (r.group, r.version)).collect();
         let enablement = runtime_config::resolve(runtime_config, &known)?;
-        let storage = storage_versions(&all);
-        let mut catalog = Catalog {
-            resources: Vec::new(),
-            by_path: HashMap::new(),
-            by_kind: HashMap::new(),
-            groups: Vec::new(),
-            storage,
-            docs: Documents::default(),
-        };
-        catalog.install(all, &enablement);
-        catalog.docs = discovery::build_all(&catalog, DEFAULT_SERVER_ADDRESS);
-        Ok(catalog)
-    }
-
-    /// Sets the address `/api` advertises for all clients (`host:port`).
-    pub fn with_server_address(mut self, address: &str) -> Catalog {
-        self.docs.api_versions = discovery::api_versions_doc(address);
-        self
-    }
-
-    fn install(&mut self, all: Vec<ResourceInfo>, enablement: &Enablement) {
-        let mut served: Vec<ResourceInfo> = all
+        let storage = storage::builtin(&all);
+        let served = all
             .into_iter()
             .filter(|r| enablement.resource_enabled(r.group, r.version, r.plural))
+            .map(Arc::new)
             .collect();
-        self.groups = served_groups(&served);
+        Ok(Catalog::build(
+            served,
+            storage,
+            DEFAULT_SERVER_ADDRESS.to_owned(),
+        ))
+    }
+
+    /// Indexes `served` (in any order) and builds its documents.
+    fn build(
+        mut served: Vec<Arc<ResourceInfo>>,
+        storage: StorageVersions,
+        server_address: String,
+    ) -> Catalog {
+        let groups = groups::served_groups(served.iter().map(|r| &**r));
         let rank = |r: &ResourceInfo| -> (usize, usize) {
-            let g = self
-                .groups
+            let g = groups
                 .iter()
                 .position(|g| g.name == r.group)
                 .unwrap_or(usize::MAX);
-            let v = self
-                .groups
+            let v = groups
                 .get(g)
                 .and_then(|g| g.versions.iter().position(|v| *v == r.version));
             (g, v.unwrap_or(usize::MAX))
         };
-        served.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.plural.cmp(b.plural)));
+        served.sort_by_cached_key(|r| (rank(r), r.plural));
+        let mut by_path = Index::with_capacity_and_hasher(served.len(), Default::default());
+        let mut by_kind = Index::with_capacity_and_hasher(served.len(), Default::default());
         for (i, r) in served.iter().enumerate() {
-            self.by_path.insert((r.group, r.version, r.plural), i);
-            self.by_kind.insert((r.group, r.version, r.kind), i);
+            by_path.insert((r.group, r.version, r.plural), i);
+            by_kind.insert((r.group, r.version, r.kind), i);
         }
-        self.resources = served;
+        let docs = discovery::build_all(
+            &Served {
+                groups: &groups,
+                resources: &served,
+                storage: &storage,
+            },
+            &server_address,
+        );
+        Catalog {
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
+            resources: served,
+            by_path,
+            by_kind,
+            storage,
+            server_address,
+            docs,
+        }
+    }
+
+    /// The next snapshot: this one's resources with `change` applied (removals, then
+    /// additions), its documents rebuilt. Refused changes leave nothing behind but interned
+    /// names (see [`crate::INTERNED_BYTES_MAX`]).
+    pub fn with_changes(&self, change: &CatalogChange) -> Result<Catalog, CatalogError> {
+        let next = change::plan(&self.resources, &self.storage, change)?;
+        Ok(Catalog::build(
+            next.resources,
+            next.storage,
+            self.server_address.clone(),
+        ))
+    }
+
+    /// Identifies this snapshot's set of resources, for caches derived from it (the OpenAPI
+    /// documents): unique in the process and strictly increasing in build order, so every
+    /// snapshot a live catalog swaps in has a higher generation than the one it replaces.
+    /// [`Catalog::with_server_address`] and `clone` keep it (the resources are the same).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Sets the address `/api` advertises for all clients (`host:port`); snapshots built from
+    /// this one keep it.
+    pub fn with_server_address(mut self, address: &str) -> Catalog {
+        self.docs.api_versions = discovery::api_versions_doc(address);
+        self.server_address = address.to_owned();
+        self
     }
 
     /// The served resource at `group/version/plural` (core group: `""`).
-    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceInfo> {
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
         let i = self.by_path.get(&(group, version, plural))?;
         self.resources.get(*i)
     }
 
     /// The served resource whose objects have `kind` at `group/version`.
-    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&ResourceInfo> {
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
         let i = self.by_kind.get(&(group, version, kind))?;
         self.resources.get(*i)
     }
 
     /// Every served resource, in discovery order.
-    pub fn resources(&self) -> impl Iterator<Item = &ResourceInfo> {
+    pub fn resources(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.resources.iter()
     }
 
     /// Storage key prefix shared by all versions of one resource: `/<group or core>/<plural>/`.
     pub fn storage_prefix(&self, info: &ResourceInfo) -> String {
-        let group = if info.group.is_empty() {
-            "core"
-        } else {
-            info.group
-        };
-        format!("/{group}/{}/", info.plural)
+        storage::prefix(info.group, info.plural)
     }
 
-    /// Storage version of a resource (what its `storageVersionHash` is computed from).
-    pub(crate) fn storage_version(&self, info: &ResourceInfo) -> Option<StorageVersion> {
+    /// Storage version of a served resource (what its objects are persisted as and its
+    /// `storageVersionHash` is computed from).
+    pub fn storage_version(&self, info: &ResourceInfo) -> Option<StorageVersion> {
         self.storage.get(&(info.group, info.plural)).copied()
     }
 
@@ -200,80 +236,4 @@ fn resource_info(t: BuiltinType, d: &ResourceData) -> ResourceInfo {
         categories: d.categories,
         subresources,
     }
-}
-
-/// The storage version of each group/resource: its most preferred known version, unless the
-/// resource is stored as another group's resource.
-fn storage_versions(all: &[ResourceInfo]) -> HashMap<(&'static str, &'static str), StorageVersion> {
-    let mut out: HashMap<(&'static str, &'static str), StorageVersion> = HashMap::new();
-    for r in all {
-        let candidate = StorageVersion {
-            group: r.group,
-            version: r.version,
-            kind: r.kind,
-        };
-        let slot = out.entry((r.group, r.plural)).or_insert(candidate);
-        if versions::compare_preferred_first(r.version, slot.version).is_lt() {
-            *slot = candidate;
-        }
-    }
-    for ((g, p), (sg, sv, sk)) in data::STORAGE_ALIASES {
-        if let Some(slot) = out.get_mut(&(*g, *p)) {
-            *slot = StorageVersion {
-                group: sg,
-                version: sv,
-                kind: sk,
-            };
-        }
-    }
-    out
-}
-
-/// Served groups in `/apis` order, each with its served versions most preferred first.
-fn served_groups(served: &[ResourceInfo]) -> Vec<GroupVersions> {
-    let mut groups: Vec<GroupVersions> = Vec::new();
-    for r in served {
-        match groups.iter_mut().find(|g| g.name == r.group) {
-            Some(g) if !g.versions.contains(&r.version) => g.versions.push(r.version),
-            Some(_) => {}
-            None => groups.push(GroupVersions {
-                name: r.group,
-                versions: vec![r.version],
-            }),
-        }
-    }
-    for g in &mut groups {
-        g.versions.sort_by(|a, b| version_rank(g.name, a, b));
-    }
-    groups.sort_by_key(group_rank);
-    groups
-}
-
-fn priorities(group: &str) -> Option<&'static data::GroupPriority> {
-    data::GROUP_PRIORITIES.iter().find(|(g, _, _)| *g == group)
-}
-
-/// Versions: higher `versionPriority` first, then Kubernetes version order.
-fn version_rank(group: &str, a: &str, b: &str) -> std::cmp::Ordering {
-    let prio = |v: &str| -> i32 {
-        priorities(group)
-            .and_then(|(_, _, vs)| vs.iter().find(|(name, _)| *name == v).map(|(_, p)| *p))
-            .unwrap_or(0)
-    };
-    prio(b)
-        .cmp(&prio(a))
-        .then_with(|| versions::compare_preferred_first(a, b))
-}
-
-/// Groups: core, then the aggregator's own group, then by `groupPriorityMinimum` (highest
-/// first) and the APIService name `<preferred version>.<group>`.
-fn group_rank(g: &GroupVersions) -> (u8, i32, String) {
-    let first = match g.name {
-        "" => 0,
-        data::AGGREGATOR_GROUP => 1,
-        _ => 2,
-    };
-    let prio = priorities(g.name).map(|(_, p, _)| *p).unwrap_or(0);
-    let name = format!("{}.{}", g.versions.first().copied().unwrap_or(""), g.name);
-    (first, -prio, name)
 }

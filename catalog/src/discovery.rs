@@ -1,17 +1,45 @@
 //! Discovery documents, shaped exactly as kube-apiserver serializes them (field order included).
 //!
-//! All documents are built once when the catalog is made (they are requested on every kubectl
-//! invocation) and handed out as bytes.
+//! All documents are built once per catalog snapshot (they are requested on every kubectl
+//! invocation) and handed out as bytes. This module sees only a view of what is served
+//! ([`Served`]), never the catalog itself.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{Catalog, GroupVersions};
 use crate::data;
+use crate::groups::{self, GroupVersions};
+use crate::storage::StorageVersions;
 use crate::types::ResourceInfo;
+
+/// What the documents describe: the served groups (legacy `/apis` order) and resources
+/// (discovery order), and the storage versions their hashes come from.
+pub(crate) struct Served<'a> {
+    pub groups: &'a [GroupVersions],
+    pub resources: &'a [Arc<ResourceInfo>],
+    pub storage: &'a StorageVersions,
+}
+
+/// Resources of each group/version, in discovery order.
+struct ByGroupVersion<'a>(HashMap<(&'static str, &'static str), Vec<&'a ResourceInfo>>);
+
+impl<'a> ByGroupVersion<'a> {
+    fn new(resources: &'a [Arc<ResourceInfo>]) -> Self {
+        let mut out: HashMap<_, Vec<&ResourceInfo>> = HashMap::new();
+        for r in resources {
+            out.entry((r.group, r.version)).or_default().push(r);
+        }
+        ByGroupVersion(out)
+    }
+
+    fn of(&self, group: &'static str, version: &'static str) -> &[&'a ResourceInfo] {
+        self.0.get(&(group, version)).map_or(&[], |rs| rs)
+    }
+}
 
 /// Memoized discovery documents (JSON bytes).
 #[derive(Debug, Clone, Default)]
@@ -30,13 +58,14 @@ fn to_bytes<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("discovery documents are plain data and always serialize")
 }
 
-/// Builds every document for the catalog's served resources.
-pub(crate) fn build_all(catalog: &Catalog, server_address: &str) -> Documents {
-    let named: Vec<&GroupVersions> = catalog
+/// Builds every document for the served resources.
+pub(crate) fn build_all(served: &Served<'_>, server_address: &str) -> Documents {
+    let named: Vec<&GroupVersions> = served
         .groups
         .iter()
         .filter(|g| !g.name.is_empty())
         .collect();
+    let by_gv = ByGroupVersion::new(served.resources);
     let mut docs = Documents {
         api_versions: api_versions_doc(server_address),
         group_list: to_bytes(&ApiGroupList {
@@ -50,19 +79,20 @@ pub(crate) fn build_all(catalog: &Catalog, server_address: &str) -> Documents {
         docs.groups
             .insert(g.name.to_owned(), to_bytes(&api_group(g, Some("APIGroup"))));
     }
-    for g in &catalog.groups {
+    for g in served.groups {
         for v in &g.versions {
-            let list = resource_list(catalog, g.name, v);
+            let list = resource_list(served.storage, g.name, v, by_gv.of(g.name, v));
             docs.resource_lists
                 .insert((g.name.to_owned(), (*v).to_owned()), to_bytes(&list));
         }
     }
-    docs.aggregated_core_v2 = to_bytes(&aggregated(catalog, true, "apidiscovery.k8s.io/v2"));
-    docs.aggregated_core_v2beta1 =
-        to_bytes(&aggregated(catalog, true, "apidiscovery.k8s.io/v2beta1"));
-    docs.aggregated_apis_v2 = to_bytes(&aggregated(catalog, false, "apidiscovery.k8s.io/v2"));
-    docs.aggregated_apis_v2beta1 =
-        to_bytes(&aggregated(catalog, false, "apidiscovery.k8s.io/v2beta1"));
+    let aggregated_doc = |core: bool, api_version: &'static str| {
+        to_bytes(&aggregated(served.groups, &by_gv, core, api_version))
+    };
+    docs.aggregated_core_v2 = aggregated_doc(true, "apidiscovery.k8s.io/v2");
+    docs.aggregated_core_v2beta1 = aggregated_doc(true, "apidiscovery.k8s.io/v2beta1");
+    docs.aggregated_apis_v2 = aggregated_doc(false, "apidiscovery.k8s.io/v2");
+    docs.aggregated_apis_v2beta1 = aggregated_doc(false, "apidiscovery.k8s.io/v2beta1");
     docs
 }
 
@@ -179,15 +209,15 @@ pub(crate) fn storage_version_hash(group: &str, version: &str, kind: &str) -> St
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
-fn hash_for(catalog: &Catalog, r: &ResourceInfo) -> Option<String> {
+fn hash_for(storage: &StorageVersions, r: &ResourceInfo) -> Option<String> {
     if data::is_virtual(r.verbs) {
         return None;
     }
-    let s = catalog.storage_version(r)?;
+    let s = storage.get(&(r.group, r.plural))?;
     Some(storage_version_hash(s.group, s.version, s.kind))
 }
 
-fn api_resources(catalog: &Catalog, r: &ResourceInfo) -> Vec<ApiResource> {
+fn api_resources(storage: &StorageVersions, r: &ResourceInfo) -> Vec<ApiResource> {
     let mut out = vec![ApiResource {
         name: r.plural.to_owned(),
         singular_name: r.singular,
@@ -198,7 +228,7 @@ fn api_resources(catalog: &Catalog, r: &ResourceInfo) -> Vec<ApiResource> {
         verbs: r.verbs,
         short_names: r.short_names,
         categories: r.categories,
-        storage_version_hash: hash_for(catalog, r),
+        storage_version_hash: hash_for(storage, r),
     }];
     for s in &r.subresources {
         let foreign = s.group != r.group || s.version != r.version;
@@ -218,17 +248,12 @@ fn api_resources(catalog: &Catalog, r: &ResourceInfo) -> Vec<ApiResource> {
     out
 }
 
-fn resources_of<'a>(
-    catalog: &'a Catalog,
-    group: &'a str,
-    version: &'a str,
-) -> impl Iterator<Item = &'a ResourceInfo> {
-    catalog
-        .resources()
-        .filter(move |r| r.group == group && r.version == version)
-}
-
-fn resource_list(catalog: &Catalog, group: &'static str, version: &'static str) -> ApiResourceList {
+fn resource_list(
+    storage: &StorageVersions,
+    group: &'static str,
+    version: &'static str,
+    resources: &[&ResourceInfo],
+) -> ApiResourceList {
     ApiResourceList {
         kind: "APIResourceList",
         // The legacy `/api/v1` list carries no apiVersion; named groups' lists do.
@@ -238,8 +263,9 @@ fn resource_list(catalog: &Catalog, group: &'static str, version: &'static str) 
         } else {
             format!("{group}/{version}")
         },
-        resources: resources_of(catalog, group, version)
-            .flat_map(|r| api_resources(catalog, r))
+        resources: resources
+            .iter()
+            .flat_map(|r| api_resources(storage, r))
             .collect(),
     }
 }
@@ -349,10 +375,14 @@ fn resource_discovery(r: &ResourceInfo) -> ResourceDiscovery {
     }
 }
 
-fn aggregated(catalog: &Catalog, core: bool, api_version: &'static str) -> GroupDiscoveryList {
-    let items = catalog
-        .groups
-        .iter()
+fn aggregated(
+    groups: &[GroupVersions],
+    by_gv: &ByGroupVersion<'_>,
+    core: bool,
+    api_version: &'static str,
+) -> GroupDiscoveryList {
+    let items = groups::aggregated_order(groups)
+        .into_iter()
         .filter(|g| g.name.is_empty() == core)
         .map(|g| GroupDiscovery {
             metadata: GroupMeta {
@@ -364,8 +394,10 @@ fn aggregated(catalog: &Catalog, core: bool, api_version: &'static str) -> Group
                 .iter()
                 .map(|v| VersionDiscovery {
                     version: v,
-                    resources: resources_of(catalog, g.name, v)
-                        .map(resource_discovery)
+                    resources: by_gv
+                        .of(g.name, v)
+                        .iter()
+                        .map(|r| resource_discovery(r))
                         .collect(),
                     freshness: "Current",
                 })

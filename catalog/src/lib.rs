@@ -1,27 +1,59 @@
-//! keel's built-in resource catalog: the table of every built-in resource type a Kubernetes
-//! v1.32 API server serves, the discovery documents describing them, and server-side Table
-//! (`kubectl get`) rendering.
+//! keel's resource catalog: every resource type the server serves (the built-in types of a
+//! Kubernetes v1.32 API server, and resources added at run time such as CRDs), the discovery
+//! documents describing them, and server-side Table (`kubectl get`) rendering.
+//!
+//! A [`Catalog`] is one immutable snapshot; [`Catalog::with_changes`] builds the next one
+//! (resources added or removed). A [`LiveCatalog`] holds the current snapshot behind an
+//! atomically swapped pointer, shared by every core: readers `load()` it with no lock, rare
+//! writers swap in the next snapshot.
 //!
 //! Pure logic: no I/O, no async runtime. May depend only on serde/serde_json, the `k8s-openapi`
-//! type bindings (group/version/kind/plural/scope of each type), and hashing/encoding crates.
+//! type bindings (group/version/kind/plural/scope of each type), hashing/encoding crates, and
+//! `arc-swap` (the live catalog's pointer).
 //!
 //! Invariants:
-//! - Kind, plural and scope of every resource come from `k8s-openapi`'s `Resource` impls; the
-//!   discovery-only data (verbs, short names, categories, singular names, subresources, group
-//!   and version priorities) lives in one table, `data.rs`.
-//! - A `Catalog` is immutable once built; its discovery documents are built once, in `new`.
+//! - Kind, plural and scope of every built-in resource come from `k8s-openapi`'s `Resource`
+//!   impls; the discovery-only data (verbs, short names, categories, singular names,
+//!   subresources, group and version priorities) lives in one table, `data.rs`.
+//! - A snapshot is immutable; its discovery documents are built once, when it is built.
+//!   `LiveCatalog` swaps snapshots; a snapshot someone holds stays valid and unchanged.
+//! - Every snapshot has a generation, unique in the process and higher than that of any
+//!   snapshot built before it, so caches derived from a snapshot can be keyed by it.
+//! - Built-in resources (served or disabled by `--runtime-config`) cannot be added or removed
+//!   at run time; run-time resources never collide with a served group/version/plural or
+//!   group/version/kind, and all served versions of one group/resource agree on kind, scope
+//!   and storage version (they share one storage prefix).
+//! - Names known only at run time are interned: each distinct string is leaked once, ever,
+//!   and at most [`INTERNED_BYTES_MAX`] bytes in all. Every bound is in `limits.rs`.
 
 mod builtin;
 mod catalog;
+mod change;
 mod data;
 mod discovery;
+mod error;
+mod groups;
+mod intern;
+mod limits;
+mod live;
 mod runtime_config;
+mod spec;
+mod storage;
 pub mod table;
 mod types;
 mod versions;
 
 pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
-pub use runtime_config::RUNTIME_CONFIG_BYTES_MAX;
+pub use change::CatalogChange;
+pub use error::CatalogError;
+pub use intern::interned_bytes;
+pub use limits::{
+    GROUP_BYTES_MAX, INTERNED_BYTES_MAX, NAMES_PER_LIST_MAX, NAME_BYTES_MAX,
+    RUNTIME_CONFIG_BYTES_MAX, SERVED_RESOURCES_MAX,
+};
+pub use live::{CatalogGuard, LiveCatalog};
+pub use spec::{ResourceId, ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
+pub use storage::StorageVersion;
 pub use table::{table, IncludeObject};
 pub use types::{ResourceInfo, SubresourceInfo};
 

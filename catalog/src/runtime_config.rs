@@ -11,10 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::limits::RUNTIME_CONFIG_BYTES_MAX;
 use crate::versions::{parse as parse_version, Stability};
-
-/// Longest accepted `--runtime-config` value, in bytes.
-pub const RUNTIME_CONFIG_BYTES_MAX: usize = 64 * 1024;
 
 /// Resolved enablement of group/versions and individual resources.
 #[derive(Debug, Clone, Default)]

@@ -1,6 +1,8 @@
 //! The public description of one served resource.
 
-/// One built-in resource at one group/version, as served (and listed in discovery).
+/// One resource at one group/version, as served (and listed in discovery): built in, or added
+/// at run time (its names then interned: see [`crate::INTERNED_BYTES_MAX`]). Shared as
+/// `Arc<ResourceInfo>` by the snapshots that serve it and whoever holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceInfo {
     /// API group; empty for the core group.
@@ -15,13 +17,14 @@ pub struct ResourceInfo {
     pub singular: &'static str,
     /// Whether objects live in a namespace.
     pub namespaced: bool,
-    /// Verbs the collection/object paths accept, sorted.
+    /// Verbs the collection/object paths accept, in discovery order (sorted for built-ins,
+    /// as upstream lists them; CRDs list theirs unsorted).
     pub verbs: &'static [&'static str],
     /// Short names (`po`, `deploy`).
     pub short_names: &'static [&'static str],
     /// Categories (`all`, `api-extensions`).
     pub categories: &'static [&'static str],
-    /// Subresources, sorted by name.
+    /// Subresources, in discovery order (sorted by name for built-ins).
     pub subresources: Vec<SubresourceInfo>,
 }
 
@@ -36,7 +39,7 @@ pub struct SubresourceInfo {
     pub version: &'static str,
     /// Request/response kind, e.g. `Pod`, `Scale`, `PodExecOptions`.
     pub kind: &'static str,
-    /// Verbs the subresource path accepts, sorted.
+    /// Verbs the subresource path accepts, in discovery order.
     pub verbs: &'static [&'static str],
 }
 

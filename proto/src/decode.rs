@@ -2,14 +2,60 @@
 //! absent non-pointer fields render as their zero value unless `omitempty`, pointers and
 //! slices render only when set (or `null` without `omitempty`), embedded structs are
 //! flattened, maps are sorted by key, and the special types use their Go MarshalJSON form.
+//!
+//! Also decodes whole envelopes (`decode_at`): a RawExtension inside a message may hold a
+//! nested envelope, so envelope decoding and message decoding recurse into each other and
+//! live together here; the `envelope` module only reads and writes the envelope's fields.
 
 use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 
-use crate::schema::{Card, Field, Message, MsgId, Scalar, Schema, Special, Ty};
+use crate::envelope;
+use crate::schema::{Card, Field, Message, MsgId, Scalar, Schema, Special, Ty, SCHEMA};
 use crate::timefmt::{format_duration, format_rfc3339, GO_ZERO_TIME_UNIX};
 use crate::wire::{Reader, WireValue};
-use crate::{ProtoError, MAGIC, MAX_NESTING_DEPTH};
+use crate::{ProtoError, MAGIC, MAX_NESTING_DEPTH, MEDIA_TYPE};
+
+/// [`crate::decode`] at a nesting depth (envelopes nest inside RawExtensions).
+pub(crate) fn decode_at(body: &[u8], depth: usize) -> Result<Value, ProtoError> {
+    if depth > MAX_NESTING_DEPTH {
+        return Err(ProtoError::Decode(format!(
+            "objects nested deeper than {MAX_NESTING_DEPTH}"
+        )));
+    }
+    let u = envelope::parse_unknown(envelope::strip_magic(body)?)?;
+    if !u.content_encoding.is_empty() {
+        return Err(ProtoError::Decode(format!(
+            "unsupported contentEncoding {:?}",
+            u.content_encoding
+        )));
+    }
+    if !u.content_type.is_empty() && u.content_type != MEDIA_TYPE {
+        return Err(ProtoError::Decode(format!(
+            "unsupported contentType {:?}",
+            u.content_type
+        )));
+    }
+    let schema = &*SCHEMA;
+    let id = schema
+        .kind(&u.api_version, &u.kind)
+        .ok_or_else(|| ProtoError::UnknownKind {
+            api_version: u.api_version.clone(),
+            kind: u.kind.clone(),
+        })?;
+    let Value::Object(fields) = message(schema, id, u.raw, depth)? else {
+        return Err(ProtoError::Decode(format!(
+            "{} is not an object kind",
+            u.kind
+        )));
+    };
+    // Go prints the embedded TypeMeta first: kind, then apiVersion.
+    let mut out = Map::with_capacity(fields.len() + 2);
+    out.insert("kind".into(), Value::String(u.kind));
+    out.insert("apiVersion".into(), Value::String(u.api_version));
+    out.extend(fields);
+    Ok(Value::Object(out))
+}
 
 /// Decodes the bytes of message `id` into its JSON form.
 pub(crate) fn message(
@@ -341,7 +387,7 @@ fn raw_json(raw: &[u8], depth: usize) -> Result<Value, ProtoError> {
         return Ok(Value::Null);
     }
     if raw.starts_with(&MAGIC) {
-        return crate::envelope::decode_at(raw, depth + 1);
+        return decode_at(raw, depth + 1);
     }
     serde_json::from_slice(raw).map_err(|e| ProtoError::Decode(format!("embedded JSON: {e}")))
 }

@@ -6,7 +6,9 @@
 //! `k8s/update.sh`) into a descriptor set; `k8s/gofields.tsv`, extracted from upstream's Go
 //! types, adds what the .proto files lack (JSON names, `omitempty`, pointers, inline
 //! embedding, which messages are kinds). The `schema` module turns both into per-message
-//! tables once (lazily, on first use); the `decode` and `encode` modules walk those tables.
+//! tables once (lazily, on first use); the `decode` and `encode` modules walk those tables,
+//! `envelope` reads and writes the `k8s\0` + `runtime.Unknown` wrapper, and `frame` the
+//! watch-stream frames.
 //! The JSON produced by decoding is what Go's `encoding/json` prints for the same Go struct.
 //!
 //! Invariants: bad input is an error value, never a panic; nesting is bounded by
@@ -16,6 +18,7 @@
 mod decode;
 mod encode;
 mod envelope;
+mod frame;
 mod schema;
 mod timefmt;
 mod wire;
@@ -103,7 +106,7 @@ pub fn supports(api_version: &str, kind: &str) -> bool {
 /// Decodes MAGIC + Unknown into the object's JSON form, with apiVersion and kind set from
 /// typeMeta.
 pub fn decode(body: &[u8]) -> Result<Value, ProtoError> {
-    envelope::decode_at(body, 0)
+    decode::decode_at(body, 0)
 }
 
 /// Encodes an object (must carry apiVersion and kind; Lists included) as MAGIC + Unknown.
@@ -114,13 +117,13 @@ pub fn encode(obj: &Value) -> Result<Vec<u8>, ProtoError> {
 /// One frame of a protobuf watch stream exactly as client-go reads it: a 4-byte big-endian
 /// length, then `metav1.WatchEvent{type, object: RawExtension{raw: encode(obj)}}`.
 pub fn encode_watch_event(event_type: &str, obj: &Value) -> Result<Vec<u8>, ProtoError> {
-    envelope::encode_watch_event(event_type, obj)
+    frame::encode_watch_event(event_type, obj)
 }
 
 /// Reads one frame made by [`encode_watch_event`] (or upstream): (event type, object).
 /// `frame` must start at the length prefix; bytes after the frame are ignored.
 pub fn decode_watch_event(frame: &[u8]) -> Result<(String, Value), ProtoError> {
-    envelope::decode_watch_event(frame)
+    frame::decode_watch_event(frame)
 }
 
 /// Builds the lookup tables now instead of on first use (e.g. at server start).
