@@ -3,20 +3,18 @@
 //! documents describing them, and server-side Table (`kubectl get`) rendering.
 //!
 //! A [`Catalog`] is one immutable snapshot; [`Catalog::with_changes`] builds the next one
-//! (resources added or removed). A [`LiveCatalog`] holds the current snapshot behind an
-//! atomically swapped pointer, shared by every core: readers `load()` it with no lock, rare
-//! writers swap in the next snapshot.
+//! (resources added or removed). The server keeps the current snapshot behind an atomically
+//! swapped pointer shared by every core (`keel_server::routes::LiveRoutes`).
 //!
 //! Pure logic: no I/O, no async runtime. May depend only on serde/serde_json, the `k8s-openapi`
-//! type bindings (group/version/kind/plural/scope of each type), hashing/encoding crates, and
-//! `arc-swap` (the live catalog's pointer).
+//! type bindings (group/version/kind/plural/scope of each type), and hashing/encoding crates.
 //!
 //! Invariants:
 //! - Kind, plural and scope of every built-in resource come from `k8s-openapi`'s `Resource`
 //!   impls; the discovery-only data (verbs, short names, categories, singular names,
 //!   subresources, group and version priorities) lives in one table, `data.rs`.
-//! - A snapshot is immutable; its discovery documents are built once, when it is built.
-//!   `LiveCatalog` swaps snapshots; a snapshot someone holds stays valid and unchanged.
+//! - A snapshot is immutable; its discovery documents are built once, when it is built. A
+//!   snapshot someone holds stays valid and unchanged while newer ones are served.
 //! - Every snapshot has a generation, unique in the process and higher than that of any
 //!   snapshot built before it, so caches derived from a snapshot can be keyed by it.
 //! - Built-in resources (served or disabled by `--runtime-config`) cannot be added or removed
@@ -35,7 +33,6 @@ mod error;
 mod groups;
 mod intern;
 mod limits;
-mod live;
 mod runtime_config;
 mod spec;
 mod storage;
@@ -51,7 +48,6 @@ pub use limits::{
     GROUP_BYTES_MAX, INTERNED_BYTES_MAX, NAMES_PER_LIST_MAX, NAME_BYTES_MAX,
     RUNTIME_CONFIG_BYTES_MAX, SERVED_RESOURCES_MAX,
 };
-pub use live::{CatalogGuard, LiveCatalog};
 pub use spec::{ResourceId, ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
 pub use storage::StorageVersion;
 pub use table::{table, IncludeObject};

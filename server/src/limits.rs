@@ -76,6 +76,12 @@ pub const WATCH_SCAN_LINES_PER_POLL: usize = 4096;
 /// `serde_json::Value` takes a few times the JSON it came from).
 pub const WATCH_FEED_PARSED_BYTES_PER_BYTE: usize = 4;
 
+// ------------------------------------------------------------------------- routes
+
+/// Route snapshots a thread keeps cached (one per `LiveRoutes`; a server has one, tests a
+/// few): past it the least recently added entry goes.
+pub const ROUTES_CACHED_PER_THREAD_MAX: usize = 4;
+
 // ------------------------------------------------------------------------- controllers
 
 /// How often the namespace controller re-examines terminating namespaces when nothing

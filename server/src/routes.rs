@@ -2,18 +2,26 @@
 //! entry, its storage location and its strategy, resolved once when the resource is added, so
 //! a request looks its resource up once and carries everything with it.
 //!
-//! Live: resources can be added and removed while serving. `LiveRoutes` holds the current
-//! `Routes` snapshot behind an atomically swapped pointer; every core loads it without a lock
-//! (one atomic load and a reference count per request) and keeps the snapshot it loaded for
-//! the whole request, so a request never sees half of a change. Discovery documents come with
-//! the catalog snapshot; the OpenAPI documents' resource descriptions are derived once per
-//! snapshot.
+//! Live: resources can be added and removed while serving (`LiveRoutes::apply`: the CRD
+//! controller and API aggregation of later issues). A change builds the next `Routes` (catalog
+//! snapshot, discovery documents, resources) from the current one and publishes it; discovery,
+//! OpenAPI and routing all read the snapshot a request loaded, so a request never sees half
+//! of a change, and one loaded before a change finishes with it.
+//!
+//! No lock and no shared write on the request path: every core keeps the snapshot it last
+//! loaded in a thread-local cache, checked against the published generation (one atomic load
+//! of a line only writers touch); a request holds its core's `Rc` of the snapshot. Only the
+//! first request on a core after a change takes the publisher's lock to fetch the new one.
 
+use crate::limits::ROUTES_CACHED_PER_THREAD_MAX;
 use crate::storage::Location;
-use arc_swap::ArcSwap;
-use keel_catalog::{Catalog, ResourceInfo};
+use keel_catalog::{Catalog, CatalogChange, CatalogError, ResourceInfo};
 use keel_strategy::Strategy;
+use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// One served resource at one group/version.
@@ -26,17 +34,12 @@ pub struct Resource {
 }
 
 impl Resource {
-    fn new(catalog: &Catalog, info: &ResourceInfo) -> Resource {
+    fn new(catalog: &Catalog, info: &Arc<ResourceInfo>) -> Resource {
         Resource {
             loc: Location::of(catalog, info),
             strategy: keel_strategy::strategy(info.group, info.plural),
-            info: Arc::new(info.clone()),
+            info: info.clone(),
         }
-    }
-
-    /// `apiVersion` of the objects.
-    pub fn api_version(&self) -> String {
-        self.info.api_version()
     }
 
     /// The group-qualified resource, as error messages name it (`deployments.apps`).
@@ -49,7 +52,7 @@ impl Resource {
 pub struct Routes {
     pub catalog: Arc<Catalog>,
     /// Every served resource, in discovery order.
-    list: Vec<Arc<Resource>>,
+    list: Vec<Resource>,
     /// Index into `list` by group, version and plural.
     by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
     /// Resource descriptions for the OpenAPI documents, made on first use.
@@ -58,9 +61,9 @@ pub struct Routes {
 
 impl Routes {
     pub fn new(catalog: Arc<Catalog>) -> Routes {
-        let list: Vec<Arc<Resource>> = catalog
+        let list: Vec<Resource> = catalog
             .resources()
-            .map(|r| Arc::new(Resource::new(&catalog, r)))
+            .map(|r| Resource::new(&catalog, r))
             .collect();
         let by_path = list
             .iter()
@@ -75,20 +78,25 @@ impl Routes {
         }
     }
 
+    /// The generation of the catalog snapshot these routes serve.
+    pub fn generation(&self) -> u64 {
+        self.catalog.generation()
+    }
+
     /// The served resource at `group/version/plural` (core group: `""`).
-    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<Resource>> {
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<&Resource> {
         let i = self.by_path.get(&(group, version, plural))?;
         self.list.get(*i)
     }
 
     /// A resource every server serves (`namespaces`, `pods`, `services`, ...).
-    pub fn core(&self, plural: &str) -> &Arc<Resource> {
+    pub fn core(&self, plural: &str) -> &Resource {
         self.lookup("", "v1", plural)
             .unwrap_or_else(|| panic!("core resource {plural} is always served"))
     }
 
     /// Every served resource, in discovery order.
-    pub fn resources(&self) -> impl Iterator<Item = &Arc<Resource>> {
+    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
         self.list.iter()
     }
 
@@ -126,26 +134,181 @@ impl Routes {
     }
 }
 
-/// The current routes, swapped whole when resources are added or removed.
+/// The current routes, replaced whole when resources are added or removed.
 pub struct LiveRoutes {
-    current: ArcSwap<Routes>,
+    /// Tells this instance's entries apart in the per-thread caches (tests run several).
+    id: usize,
+    /// The generation of `current`: what readers compare their cached snapshot with.
+    generation: AtomicU64,
+    /// The published snapshot; also serializes writers.
+    current: Mutex<Arc<Routes>>,
+}
+
+/// Distinct `LiveRoutes` made in the process (their ids).
+static INSTANCES: AtomicUsize = AtomicUsize::new(0);
+
+/// A loaded snapshot, to hold for a request: an `Rc` of the shared `Arc`, so taking and
+/// dropping it per request touches only this thread's count, never a line the other cores
+/// share.
+#[derive(Clone)]
+#[allow(clippy::redundant_allocation)]
+pub struct Snapshot(Rc<Arc<Routes>>);
+
+impl std::ops::Deref for Snapshot {
+    type Target = Routes;
+
+    fn deref(&self) -> &Routes {
+        &self.0
+    }
+}
+
+thread_local! {
+    /// This thread's last loaded snapshot per `LiveRoutes` (by id).
+    static CACHED: RefCell<Vec<(usize, Snapshot)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl LiveRoutes {
     pub fn new(catalog: Catalog) -> LiveRoutes {
+        let routes = Routes::new(Arc::new(catalog));
         LiveRoutes {
-            current: ArcSwap::from_pointee(Routes::new(Arc::new(catalog))),
+            id: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(routes.generation()),
+            current: Mutex::new(Arc::new(routes)),
         }
     }
 
-    /// The current snapshot (no lock; hold it for the whole request).
-    pub fn load(&self) -> Arc<Routes> {
-        self.current.load_full()
+    /// The current snapshot: hold it for the whole request (it stays valid and unchanged).
+    pub fn load(&self) -> Snapshot {
+        let generation = self.generation.load(Ordering::Acquire);
+        CACHED.with(|cached| {
+            let mut cached = cached.borrow_mut();
+            if let Some((_, r)) = cached
+                .iter()
+                .find(|(id, r)| *id == self.id && r.generation() == generation)
+            {
+                return r.clone();
+            }
+            let fresh = Snapshot(Rc::new(self.current.lock().clone()));
+            cached.retain(|(id, _)| *id != self.id);
+            if cached.len() == ROUTES_CACHED_PER_THREAD_MAX {
+                cached.remove(0);
+            }
+            cached.push((self.id, fresh.clone()));
+            fresh
+        })
     }
 
-    /// Serves `catalog` from now on: requests that already loaded the previous snapshot
-    /// finish with it.
-    pub fn replace(&self, catalog: Catalog) {
-        self.current.store(Arc::new(Routes::new(Arc::new(catalog))));
+    /// Adds and removes resources (all of `change` or nothing) and serves the result from
+    /// now on; returns the routes now served. Requests that already loaded the previous
+    /// snapshot finish with it.
+    pub fn apply(&self, change: &CatalogChange) -> Result<Arc<Routes>, CatalogError> {
+        let mut current = self.current.lock();
+        let next = Arc::new(Routes::new(Arc::new(current.catalog.with_changes(change)?)));
+        *current = next.clone();
+        self.generation.store(next.generation(), Ordering::Release);
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_catalog::{ResourceId, ResourceSpec};
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    fn widgets(version: &str) -> ResourceSpec {
+        ResourceSpec {
+            storage_version: "v1".into(),
+            ..ResourceSpec::custom("routes.example.com", version, "Widget", "widgets", true)
+        }
+    }
+
+    /// Every snapshot a reader loads is whole: both widget versions or neither, each with its
+    /// route, storage location and strategy, and discovery agreeing with the routes.
+    fn check(r: &Routes, last_generation: &mut u64) {
+        assert!(r.generation() >= *last_generation);
+        *last_generation = r.generation();
+        let v1 = r.lookup("routes.example.com", "v1", "widgets");
+        let v2 = r.lookup("routes.example.com", "v2", "widgets");
+        assert_eq!(v1.is_some(), v2.is_some(), "generation {}", r.generation());
+        if let (Some(v1), Some(v2)) = (v1, v2) {
+            assert_eq!(v1.loc, v2.loc, "versions share their storage");
+            assert_eq!(v1.loc.prefix, "/routes.example.com/widgets/");
+        }
+        assert_eq!(
+            r.catalog.api_group("routes.example.com").is_some(),
+            v1.is_some()
+        );
+    }
+
+    #[test]
+    fn readers_never_see_a_change_half_made_and_keep_what_they_loaded() {
+        /// Distinct snapshots each reader must see before it stops.
+        const GENERATIONS_SEEN_MIN: usize = 20;
+        const DEADLINE: Duration = Duration::from_secs(60);
+        let live = LiveRoutes::new(Catalog::new("").unwrap());
+        let held = live.load();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let ids = || {
+                    vec![
+                        ResourceId::new("routes.example.com", "v1", "widgets"),
+                        ResourceId::new("routes.example.com", "v2", "widgets"),
+                    ]
+                };
+                while !done.load(Ordering::Relaxed) {
+                    live.apply(&CatalogChange::add(vec![widgets("v1"), widgets("v2")]))
+                        .unwrap();
+                    live.apply(&CatalogChange::remove(ids())).unwrap();
+                }
+            });
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        let (mut last, mut seen) = (0, std::collections::BTreeSet::new());
+                        let start = Instant::now();
+                        while seen.len() < GENERATIONS_SEEN_MIN {
+                            assert!(start.elapsed() < DEADLINE, "saw {} snapshots", seen.len());
+                            let r = live.load();
+                            check(&r, &mut last);
+                            seen.insert(r.generation());
+                        }
+                    })
+                })
+                .collect();
+            let failed = readers.into_iter().filter_map(|r| r.join().err()).next();
+            done.store(true, Ordering::Relaxed);
+            if let Some(panic) = failed {
+                std::panic::resume_unwind(panic);
+            }
+        });
+        // A snapshot loaded before the changes answers as before.
+        assert!(held.lookup("routes.example.com", "v1", "widgets").is_none());
+        assert!(held.lookup("", "v1", "pods").is_some());
+    }
+
+    #[test]
+    fn a_refused_change_leaves_the_routes_as_they_were() {
+        let live = LiveRoutes::new(Catalog::new("").unwrap());
+        let before = live.load().generation();
+        let err = live.apply(&CatalogChange::remove(vec![ResourceId::new(
+            "", "v1", "pods",
+        )]));
+        assert!(err.is_err());
+        assert_eq!(live.load().generation(), before);
+        let added = live
+            .apply(&CatalogChange::add(vec![widgets("v1")]))
+            .unwrap();
+        assert!(added.generation() > before);
+        let now = live.load();
+        assert_eq!(now.generation(), added.generation());
+        let w = now.lookup("routes.example.com", "v1", "widgets").unwrap();
+        assert_eq!(w.info.kind, "Widget");
+        assert!(std::ptr::eq(
+            w.strategy,
+            keel_strategy::strategy("routes.example.com", "widgets")
+        ));
     }
 }

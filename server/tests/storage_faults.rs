@@ -3,18 +3,14 @@
 //! full disk) must answer the write with a 5xx `Status`, fail `/readyz` and `/livez`, leave
 //! reads working and never show the failed write.
 
+mod in_process;
+
+use in_process::request;
 use keel_engine::io::fault::{Fault, FaultIo, FaultRule, IoOp};
 use keel_engine::{Engine, Options, SyncMode};
-use keel_http::{Headers, Method, Request, Response};
-use keel_server::alloc::Allocators;
-use keel_server::auth::{AlwaysAllow, TokenFile};
-use keel_server::registry::Registry;
-use keel_server::routes::LiveRoutes;
-use keel_server::state::{State, StateParts};
-use keel_server::storage::{Location, Storage};
+use keel_http::Method;
+use keel_server::state::State;
 use std::sync::Arc;
-
-const TOKEN: &str = "fault-test-token";
 
 struct Server {
     st: Arc<State>,
@@ -30,61 +26,11 @@ fn start() -> Server {
     opts.maintenance_interval = None;
     opts.io = fault.clone();
     let engine = Engine::open(opts).unwrap();
-    let catalog = keel_catalog::Catalog::new("").unwrap();
-    let namespaces = Location::of(&catalog, catalog.lookup("", "v1", "namespaces").unwrap());
-    let cidr = keel_server::options::Cidr::parse("10.0.0.0/24").unwrap();
-    let st = Arc::new(State::new(StateParts {
-        registry: Registry::new(
-            Storage::new(Arc::new(engine)),
-            Allocators::new(cidr, (30000, 32767)),
-            namespaces,
-        ),
-        routes: LiveRoutes::new(catalog),
-        tokens: TokenFile::parse(&format!("{TOKEN},admin,admin,\"system:masters\"\n")).unwrap(),
-        authorizer: Box::new(AlwaysAllow),
-        always_allow: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
-        min_request_timeout: 1800,
-        bookmark_interval: std::time::Duration::from_secs(60),
-    }));
-    run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
-    st.mark_ready();
     Server {
-        st,
+        st: in_process::state(Arc::new(engine)),
         fault,
         _dir: dir,
     }
-}
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    tokio::task::LocalSet::new().block_on(&rt, f)
-}
-
-fn request(st: &Arc<State>, method: Method, target: &str, body: &str) -> (u16, String) {
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let mut headers = Headers::new();
-    headers.push("Authorization", format!("Bearer {TOKEN}"));
-    headers.push("Content-Type", "application/json");
-    let req = Request {
-        method,
-        target: target.into(),
-        path: path.into(),
-        query: query.into(),
-        headers,
-        body: body.as_bytes().to_vec(),
-        peer: "127.0.0.1:1".parse().unwrap(),
-        tls: false,
-        client_cert: None,
-    };
-    let resp: Response = run(keel_server::handlers::serve(st.clone(), req));
-    let body = match resp.body {
-        keel_http::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::new(),
-    };
-    (resp.status, body)
 }
 
 fn configmap(name: &str) -> String {

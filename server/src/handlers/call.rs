@@ -9,7 +9,6 @@ use keel_api::status::ApiError;
 use keel_catalog::ResourceInfo;
 use keel_http::Request;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Query parameters, last value wins (as Go's `url.Values.Get` returns the first; clients
 /// never repeat these).
@@ -93,8 +92,8 @@ impl FieldValidation {
 pub struct Call<'a> {
     pub req: &'a Request,
     pub rr: &'a ResourceRequest,
-    /// The resource the path routed to (held from the routes snapshot the request loaded).
-    pub res: Arc<Resource>,
+    /// The resource the path routed to (in the routes snapshot the request loaded).
+    pub res: &'a Resource,
     pub user: &'a User,
     pub query: Query,
     /// `Warning` header values to add to the response.

@@ -169,7 +169,7 @@ async fn resource(
     let mut c = Call {
         req,
         rr,
-        res: res.clone(),
+        res,
         user,
         query: Query::from_request(req),
         warnings: Vec::new(),
@@ -182,7 +182,7 @@ async fn resource(
         ("", "create") if info.group.is_empty() && info.plural == "bindings" => {
             let body = body::decode_body(c.content_type(), &req.body)?;
             let pod = crate::objects::name(&body).to_string();
-            c.res = routes.core("pods").clone();
+            c.res = routes.core("pods");
             subresources::binding(c, st, &pod).await
         }
         ("", "create") if reviews::is_review(info.group, info.plural) => {

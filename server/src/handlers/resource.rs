@@ -28,7 +28,7 @@ pub async fn get(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response,
     let at = rv::plan_get(c.query.nonempty("resourceVersion"))?;
     let kv = st
         .registry
-        .get(&c.res, c.namespace(), c.name(), ReadPoint::from(at))
+        .get(c.res, c.namespace(), c.name(), ReadPoint::from(at))
         .await?;
     let include = include_object(c)?;
     let info = c.info();
@@ -75,7 +75,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
     })?;
     let page = st
         .registry
-        .list(&c.res, c.namespace(), &plan, &filter)
+        .list(c.res, c.namespace(), &plan, &filter)
         .await?;
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), page.revision.to_string().into());
@@ -148,10 +148,7 @@ pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
         dry_run: c.query.dry_run()?,
     };
     let obj = decode_object(c)?;
-    let created = st
-        .registry
-        .create(&c.res, c.namespace(), obj, &opts)
-        .await?;
+    let created = st.registry.create(c.res, c.namespace(), obj, &opts).await?;
     let resp = respond::object(201, format, created.bytes, |o| table_of(c, o))?;
     Ok(with_warnings(resp, c))
 }
@@ -183,7 +180,7 @@ pub async fn update(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
     };
     let updated = st
         .registry
-        .guaranteed_update(&c.res, c.namespace(), c.name(), &opts, &mut |_| {
+        .guaranteed_update(c.res, c.namespace(), c.name(), &opts, &mut |_| {
             Ok(obj.clone())
         })
         .await?;
@@ -199,7 +196,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
         // Server-side apply (`application/apply-patch+yaml`) is not implemented yet.
         return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
     }
-    let (res, ns, name) = (c.res.clone(), c.rr.namespace.clone(), c.rr.name.clone());
+    let (res, ns, name) = (c.res, c.rr.namespace.clone(), c.rr.name.clone());
     let subresource = c.rr.subresource.clone();
     let opts = UpdateOptions {
         dry_run: c.query.dry_run()?,
@@ -209,7 +206,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     };
     let updated = st
         .registry
-        .guaranteed_update(&res, &ns, &name, &opts, &mut |current| {
+        .guaranteed_update(res, &ns, &name, &opts, &mut |current| {
             let Some(current) = current else {
                 return Err(res.not_found(&name));
             };
@@ -273,7 +270,7 @@ pub async fn delete(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
     let opts = delete_options(c)?;
     let bytes = st
         .registry
-        .delete(&c.res, c.namespace(), c.name(), &opts)
+        .delete(c.res, c.namespace(), c.name(), &opts)
         .await?;
     respond::object(200, format, bytes, |o| table_of(c, o))
 }
@@ -287,7 +284,7 @@ pub async fn delete_collection(
     let filter = filter(c)?;
     let deleted = st
         .registry
-        .delete_collection(&c.res, c.namespace(), &filter, &opts)
+        .delete_collection(c.res, c.namespace(), &filter, &opts)
         .await?;
     let meta = json!({"resourceVersion": st.registry.storage().current().to_string()});
     let list_kind = format!("{}List", c.info().kind);

@@ -47,7 +47,7 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
             .ok_or_else(|| ApiError::not_found(group, &format!("{plural}/scale"), &name))
     };
     if c.rr.verb == "get" {
-        let (obj, _) = st.registry.get_latest(&c.res, c.namespace(), &name)?;
+        let (obj, _) = st.registry.get_latest(c.res, c.namespace(), &name)?;
         return respond::value(200, format, &scale_of(&obj)?);
     }
     let dry_run = c.query.dry_run()?;
@@ -55,7 +55,7 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let updated = st
         .registry
         .guaranteed_update(
-            &c.res,
+            c.res,
             c.namespace(),
             &name,
             &own_write(dry_run, "scale"),
@@ -152,7 +152,7 @@ pub async fn binding(c: &mut Call<'_>, st: &State, pod_name: &str) -> Result<Res
     let ctx = keel_strategy::Ctx::at(std::time::SystemTime::now());
     st.registry
         .guaranteed_update(
-            &c.res,
+            c.res,
             c.namespace(),
             pod_name,
             &own_write(false, "binding"),
@@ -182,7 +182,7 @@ pub async fn eviction(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError
         opts.merge_body(d);
     }
     st.registry
-        .delete(&c.res, c.namespace(), c.name(), &opts)
+        .delete(c.res, c.namespace(), c.name(), &opts)
         .await?;
     respond::value(201, Format::Json, &success(201))
 }
@@ -192,7 +192,7 @@ pub async fn eviction(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError
 /// Node object upstream's 404, and otherwise the kubelet's answer for a container that has
 /// not started, or 503.
 pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
-    let (pod, _) = st.registry.get_latest(&c.res, c.namespace(), c.name())?;
+    let (pod, _) = st.registry.get_latest(c.res, c.namespace(), c.name())?;
     let containers: Vec<String> = pod
         .pointer("/spec/containers")
         .and_then(Value::as_array)

@@ -159,7 +159,7 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
         _ => repr::JSON,
     };
-    let watch = match st.registry.watch(&c.res, c.namespace(), start, &sel).await {
+    let watch = match st.registry.watch(c.res, c.namespace(), start, &sel).await {
         Ok(w) => w,
         // Upstream answers a start older than the history with 200 and one ERROR event.
         Err(e) if e.code == 410 => {

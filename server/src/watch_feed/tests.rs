@@ -69,7 +69,7 @@ fn selection(labels: Option<&str>, name: Option<&str>, format: Format) -> Select
         )
         .unwrap(),
         name.map(str::to_string),
-        Encoder::new(format, Arc::new(info.clone())),
+        Encoder::new(format, info.clone()),
     )
 }
 
