@@ -1,9 +1,9 @@
 //! Full and paginated lists of a collection.
 
-use crate::client::KubeClient;
 use crate::driver::{self, Outcome, Plan};
 use crate::jsonscan::ListScan;
 use crate::report::Report;
+use keel_client::KubeClient;
 use std::sync::Arc;
 
 /// Items and the continue token of one list page (a JSON `*List`). Counted by a structural

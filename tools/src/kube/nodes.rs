@@ -4,13 +4,13 @@
 //! `Running`, and finishes graceful deletions of its pods with a grace-0 delete.
 
 use super::{create_if_absent, current_rv, json_body, resource_version};
-use crate::client::Method;
-use crate::client::{KubeClient, STRATEGIC_MERGE_PATCH};
 use crate::driver::{self, Outcome, Plan};
 use crate::limits;
 use crate::objects;
 use crate::report::{Recorder, Report};
 use bytes::Bytes;
+use keel_client::Method;
+use keel_client::{KubeClient, STRATEGIC_MERGE_PATCH};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};

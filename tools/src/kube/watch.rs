@@ -3,14 +3,14 @@
 //! time.
 
 use super::{current_rv, ensure_namespaces, response_rv};
-use crate::client::Method;
-use crate::client::{KubeClient, JSON};
 use crate::driver::{self, Outcome, Plan};
 use crate::jsonscan::EventScanner;
 use crate::limits;
 use crate::objects::{self, Naming, SENT_ANNOTATION};
 use crate::report::Report;
 use crate::watchrun::{self, Receipt, WatcherCtx, WatcherOut};
+use keel_client::Method;
+use keel_client::{KubeClient, JSON};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
