@@ -486,18 +486,3 @@ fn check_count(n: u64) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// Raises the open-files limit to the hard limit (1,000 watchers need 1,000 sockets).
-pub fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        let mut l = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
-            l.rlim_cur = l.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        }
-    }
-}

@@ -574,7 +574,7 @@ pub const CEILING_HTTPS: &str = "ceiling-https";
 
 /// Runs the comparison and writes the report.
 pub fn run(args: &CompareArgs) -> Result<(), String> {
-    crate::cli::raise_fd_limit();
+    crate::driver::raise_fd_limit();
     let started = Instant::now();
     let tmp = match &args.dir {
         Some(d) => tempfile::Builder::new()
