@@ -57,3 +57,9 @@ pub const REFLECTOR_BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub const REFLECTOR_BACKOFF_RESET_AFTER: Duration = Duration::from_secs(60);
 
 const _: () = assert!(REFLECTOR_BACKOFF_INITIAL.as_nanos() <= REFLECTOR_BACKOFF_MAX.as_nanos());
+
+// ---- Lists ----
+
+/// Most items `list_all` collects (and so the reflector caches): keel's benchmark lists
+/// 100,000 pods; a million ~2 KiB objects is ~2 GiB of parsed JSON.
+pub const LIST_ITEMS_MAX: usize = 1_000_000;

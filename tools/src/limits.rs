@@ -1,8 +1,6 @@
 //! Every bound the load generator keeps, in one place (the HTTP client's are in
 //! `keel_client::limits`).
 
-/// Largest single watch event line.
-pub const WATCH_LINE_BYTES_MAX: usize = 16 << 20;
 /// Resource versions a watcher remembers for gap/duplicate accounting.
 pub const WATCH_EVENTS_PER_WATCHER_MAX: usize = 1 << 20;
 /// Most concurrent connections (workers) of one workload.

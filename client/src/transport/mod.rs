@@ -216,7 +216,10 @@ impl KubeClient {
         mut each: impl FnMut(&[u8]) -> Result<(), String>,
     ) -> Result<u64, String> {
         timed(async {
-            let (mut conn, mut dec, head) = self.open_stream(path).await?;
+            let (mut conn, mut dec, head) = self
+                .open_stream(path)
+                .await?
+                .map_err(|refused| status_error(refused.status, &refused.body))?;
             let mut len = 0u64;
             while let Some(r) = conn.next_span(&mut dec).await? {
                 len += r.len() as u64;
@@ -231,12 +234,29 @@ impl KubeClient {
     /// Opens a streaming GET (a watch); the caller reads the body as it arrives. The timeout
     /// covers the response head only.
     pub async fn stream(&self, path: &str) -> Result<BodyStream, String> {
-        let (conn, dec, _) = timed(self.open_stream(path)).await?;
-        Ok(BodyStream { conn, dec })
+        match self.stream_or_refusal(path).await? {
+            Ok(body) => Ok(body),
+            Err(refused) => Err(status_error(refused.status, &refused.body)),
+        }
     }
 
-    /// Sends a GET and reads its head; a status other than 200 is an error carrying the body.
-    async fn open_stream(&self, path: &str) -> Result<(Conn, BodyDecoder, Head), String> {
+    /// As `stream`, with a status other than 200 handed back whole (its body up to
+    /// `ERROR_BODY_BYTES_MAX`) for the caller to read its `Status`.
+    pub(crate) async fn stream_or_refusal(
+        &self,
+        path: &str,
+    ) -> Result<Result<BodyStream, Response>, String> {
+        Ok(timed(self.open_stream(path))
+            .await?
+            .map(|(conn, dec, _)| BodyStream { conn, dec }))
+    }
+
+    /// Sends a GET and reads its head; a status other than 200 comes back as the response,
+    /// its body read.
+    async fn open_stream(
+        &self,
+        path: &str,
+    ) -> Result<Result<(Conn, BodyDecoder, Head), Response>, String> {
         let req = request::Request {
             method: Method::GET,
             path,
@@ -250,9 +270,12 @@ impl KubeClient {
                 .read_body(&mut dec, limits::ERROR_BODY_BYTES_MAX)
                 .await
                 .unwrap_or_default();
-            return Err(status_error(head.status, &body));
+            return Ok(Err(Response {
+                status: head.status,
+                body: Bytes::from(body),
+            }));
         }
-        Ok((conn, dec, head))
+        Ok(Ok((conn, dec, head)))
     }
 
     /// Sends `req` on a connection and reads the response head; sends it once more on a new

@@ -290,7 +290,8 @@ impl PodController {
         loop {
             let path = format!("/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=600");
             let mut body = self.c.stream(&path).await?;
-            let mut lines = super::watch::LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
+            let mut lines =
+                keel_client::watch::LineSplitter::new(keel_client::limits::WATCH_LINE_BYTES_MAX);
             while let Some(data) = body
                 .next_chunk()
                 .await
