@@ -4,6 +4,7 @@ pub mod api;
 pub mod error;
 pub mod kubeconfig;
 pub mod limits;
+pub mod reflector;
 pub mod resource;
 #[cfg(test)]
 mod testing;
@@ -12,6 +13,7 @@ pub mod watch;
 
 pub use api::ObjectList;
 pub use error::{Error, Status};
+pub use reflector::{Change, Reflector, ReflectorConfig, ReflectorStats, Store};
 pub use resource::{encode_query_value, ListParams, Patch, ResourcePath, WatchParams};
 pub use transport::{
     status_error, BodyStream, KubeClient, Method, Response, JSON, JSON_PATCH, MERGE_PATCH,

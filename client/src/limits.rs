@@ -53,8 +53,11 @@ pub const REFLECTOR_CHANGES_QUEUED_MAX: usize = 1024;
 pub const REFLECTOR_BACKOFF_INITIAL: Duration = Duration::from_millis(100);
 /// Longest delay between retries (client-go's reflector backs off to 30 s).
 pub const REFLECTOR_BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// A watch that lasted this long was healthy: the next failure starts the backoff afresh.
-pub const REFLECTOR_BACKOFF_RESET_AFTER: Duration = Duration::from_secs(60);
+/// A watch that delivered an event or lasted this long was healthy: the backoff starts
+/// afresh after it, and when the server ends it the reflector watches again at once. One that
+/// ended sooner with nothing is retried after a backoff delay, so a server that closes every
+/// watch at once is not asked again and again without pause.
+pub const REFLECTOR_WATCH_HEALTHY_AFTER: Duration = Duration::from_secs(1);
 
 const _: () = assert!(REFLECTOR_BACKOFF_INITIAL.as_nanos() <= REFLECTOR_BACKOFF_MAX.as_nanos());
 
