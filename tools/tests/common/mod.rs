@@ -35,11 +35,18 @@ pub fn keel() -> &'static Keel {
 
 impl Keel {
     fn start() -> Keel {
+        Keel::start_with(&[])
+    }
+
+    /// A keel server of its own (`--sync none`) with `extra` flags; it exits when dropped.
+    pub fn start_with(extra: &[&str]) -> Keel {
+        keel_tools::driver::PROGRESS.store(false, std::sync::atomic::Ordering::Relaxed);
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("data");
         let mut child = Command::new(env!("CARGO_BIN_EXE_keel-apiserver-under-test"))
             .args(["--data-dir", dir.to_str().unwrap(), "--secure-port", "0"])
             .args(["--exit-on-stdin-close", "--sync", "none"])
+            .args(extra)
             .stdin(Stdio::piped())
             .spawn()
             .expect("start apiserver");
