@@ -1,4 +1,36 @@
-//! keel-client: a Kubernetes API client (placeholder docs, completed below).
+//! keel-client: a Kubernetes API client for keel's own programs (the load generator now, the
+//! scheduler and controllers next), usable against any Kubernetes API server.
+//!
+//! Layers, each using only those above it:
+//! - `kubeconfig`: a kubeconfig context resolved to an `Endpoint` (URL, CA, token or client
+//!   certificate). Pure (file reads through a callback).
+//! - `transport` (private; `KubeClient`, `Response`, `BodyStream`, `Method`): pooled HTTP/1.1
+//!   over TCP or rustls, requests rendered into reused buffers, responses parsed in place,
+//!   bodies streamed as they arrive (`get_streamed`, `stream`). Built for the load generator's
+//!   hot paths: it must stay as cheap per request as it is (see `client/README.md`).
+//! - `error` (`Error`, `Status`) and `resource` (`ResourcePath`, `ListParams`, `WatchParams`,
+//!   `Patch`): pure.
+//! - `api`: `KubeClient::{get, list, list_all, create, update, patch, delete, call}` on any
+//!   resource path, returning JSON (or bytes) or an `Error` carrying the server's Status.
+//! - `watch`: `KubeClient::watch`, a `WatchStream` of decoded `WatchEvent`s.
+//! - `reflector`: `Reflector`, a list-then-watch cache (`Store`) that delivers `Change`s and
+//!   recovers by itself (re-watch, re-list on 410, backoff on failures).
+//!
+//! Invariants:
+//! - every buffer and queue is bounded by a named constant in `limits` (response heads and
+//!   bodies, chunk lines, trailers, watch event lines, list items, the reflector's change
+//!   queue, backoff delays); a bound hit is an error, or for the change queue back-pressure;
+//! - every request has a timeout (a watch: its head, then silence longer than its
+//!   `timeoutSeconds` plus `WATCH_IDLE_GRACE`);
+//! - a request is never sent twice unless it is idempotent and its kept-alive connection was
+//!   closed before any byte of the answer;
+//! - the reflector's cache is only written by its task, under a lock never held across an
+//!   await, and is updated before the change announcing it is sent.
+//!
+//! Dependencies: tokio, rustls (ring), httparse, bytes, memchr, serde/serde_json,
+//! serde_yaml_ng, base64. No keel crate: the client must build and work without the server
+//! (keel-server, keel-http, keel-engine, keel-api are off limits; the chunked decoder is this
+//! crate's own copy of keel-http's for that reason).
 
 pub mod api;
 pub mod error;
