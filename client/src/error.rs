@@ -49,8 +49,9 @@ const ERROR_TEXT_BYTES_MAX: usize = 512;
 /// Why an API request failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
-    /// The server refused the request and said why in a `metav1.Status`.
-    Api(Status),
+    /// The server refused the request and said why in a `metav1.Status` (boxed: it is the
+    /// largest variant, and errors travel in every `Result` of the client).
+    Api(Box<Status>),
     /// The server answered with a status other than 2xx and a body that is not a Status (a
     /// proxy's error page, say): the code and the start of the body.
     Http { code: u16, body: String },
@@ -72,7 +73,7 @@ impl Error {
                 if s.code == 0 {
                     s.code = code;
                 }
-                Error::Api(s)
+                Error::Api(Box::new(s))
             }
             None => Error::Http {
                 code,

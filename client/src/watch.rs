@@ -149,7 +149,7 @@ impl EventDecoder {
         }
     }
 
-    /// Decodes the whole lines `data` completes. Call only when `next` has nothing left.
+    /// Decodes the whole lines `data` completes. Call only when `next_event` has nothing left.
     pub fn push(&mut self, data: &[u8]) -> Result<(), Error> {
         assert!(
             self.ready.is_empty(),
@@ -177,7 +177,7 @@ impl EventDecoder {
     }
 
     /// The next decoded event, if any.
-    pub fn next(&mut self) -> Option<WatchEvent> {
+    pub fn next_event(&mut self) -> Option<WatchEvent> {
         self.ready.pop_front()
     }
 }
@@ -201,7 +201,7 @@ impl WatchStream {
     /// error. Cancel-safe.
     pub async fn next(&mut self) -> Result<Option<WatchEvent>, Error> {
         loop {
-            if let Some(e) = self.events.next() {
+            if let Some(e) = self.events.next_event() {
                 return Ok(Some(e));
             }
             if let Some(e) = self.failed.take() {
@@ -394,7 +394,7 @@ mod tests {
         let mut at = 0;
         for end in cuts.iter().copied().chain([wire.len()]) {
             d.push(&wire[at..end])?;
-            while let Some(e) = d.next() {
+            while let Some(e) = d.next_event() {
                 out.push(e);
             }
             at = end;
@@ -453,6 +453,6 @@ mod tests {
         let mut d = EventDecoder::new(1024);
         let wire = [ADDED, b"\n{bad\n"].concat();
         assert!(d.push(&wire).is_err());
-        assert!(matches!(d.next(), Some(WatchEvent::Added(_))));
+        assert!(matches!(d.next_event(), Some(WatchEvent::Added(_))));
     }
 }

@@ -277,7 +277,7 @@ impl Task {
             let healthy = events > 0 || started.elapsed() >= limits::REFLECTOR_WATCH_HEALTHY_AFTER;
             let event = match next {
                 Ok(Some(WatchEvent::Error(status))) => {
-                    let error = Error::Api(status);
+                    let error = Error::Api(Box::new(status));
                     let ended = if error.is_gone() {
                         Ended::Gone { during }
                     } else {
@@ -304,10 +304,10 @@ mod tests {
 
     #[test]
     fn each_ending_has_its_resume_point() {
-        let gone = Error::Api(Status {
+        let gone = Error::Api(Box::new(Status {
             code: 410,
             ..Default::default()
-        });
+        }));
         let cases = [
             (Ended::Listed, (Step::Watch, false)),
             (Ended::WatchClosed { healthy: true }, (Step::Watch, false)),
