@@ -1,15 +1,15 @@
 //! Command line: connection flags, one subcommand per workload, dispatch to the Kubernetes or
 //! etcd form of the workload.
 
-use crate::client::KubeClient;
 use crate::driver::Plan;
 use crate::etcd::Etcd;
 use crate::kube::{self, churn::ChurnSpec, crud::CreateSpec, nodes::NodesSpec};
-use crate::kubeconfig::{self, Endpoint};
 use crate::limits;
 use crate::objects::{Kind, Naming};
 use crate::report::Report;
 use clap::{Args, Parser, Subcommand};
+use keel_client::kubeconfig::{self, Endpoint};
+use keel_client::KubeClient;
 use keel_server::options::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -306,7 +306,7 @@ impl ConnArgs {
                 Etcd::connect(&self.etcd, self.etcd_connections, &self.etcd_prefix).await?,
             ));
         }
-        Ok(Target::Kube(Box::new(KubeClient::new(
+        Ok(Target::Kube(Box::new(crate::kube_client(
             &self.endpoint()?,
             pool,
         )?)))
@@ -485,19 +485,4 @@ fn check_count(n: u64) -> Result<(), String> {
         return Err(format!("--count at most {}", limits::OBJECTS_MAX));
     }
     Ok(())
-}
-
-/// Raises the open-files limit to the hard limit (1,000 watchers need 1,000 sockets).
-pub fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        let mut l = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
-            l.rlim_cur = l.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        }
-    }
 }

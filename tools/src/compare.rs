@@ -5,15 +5,15 @@
 //! appends a markdown section (machine, date, commit, figures, keel/etcd ratios) to a report.
 //! Optionally a third API server, given by kubeconfig, runs the same API workloads.
 
-use crate::client::KubeClient;
 use crate::driver::Plan;
 use crate::etcd::Etcd;
 use crate::kube::{self, crud::CreateSpec};
-use crate::kubeconfig::{self, Endpoint};
 use crate::objects::{Kind, Naming};
 use crate::procstat::{Monitor, Usage};
 use crate::report::Report;
 use clap::Args;
+use keel_client::kubeconfig::{self, Endpoint};
+use keel_client::KubeClient;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -574,7 +574,7 @@ pub const CEILING_HTTPS: &str = "ceiling-https";
 
 /// Runs the comparison and writes the report.
 pub fn run(args: &CompareArgs) -> Result<(), String> {
-    crate::cli::raise_fd_limit();
+    crate::driver::raise_fd_limit();
     let started = Instant::now();
     let tmp = match &args.dir {
         Some(d) => tempfile::Builder::new()
@@ -597,8 +597,8 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     let (keel_srv, keel_ep) = start_keel(&apiserver, tmp.path())?;
     let (keel_pid, etcd_pid) = (keel_srv.proc.pid(), etcd_srv.proc.pid());
     let sizes = args.sizes();
-    let keel = KubeClient::new(&keel_ep.http, args.concurrency)?;
-    let keel_tls = KubeClient::new(&keel_ep.https, args.concurrency)?;
+    let keel = crate::kube_client(&keel_ep.http, args.concurrency)?;
+    let keel_tls = crate::kube_client(&keel_ep.https, args.concurrency)?;
     let etcd = rt.block_on(Etcd::connect(
         std::slice::from_ref(&etcd_url),
         args.etcd_connections,
@@ -611,14 +611,14 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     let ceiling = match &ceiling_bin {
         Some(bin) => {
             let (proc, ep) = start_ceiling(bin, tmp.path())?;
-            let http = KubeClient::new(&ep.http, args.concurrency)?;
-            let https = KubeClient::new(&ep.https, args.concurrency)?;
+            let http = crate::kube_client(&ep.http, args.concurrency)?;
+            let https = crate::kube_client(&ep.https, args.concurrency)?;
             Some((proc, http, https))
         }
         None => None,
     };
     let third = match &args.third_kubeconfig {
-        Some(p) => Some(KubeClient::new(
+        Some(p) => Some(crate::kube_client(
             &kubeconfig::load(p, None)?,
             args.concurrency,
         )?),

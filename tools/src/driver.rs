@@ -158,6 +158,22 @@ where
     Ok(total.summary(name, start.elapsed().as_secs_f64()))
 }
 
+/// Raises the open-files limit to the hard limit (1,000 watchers need 1,000 sockets). Called
+/// by `loadgen` at start and by `compare` (whose servers inherit it).
+pub fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        let mut l = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{keel, list_items};
+use keel_client::Method;
 use keel_tools::cli::{execute, Cmd, ExistingArgs, ObjArgs, RunArgs};
-use keel_tools::client::Method;
 use keel_tools::objects::Kind;
 use keel_tools::report::Report;
 use std::time::Duration;

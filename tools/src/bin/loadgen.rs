@@ -9,7 +9,7 @@ const EXIT_ERRORS: i32 = 3;
 
 fn main() {
     let args = Cli::parse();
-    cli::raise_fd_limit();
+    keel_tools::driver::raise_fd_limit();
     if args.quiet {
         keel_tools::driver::PROGRESS.store(false, Ordering::Relaxed);
     }

@@ -5,13 +5,13 @@
 //! the live set is known exactly at the end.
 
 use super::{ensure_namespaces, json_body};
-use crate::client::Method;
-use crate::client::{KubeClient, MERGE_PATCH};
 use crate::driver::{self, Outcome, Plan};
 use crate::kube::list::parse_page;
 use crate::objects::{self, SENT_ANNOTATION};
 use crate::report::{Recorder, Report};
 use bytes::Bytes;
+use keel_client::Method;
+use keel_client::{KubeClient, MERGE_PATCH};
 use rand::Rng;
 use serde_json::json;
 use std::sync::{Arc, Mutex};

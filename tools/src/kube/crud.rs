@@ -1,12 +1,12 @@
 //! create, get, update, patch and delete of objects named by a `Naming`.
 
 use super::{ensure_namespaces, one_object};
-use crate::client::Method;
-use crate::client::{KubeClient, JSON, MERGE_PATCH};
 use crate::driver::{self, Plan};
 use crate::objects::{self, Naming, SENT_ANNOTATION};
 use crate::report::Report;
 use bytes::Bytes;
+use keel_client::Method;
+use keel_client::{KubeClient, JSON, MERGE_PATCH};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -1,9 +1,9 @@
 //! Full and paginated lists of a collection.
 
-use crate::client::KubeClient;
 use crate::driver::{self, Outcome, Plan};
 use crate::jsonscan::ListScan;
 use crate::report::Report;
+use keel_client::{encode_query_value, KubeClient};
 use std::sync::Arc;
 
 /// Items and the continue token of one list page (a JSON `*List`). Counted by a structural
@@ -39,7 +39,9 @@ pub async fn list(
                 let path = match (page_size, &cont) {
                     (None, _) => coll.to_string(),
                     (Some(l), None) => format!("{coll}{sep}limit={l}"),
-                    (Some(l), Some(t)) => format!("{coll}{sep}limit={l}&continue={}", urlencode(t)),
+                    (Some(l), Some(t)) => {
+                        format!("{coll}{sep}limit={l}&continue={}", encode_query_value(t))
+                    }
                 };
                 let mut scan = ListScan::new();
                 out.bytes += c.get_streamed(&path, |chunk| scan.push(chunk)).await?;
@@ -64,20 +66,6 @@ pub async fn list(
     );
     r.ops.push(sum);
     Ok(r)
-}
-
-/// Percent-encodes a query value (continue tokens are base64 with `=`, `+`, `/`).
-pub fn urlencode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -111,11 +99,5 @@ mod tests {
                 (g, w) => panic!("{body}: got {g:?}, want {w:?}"),
             }
         }
-    }
-
-    #[test]
-    fn urlencoding() {
-        assert_eq!(urlencode("a+b/c=="), "a%2Bb%2Fc%3D%3D");
-        assert_eq!(urlencode("plain-_.~9"), "plain-_.~9");
     }
 }

@@ -6,10 +6,10 @@ pub mod list;
 pub mod nodes;
 pub mod watch;
 
-use crate::client::Method;
-use crate::client::{KubeClient, Response, JSON};
 use crate::driver::Outcome;
 use bytes::Bytes;
+use keel_client::Method;
+use keel_client::{KubeClient, Response, JSON};
 use serde_json::Value;
 
 /// Creates each namespace unless it exists.

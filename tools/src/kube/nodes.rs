@@ -4,13 +4,13 @@
 //! `Running`, and finishes graceful deletions of its pods with a grace-0 delete.
 
 use super::{create_if_absent, current_rv, json_body, resource_version};
-use crate::client::Method;
-use crate::client::{KubeClient, STRATEGIC_MERGE_PATCH};
 use crate::driver::{self, Outcome, Plan};
 use crate::limits;
 use crate::objects;
 use crate::report::{Recorder, Report};
 use bytes::Bytes;
+use keel_client::Method;
+use keel_client::{KubeClient, STRATEGIC_MERGE_PATCH};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -290,7 +290,8 @@ impl PodController {
         loop {
             let path = format!("/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=600");
             let mut body = self.c.stream(&path).await?;
-            let mut lines = super::watch::LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
+            let mut lines =
+                keel_client::watch::LineSplitter::new(keel_client::limits::WATCH_LINE_BYTES_MAX);
             while let Some(data) = body
                 .next_chunk()
                 .await

@@ -3,79 +3,18 @@
 //! time.
 
 use super::{current_rv, ensure_namespaces, response_rv};
-use crate::client::Method;
-use crate::client::{KubeClient, JSON};
 use crate::driver::{self, Outcome, Plan};
 use crate::jsonscan::EventScanner;
-use crate::limits;
 use crate::objects::{self, Naming, SENT_ANNOTATION};
 use crate::report::Report;
 use crate::watchrun::{self, Receipt, WatcherCtx, WatcherOut};
+use keel_client::watch::LineSplitter;
+use keel_client::Method;
+use keel_client::{KubeClient, JSON};
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// Splits a byte stream into lines, each at most `max` bytes. Pure.
-pub struct LineSplitter {
-    buf: Vec<u8>,
-    max: usize,
-}
-
-impl LineSplitter {
-    pub fn new(max: usize) -> LineSplitter {
-        LineSplitter {
-            buf: Vec::new(),
-            max,
-        }
-    }
-
-    /// Appends `data` and calls `each` with every complete line (without `\n`; empty lines
-    /// skipped), in order; an error if a line exceeds the bound or `each` fails. Lines that
-    /// lie whole inside `data` are passed in place, without copying.
-    pub fn each_line(
-        &mut self,
-        mut data: &[u8],
-        mut each: impl FnMut(&[u8]) -> Result<(), String>,
-    ) -> Result<(), String> {
-        while let Some(nl) = memchr::memchr(b'\n', data) {
-            let (line, rest) = (&data[..nl], &data[nl + 1..]);
-            if self.buf.is_empty() {
-                if !line.is_empty() {
-                    each(line)?;
-                }
-            } else {
-                self.buf.extend_from_slice(line);
-                let whole = std::mem::take(&mut self.buf);
-                self.check()?;
-                each(&whole)?;
-                self.buf = whole;
-                self.buf.clear();
-            }
-            data = rest;
-        }
-        self.buf.extend_from_slice(data);
-        self.check()
-    }
-
-    fn check(&self) -> Result<(), String> {
-        if self.buf.len() > self.max {
-            return Err(format!("watch event longer than {} bytes", self.max));
-        }
-        Ok(())
-    }
-
-    /// Appends `data`; returns the complete lines (without `\n`), or an error if a line
-    /// exceeds the bound.
-    pub fn push(&mut self, data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-        let mut lines = Vec::new();
-        self.each_line(data, |l| {
-            lines.push(l.to_vec());
-            Ok(())
-        })?;
-        Ok(lines)
-    }
-}
 
 #[derive(Deserialize)]
 struct Event {
@@ -249,7 +188,7 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
     };
     ctx.connected
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut lines = LineSplitter::new(limits::WATCH_LINE_BYTES_MAX);
+    let mut lines = LineSplitter::new(keel_client::limits::WATCH_LINE_BYTES_MAX);
     let scan = EventScanner::new(SENT_ANNOTATION);
     // Registered once for the whole stream rather than once per read.
     let stopped = stop.changed();
@@ -300,18 +239,6 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_split_across_chunks() {
-        let mut s = LineSplitter::new(10);
-        assert_eq!(s.push(b"ab").unwrap(), Vec::<Vec<u8>>::new());
-        assert_eq!(
-            s.push(b"c\nde\n\nf").unwrap(),
-            vec![b"abc".to_vec(), b"de".to_vec()]
-        );
-        assert_eq!(s.push(b"g\n").unwrap(), vec![b"fg".to_vec()]);
-        assert!(s.push(b"0123456789ab").is_err());
-    }
 
     #[test]
     fn events_parse() {

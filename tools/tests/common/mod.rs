@@ -3,9 +3,9 @@
 //! the same profile by the same `cargo test`) and, when installed, etcd.
 #![allow(dead_code)]
 
+use keel_client::kubeconfig;
+use keel_client::KubeClient;
 use keel_tools::cli::ConnArgs;
-use keel_tools::client::KubeClient;
-use keel_tools::kubeconfig;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -35,11 +35,18 @@ pub fn keel() -> &'static Keel {
 
 impl Keel {
     fn start() -> Keel {
+        Keel::start_with(&[])
+    }
+
+    /// A keel server of its own (`--sync none`) with `extra` flags; it exits when dropped.
+    pub fn start_with(extra: &[&str]) -> Keel {
+        keel_tools::driver::PROGRESS.store(false, std::sync::atomic::Ordering::Relaxed);
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = tmp.path().join("data");
         let mut child = Command::new(env!("CARGO_BIN_EXE_keel-apiserver-under-test"))
             .args(["--data-dir", dir.to_str().unwrap(), "--secure-port", "0"])
             .args(["--exit-on-stdin-close", "--sync", "none"])
+            .args(extra)
             .stdin(Stdio::piped())
             .spawn()
             .expect("start apiserver");
@@ -83,14 +90,14 @@ impl Keel {
     }
 
     pub fn client(&self) -> KubeClient {
-        KubeClient::new(&kubeconfig::load(&self.kubeconfig, None).unwrap(), 4).unwrap()
+        keel_tools::kube_client(&kubeconfig::load(&self.kubeconfig, None).unwrap(), 4).unwrap()
     }
 }
 
 /// Items of a list at `path` (a JSON list), read over HTTP.
 pub async fn list_items(c: &KubeClient, path: &str) -> Vec<serde_json::Value> {
     let resp = c
-        .request(keel_tools::client::Method::GET, path, None)
+        .request(keel_client::Method::GET, path, None)
         .await
         .unwrap()
         .ok()

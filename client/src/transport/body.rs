@@ -1,10 +1,10 @@
-//! Response body framing: a body of a known length, a chunked body (keel-http's incremental
+//! Response body framing: a body of a known length, a chunked body (`chunked.rs`'s incremental
 //! decoder, which hands out chunk payloads in place, without copying), or one that ends when
 //! the server closes the connection. Pure: fed bytes, it says how many it consumed and which of them are
 //! payload.
 
+use super::chunked::ChunkedDecoder;
 use crate::limits;
-use keel_http::ChunkedDecoder;
 
 /// How a response body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,12 +19,10 @@ pub enum Framing {
     UntilClose,
 }
 
-/// The chunked decoder (keel-http's, also the server's request-body decoder) with the load
-/// generator's limits: no bound on the body, `CHUNK_LINE_BYTES_MAX` of extensions on a size
-/// line, `TRAILER_BYTES_MAX` of trailers.
+/// The chunked decoder with the client's limits: `CHUNK_LINE_BYTES_MAX` of extensions on a
+/// size line, `TRAILER_BYTES_MAX` of trailers (the body is bounded by its reader).
 fn chunked() -> ChunkedDecoder {
-    ChunkedDecoder::new(usize::MAX, limits::TRAILER_BYTES_MAX)
-        .with_line_bytes_max(limits::CHUNK_LINE_BYTES_MAX)
+    ChunkedDecoder::new(limits::CHUNK_LINE_BYTES_MAX, limits::TRAILER_BYTES_MAX)
 }
 
 /// Decodes one response body of any framing.

@@ -1,14 +1,18 @@
-//! A lean HTTP/1.1 client for one API server, built to cost the load generator as little CPU
-//! as possible: plain TCP (TCP_NODELAY) or rustls over it, bearer token or x509 client
-//! certificate, each request rendered into a reused buffer and written at once (the fixed
-//! headers are rendered once per client), responses parsed in place with `httparse`, bodies
-//! framed by Content-Length or an incremental chunked decoder. Connections are kept alive in a
-//! small locked free list: a request takes one (or connects), uses it alone and gives it back,
-//! so there are never more connections than requests in flight. Every response body is bounded
-//! and every request has a timeout; an idempotent request that finds its kept-alive connection
-//! closed by the server is sent once more on a new one.
+//! The HTTP/1.1 transport: a lean client for one API server, built to cost the load generator
+//! as little CPU as possible: plain TCP (TCP_NODELAY) or rustls over it, bearer token or x509
+//! client certificate, each request rendered into a reused buffer and written at once (the
+//! fixed headers are rendered once per client), responses parsed in place with `httparse`,
+//! bodies framed by Content-Length or an incremental chunked decoder. Connections are kept
+//! alive in a small locked free list: a request takes one (or connects), uses it alone and
+//! gives it back, so there are never more connections than requests in flight. Every response
+//! body is bounded and every request has a timeout; an idempotent request that finds its
+//! kept-alive connection closed by the server is sent once more on a new one.
+//!
+//! This layer knows HTTP, not Kubernetes: statuses and bodies are handed up as they are
+//! (`api` turns them into objects and `Status` errors).
 
 mod body;
+mod chunked;
 mod conn;
 mod head;
 mod request;
@@ -17,8 +21,8 @@ mod target;
 mod tests;
 mod tls;
 
-pub use body::{BodyDecoder, Framing};
-pub use head::Head;
+use body::BodyDecoder;
+use head::Head;
 pub use request::Method;
 
 use crate::kubeconfig::Endpoint;
@@ -34,6 +38,10 @@ use target::{Tls, Url};
 pub const JSON: &str = "application/json";
 pub const MERGE_PATCH: &str = "application/merge-patch+json";
 pub const STRATEGIC_MERGE_PATCH: &str = "application/strategic-merge-patch+json";
+pub const JSON_PATCH: &str = "application/json-patch+json";
+
+/// User-Agent of a client made with `KubeClient::new`.
+pub const USER_AGENT_DEFAULT: &str = "keel-client";
 
 /// An idle connection older than this is checked for a close by the server before reuse.
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(500);
@@ -132,15 +140,26 @@ async fn timed<T>(f: impl Future<Output = Result<T, String>>) -> Result<T, Strin
 }
 
 impl KubeClient {
-    /// A client keeping up to `pool` idle keep-alive connections.
+    /// A client keeping up to `pool` idle keep-alive connections, sending
+    /// `USER_AGENT_DEFAULT`.
     pub fn new(ep: &Endpoint, pool: usize) -> Result<KubeClient, String> {
+        KubeClient::with_user_agent(ep, pool, USER_AGENT_DEFAULT)
+    }
+
+    /// As `new`, naming the program in every request's User-Agent (the API server derives a
+    /// default field manager from it, as upstream does).
+    pub fn with_user_agent(
+        ep: &Endpoint,
+        pool: usize,
+        user_agent: &str,
+    ) -> Result<KubeClient, String> {
         let url = Url::parse(&ep.server)?;
         let tls = if url.https {
             Some(target::tls(ep, &url)?)
         } else {
             None
         };
-        let fixed = request::fixed_headers(&url.authority, ep.token.as_deref())?;
+        let fixed = request::fixed_headers(&url.authority, ep.token.as_deref(), user_agent)?;
         Ok(KubeClient {
             inner: Arc::new(Inner {
                 url,
@@ -197,7 +216,10 @@ impl KubeClient {
         mut each: impl FnMut(&[u8]) -> Result<(), String>,
     ) -> Result<u64, String> {
         timed(async {
-            let (mut conn, mut dec, head) = self.open_stream(path).await?;
+            let (mut conn, mut dec, head) = self
+                .open_stream(path)
+                .await?
+                .map_err(|refused| status_error(refused.status, &refused.body))?;
             let mut len = 0u64;
             while let Some(r) = conn.next_span(&mut dec).await? {
                 len += r.len() as u64;
@@ -212,12 +234,29 @@ impl KubeClient {
     /// Opens a streaming GET (a watch); the caller reads the body as it arrives. The timeout
     /// covers the response head only.
     pub async fn stream(&self, path: &str) -> Result<BodyStream, String> {
-        let (conn, dec, _) = timed(self.open_stream(path)).await?;
-        Ok(BodyStream { conn, dec })
+        match self.stream_or_refusal(path).await? {
+            Ok(body) => Ok(body),
+            Err(refused) => Err(status_error(refused.status, &refused.body)),
+        }
     }
 
-    /// Sends a GET and reads its head; a status other than 200 is an error carrying the body.
-    async fn open_stream(&self, path: &str) -> Result<(Conn, BodyDecoder, Head), String> {
+    /// As `stream`, with a status other than 200 handed back whole (its body up to
+    /// `ERROR_BODY_BYTES_MAX`) for the caller to read its `Status`.
+    pub(crate) async fn stream_or_refusal(
+        &self,
+        path: &str,
+    ) -> Result<Result<BodyStream, Response>, String> {
+        Ok(timed(self.open_stream(path))
+            .await?
+            .map(|(conn, dec, _)| BodyStream { conn, dec }))
+    }
+
+    /// Sends a GET and reads its head; a status other than 200 comes back as the response,
+    /// its body read.
+    async fn open_stream(
+        &self,
+        path: &str,
+    ) -> Result<Result<(Conn, BodyDecoder, Head), Response>, String> {
         let req = request::Request {
             method: Method::GET,
             path,
@@ -231,9 +270,12 @@ impl KubeClient {
                 .read_body(&mut dec, limits::ERROR_BODY_BYTES_MAX)
                 .await
                 .unwrap_or_default();
-            return Err(status_error(head.status, &body));
+            return Ok(Err(Response {
+                status: head.status,
+                body: Bytes::from(body),
+            }));
         }
-        Ok((conn, dec, head))
+        Ok(Ok((conn, dec, head)))
     }
 
     /// Sends `req` on a connection and reads the response head; sends it once more on a new

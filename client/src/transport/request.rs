@@ -1,7 +1,7 @@
 //! Request heads: the headers that never change (Host, Authorization, User-Agent) rendered
 //! once per client, the rest appended per request into a reused buffer. Pure.
 
-/// HTTP methods the load generator sends.
+/// HTTP methods the client sends.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -35,16 +35,17 @@ impl Method {
     }
 }
 
-/// User-Agent of every request.
-pub const USER_AGENT: &str = "keel-loadgen";
-
 /// The headers every request of one client carries, each line ending in CRLF.
-pub fn fixed_headers(authority: &str, token: Option<&str>) -> Result<Vec<u8>, String> {
+pub fn fixed_headers(
+    authority: &str,
+    token: Option<&str>,
+    user_agent: &str,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     for (name, value) in [
         ("Host", Some(authority.to_string())),
         ("Authorization", token.map(|t| format!("Bearer {t}"))),
-        ("User-Agent", Some(USER_AGENT.to_string())),
+        ("User-Agent", Some(user_agent.to_string())),
     ] {
         let Some(value) = value else { continue };
         if value.bytes().any(|b| b < b' ' || b == 0x7f) {
@@ -125,7 +126,7 @@ mod tests {
 
     #[test]
     fn requests_render() {
-        let fixed = fixed_headers("h:1", Some("tok")).unwrap();
+        let fixed = fixed_headers("h:1", Some("tok"), "keel-loadgen").unwrap();
         let cases: &[(Request, &str, &str)] = &[
             (
                 Request {
@@ -187,9 +188,10 @@ mod tests {
             };
             assert!(render(&mut Vec::new(), "", b"", &req).is_err(), "{path:?}");
         }
-        assert!(fixed_headers("h", Some("a\r\nb")).is_err());
+        assert!(fixed_headers("h", Some("a\r\nb"), "ua").is_err());
+        assert!(fixed_headers("h", None, "ua\r\nX: y").is_err());
         assert_eq!(
-            fixed_headers("h", None).unwrap(),
+            fixed_headers("h", None, "keel-loadgen").unwrap(),
             b"Host: h\r\nUser-Agent: keel-loadgen\r\n"
         );
     }
