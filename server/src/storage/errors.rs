@@ -11,9 +11,7 @@ pub fn read_error(e: StoreError) -> ApiError {
         StoreError::Compacted {
             requested,
             compacted,
-        } => ApiError::expired(format!(
-            "too old resource version: {requested} ({compacted})"
-        )),
+        } => ApiError::too_old_resource_version(requested.get(), compacted.get()),
         StoreError::FutureRevision { requested, current } => {
             ApiError::too_large_resource_version(requested.get(), current.get())
         }

@@ -29,6 +29,17 @@ pub fn server() -> &'static Server {
     SERVER.get_or_init(|| Server::start(&[]))
 }
 
+/// `KEEL_TEST_STORAGE_BACKEND=memory` runs the suites on the in-memory store without
+/// revisions in its stored values (the path a backend such as etcd takes) instead of the
+/// embedded engine: the test command runs them both ways.
+fn backend_args() -> &'static [&'static str] {
+    match std::env::var("KEEL_TEST_STORAGE_BACKEND").as_deref() {
+        Ok("memory") => &["--storage-backend", "memory", "--memory-store-without-revisions"],
+        Ok("") | Err(_) => &[],
+        Ok(other) => panic!("KEEL_TEST_STORAGE_BACKEND={other:?}: expected \"memory\" or unset"),
+    }
+}
+
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
         let tmp = tempfile::tempdir().unwrap();
@@ -45,6 +56,7 @@ impl Server {
                 "--sync",
                 "none",
             ])
+            .args(backend_args())
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
