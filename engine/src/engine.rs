@@ -273,6 +273,14 @@ impl Engine {
     /// `Store::watch` as the engine's own watcher type, whose `poll_visit` takes any closure
     /// without a dynamic call per event (the engine benchmark's watch scenario).
     pub fn watcher(&self, prefix: &[u8], after: Revision) -> Result<Watcher, Error> {
+        let current = self.inner.seq.visible();
+        if after > current {
+            // The hub would start it at its head and deliver changes at or below `after`.
+            return Err(Error::FutureRevision {
+                requested: after,
+                current,
+            });
+        }
         let source: Arc<dyn HistorySource> = self.inner.clone();
         self.inner.hub.watch(source, prefix, after)
     }

@@ -196,6 +196,13 @@ impl Store for MemStore {
     }
 
     fn watch(&self, prefix: &[u8], after: Revision) -> Result<Box<dyn EventStream>, Error> {
+        let current = self.current_revision();
+        if after > current {
+            return Err(Error::FutureRevision {
+                requested: after,
+                current,
+            });
+        }
         Ok(Box::new(self.hub.watch(
             self.shared.clone(),
             prefix,

@@ -409,7 +409,9 @@ pub trait Store: Send + Sync {
         build: &mut ValueBuilder<'_>,
     ) -> Pending<Result<Written, Error>>;
 
-    /// Watches every change after `after` to keys under `prefix`.
+    /// Watches every change after `after` to keys under `prefix`. `after` must not be newer
+    /// than the current revision (`FutureRevision`; a caller that has one waits for it
+    /// first), nor older than the compacted one (`Compacted`).
     fn watch(&self, prefix: &[u8], after: Revision) -> Result<Box<dyn EventStream>, Error>;
 
     /// Forgets history older than `revision`. Compacting to an older revision is a no-op;

@@ -939,6 +939,29 @@ fn watch_from_revision<S: Store + ?Sized>(s: &S) {
     assert_eq!(collect(&mut w, 1), vec![e7]);
 }
 
+/// A watch cannot start after a revision the store has not reached: it would be started at
+/// the store's head and deliver changes at or below its start (found by review: the hub did
+/// exactly that).
+fn watch_from_a_future_revision_fails<S: Store + ?Sized>(s: &S) {
+    ok(s.create(b"fw/a", b"1"));
+    let current = s.current_revision();
+    let future = Revision(current.0 + 5);
+    match s.watch(b"fw/", future) {
+        Err(Error::FutureRevision {
+            requested,
+            current: c,
+        }) => {
+            assert_eq!((requested, c), (future, current))
+        }
+        Err(e) => panic!("expected FutureRevision, got {e:?}"),
+        Ok(_) => panic!("a watch after a future revision was accepted"),
+    }
+    assert!(
+        s.watch(b"fw/", current).is_ok(),
+        "the current revision is fine"
+    );
+}
+
 fn watch_prefix_filter<S: Store + ?Sized>(s: &S) {
     ok(s.create(b"a/0", b"old"));
     let cur = s.current_revision();
@@ -1602,6 +1625,10 @@ macro_rules! contract_suite {
             #[test]
             fn delete_preconditions() {
                 super::delete_preconditions(&*fresh())
+            }
+            #[test]
+            fn watch_from_a_future_revision_fails() {
+                super::watch_from_a_future_revision_fails(&*fresh())
             }
             #[test]
             fn value_builder_context_and_abort() {

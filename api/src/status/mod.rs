@@ -5,6 +5,7 @@
 pub mod field;
 
 use crate::gofmt;
+use keel_revision::Revision;
 use serde_json::{json, Map, Value};
 
 /// One entry of `details.causes`.
@@ -158,7 +159,7 @@ impl ApiError {
     /// `oldest_start` is the oldest resourceVersion a watch can still start from (upstream
     /// prints its oldest buffered event's version minus one; keel's engine reports exactly
     /// that revision as `Compacted { compacted, .. }`).
-    pub fn too_old_resource_version(requested: u64, oldest_start: u64) -> Self {
+    pub fn too_old_resource_version(requested: Revision, oldest_start: Revision) -> Self {
         Self::expired(format!(
             "too old resource version: {requested} ({oldest_start})"
         ))
@@ -366,7 +367,7 @@ impl ApiError {
     /// 504 Timeout for a resource version the server has not reached yet:
     /// `Timeout: Too large resource version: <requested>, current: <current>`, cause
     /// `ResourceVersionTooLarge`, `retryAfterSeconds: 1`.
-    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+    pub fn too_large_resource_version(requested: Revision, current: Revision) -> Self {
         let mut err = Self::timeout(format!(
             "Too large resource version: {requested}, current: {current}"
         ));

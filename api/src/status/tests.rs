@@ -1,4 +1,5 @@
 use super::*;
+use keel_revision::Revision;
 use serde_json::json;
 
 fn wire(err: &ApiError) -> String {
@@ -29,7 +30,7 @@ fn constructors_codes_reasons_messages() {
         (ApiError::bad_request("nope"), 400, "BadRequest", "nope"),
         (ApiError::gone("old"), 410, "Gone", "old"),
         (ApiError::expired("old"), 410, "Expired", "old"),
-        (ApiError::too_old_resource_version(5, 10), 410, "Expired", "too old resource version: 5 (10)"),
+        (ApiError::too_old_resource_version(Revision(5), Revision(10)), 410, "Expired", "too old resource version: 5 (10)"),
         (ApiError::list_resource_version_expired(), 410, "Expired", "The resourceVersion for the provided list is too old."),
         (ApiError::continue_token_expired(), 410, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."),
         (ApiError::method_not_allowed(), 405, "MethodNotAllowed", "the server does not allow this method on the requested resource"),
@@ -133,7 +134,7 @@ fn invalid_aggregates_like_upstream() {
 
 #[test]
 fn too_large_resource_version_shape() {
-    let err = ApiError::too_large_resource_version(100, 42);
+    let err = ApiError::too_large_resource_version(Revision(100), Revision(42));
     assert_eq!(
         wire(&err),
         r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 100, current: 42","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#
@@ -171,7 +172,7 @@ fn to_json_and_to_value_agree() {
     let errs = [
         ApiError::not_found("apps", "deployments", "d"),
         ApiError::invalid("", "Pod", "p", vec![field::required("spec", "")]),
-        ApiError::too_large_resource_version(3, 2),
+        ApiError::too_large_resource_version(Revision(3), Revision(2)),
         ApiError::internal("x"),
         ApiError::unknown(500, "y"),
     ];

@@ -41,7 +41,7 @@ async fn watch_namespaces(st: &State) -> Option<(Source, Selection)> {
         None,
         Encoder::new(Format::Json, ns.info.clone()),
     );
-    let from = st.registry.storage().current();
+    let from = st.registry.current_revision();
     let w = st
         .registry
         .watch(ns, "", WatchStart::After(from), &sel)

@@ -286,7 +286,7 @@ pub async fn delete_collection(
         .registry
         .delete_collection(c.res, c.namespace(), &filter, &opts)
         .await?;
-    let meta = json!({"resourceVersion": st.registry.storage().current().to_string()});
+    let meta = json!({"resourceVersion": st.registry.current_revision().to_string()});
     let list_kind = format!("{}List", c.info().kind);
     match format {
         Format::Json => Ok(respond::response(

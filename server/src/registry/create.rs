@@ -8,13 +8,13 @@ use crate::objects::{self, Spliced};
 use crate::routes::Resource;
 use crate::storage::storage_error;
 use keel_api::status::ApiError;
-use keel_engine::{Error as StoreError, Revision};
+use keel_engine::Error as StoreError;
 use serde_json::Value;
 
-/// What a create stored (or, on a dry run, would have stored: `revision` is `None`).
+/// What a create stored (or, on a dry run, would have stored).
 pub struct Created {
+    /// The object with its `metadata.resourceVersion`.
     pub bytes: Vec<u8>,
-    pub revision: Option<Revision>,
 }
 
 impl Registry {
@@ -42,7 +42,6 @@ impl Registry {
         if opts.dry_run {
             return Ok(Created {
                 bytes: objects::to_canonical_json(&obj),
-                revision: None,
             });
         }
         let mut attempts = 0;
@@ -51,12 +50,7 @@ impl Registry {
             let key = res.loc.key(namespace, &name);
             let spliced = Spliced::new(&mut obj);
             match self.storage.create(&key, &spliced).await {
-                Ok((bytes, rev)) => {
-                    return Ok(Created {
-                        bytes,
-                        revision: Some(rev),
-                    })
-                }
+                Ok((bytes, _)) => return Ok(Created { bytes }),
                 Err(StoreError::AlreadyExists { .. })
                     if generated && attempts < GENERATE_NAME_ATTEMPTS_MAX =>
                 {

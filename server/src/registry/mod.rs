@@ -18,6 +18,7 @@ mod list;
 mod update;
 mod watch;
 
+pub use create::Created;
 pub use delete::DeleteOptions;
 pub use list::Page;
 pub use update::{UpdateOptions, Updated};
@@ -28,7 +29,7 @@ use crate::objects;
 use crate::routes::Resource;
 use crate::storage::{Location, ReadPoint, Storage};
 use keel_api::status::{ApiError, StatusCause};
-use keel_engine::KeyValue;
+use keel_engine::{KeyValue, Revision};
 use serde_json::Value;
 
 /// Options of a create.
@@ -99,6 +100,12 @@ impl Registry {
             .storage
             .get_latest(&res.loc.key(namespace, name))?
             .is_some())
+    }
+
+    /// The newest revision whose changes (and all before it) are visible: where a list or
+    /// watch "now" stands.
+    pub fn current_revision(&self) -> Revision {
+        self.storage.current()
     }
 
     /// How many objects of `res` are stored (all namespaces).

@@ -11,9 +11,9 @@ pub fn read_error(e: StoreError) -> ApiError {
         StoreError::Compacted {
             requested,
             compacted,
-        } => ApiError::too_old_resource_version(requested.get(), compacted.get()),
+        } => ApiError::too_old_resource_version(requested, compacted),
         StoreError::FutureRevision { requested, current } => {
-            ApiError::too_large_resource_version(requested.get(), current.get())
+            ApiError::too_large_resource_version(requested, current)
         }
         other => storage_error(other),
     }

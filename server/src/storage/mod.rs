@@ -96,10 +96,7 @@ impl Storage {
         let deadline = Instant::now() + FUTURE_RV_WAIT;
         while self.current() < rev {
             if Instant::now() >= deadline {
-                return Err(ApiError::too_large_resource_version(
-                    rev.get(),
-                    self.current().get(),
-                ));
+                return Err(ApiError::too_large_resource_version(rev, self.current()));
             }
             tokio::time::sleep(FUTURE_RV_POLL).await;
         }

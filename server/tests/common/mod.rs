@@ -34,7 +34,11 @@ pub fn server() -> &'static Server {
 /// embedded engine: the test command runs them both ways.
 fn backend_args() -> &'static [&'static str] {
     match std::env::var("KEEL_TEST_STORAGE_BACKEND").as_deref() {
-        Ok("memory") => &["--storage-backend", "memory", "--memory-store-without-revisions"],
+        Ok("memory") => &[
+            "--storage-backend",
+            "memory",
+            "--memory-store-without-revisions",
+        ],
         Ok("") | Err(_) => &[],
         Ok(other) => panic!("KEEL_TEST_STORAGE_BACKEND={other:?}: expected \"memory\" or unset"),
     }
