@@ -7,7 +7,8 @@
 //! swapped pointer shared by every core (`keel_server::routes::LiveRoutes`).
 //!
 //! Pure logic: no I/O, no async runtime. May depend only on serde/serde_json, the `k8s-openapi`
-//! type bindings (group/version/kind/plural/scope of each type), and hashing/encoding crates.
+//! type bindings (group/version/kind/plural/scope of each type), hashing/encoding crates, and
+//! keel-api (its timestamps).
 //!
 //! Invariants:
 //! - Kind, plural and scope of every built-in resource come from `k8s-openapi`'s `Resource`

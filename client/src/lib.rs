@@ -28,9 +28,9 @@
 //!   await, and is updated before the change announcing it is sent.
 //!
 //! Dependencies: tokio, rustls (ring), httparse, bytes, memchr, serde/serde_json,
-//! serde_yaml_ng, base64. No keel crate: the client must build and work without the server
-//! (keel-server, keel-http, keel-engine, keel-api are off limits; the chunked decoder is this
-//! crate's own copy of keel-http's for that reason).
+//! serde_yaml_ng, base64, and of keel's crates only keel-chunked (the chunked-body decoder
+//! it shares with keel-http): the client must build and work without the server
+//! (keel-server, keel-http, keel-engine, keel-api are off limits).
 
 pub mod api;
 pub mod error;

@@ -15,7 +15,6 @@
 //!
 //! Requests are handled one at a time, so responses are always in request order.
 
-use crate::chunked::{ChunkedDecoder, ChunkedError};
 use crate::limits::{
     Limits, IOV_PER_WRITE_MAX, LINGER_BYTES_MAX, LINGER_TIMEOUT, READ_CHUNK_BYTES,
     WRITE_BUFFER_BYTES_MAX,
@@ -26,6 +25,7 @@ use crate::response::{status_body, too_many_requests, Body, Chunk, Response};
 use crate::rt::{self, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Either, Instant};
 use crate::write::{write_chunk_head, write_head, BodyFraming, LAST_CHUNK};
 use crate::Handler;
+use keel_chunked::{ChunkedDecoder, ChunkedError};
 use std::cell::Cell;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;

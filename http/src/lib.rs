@@ -17,7 +17,6 @@
 //! Dependencies: the runtime (tokio, only through [`rt`]), httparse, socket2, rustls,
 //! rcgen, x509-parser, serde_json. No other keel crate.
 
-mod chunked;
 mod conn;
 mod limits;
 pub mod load;
@@ -30,7 +29,7 @@ mod subject;
 pub mod tls;
 mod write;
 
-pub use chunked::{ChunkedDecoder, ChunkedError};
+pub use keel_chunked::{ChunkedDecoder, ChunkedError};
 pub use limits::{Limits, HEADER_COUNT_HARD_MAX};
 pub use request::{parse_query, ClientIdentity, Headers, Method, Request};
 pub use response::{status_body, status_response, Body, Chunk, Piece, Response};

@@ -15,9 +15,6 @@ pub(crate) const WRITE_BUFFER_BYTES_MAX: usize = 64 * 1024;
 /// Buffers passed to one vectored write call (Linux's `IOV_MAX` is 1024).
 pub(crate) const IOV_PER_WRITE_MAX: usize = 512;
 
-/// Longest chunk-size line (hex size plus chunk extensions) accepted in a chunked body.
-pub(crate) const CHUNK_LINE_BYTES_MAX: usize = 4 * 1024;
-
 /// Bytes read and discarded after an error response that closes the connection, so the
 /// client sees the response instead of a reset caused by its unread request bytes.
 pub(crate) const LINGER_BYTES_MAX: usize = 256 * 1024;

@@ -13,7 +13,7 @@
 //!
 //! Invariants: bad input is an error value, never a panic; nesting is bounded by
 //! [`MAX_NESTING_DEPTH`]. Pure functions: no I/O, no async, depends only on serde_json,
-//! prost(-types) and base64.
+//! prost(-types), base64 and keel-api (its calendar arithmetic).
 
 mod decode;
 mod encode;

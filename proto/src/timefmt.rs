@@ -7,37 +7,7 @@ const SECS_PER_DAY: i64 = 86_400;
 /// Unix seconds of Go's zero time (0001-01-01T00:00:00Z), which Kubernetes writes as `null`.
 pub(crate) const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// (year, month, day) of a day count since 1970-01-01 (Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (
-        if m <= 2 {
-            yoe + era * 400 + 1
-        } else {
-            yoe + era * 400
-        },
-        m,
-        d,
-    )
-}
+use keel_api::time::{civil_from_days, days_from_civil};
 
 /// Formats Unix time in UTC; `micros` adds 6 fractional digits (MicroTime).
 pub(crate) fn format_rfc3339(secs: i64, nanos: i64, micros: bool) -> String {

@@ -139,7 +139,7 @@ fn mark_as_deleting(obj: &mut Value, ctx: &Ctx) {
     let current = obj
         .pointer("/metadata/deletionTimestamp")
         .and_then(Value::as_str)
-        .map(crate::ctx::parse_rfc3339);
+        .map(keel_api::time::parse_rfc3339);
     if current.is_none() {
         bump_generation(obj);
     }
@@ -164,10 +164,10 @@ fn shorten_grace(obj: &mut Value, grace: i64, ctx: &Ctx) {
     let stored = obj
         .pointer("/metadata/deletionTimestamp")
         .and_then(Value::as_str)
-        .and_then(crate::ctx::parse_rfc3339);
+        .and_then(keel_api::time::parse_rfc3339);
     let current = deletion_grace(obj).unwrap_or(0);
     let due = match stored {
-        Some(ts) => crate::ctx::format_rfc3339(ts - current + grace),
+        Some(ts) => keel_api::time::format_rfc3339(ts - current + grace),
         None => ctx.rfc3339_after(grace),
     };
     set_meta(obj, "deletionTimestamp", json!(due));

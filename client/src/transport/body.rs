@@ -1,10 +1,10 @@
-//! Response body framing: a body of a known length, a chunked body (`chunked.rs`'s incremental
+//! Response body framing: a body of a known length, a chunked body (keel-chunked's incremental
 //! decoder, which hands out chunk payloads in place, without copying), or one that ends when
 //! the server closes the connection. Pure: fed bytes, it says how many it consumed and which of them are
 //! payload.
 
-use super::chunked::ChunkedDecoder;
 use crate::limits;
+use keel_chunked::ChunkedDecoder;
 
 /// How a response body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,9 +20,10 @@ pub enum Framing {
 }
 
 /// The chunked decoder with the client's limits: `CHUNK_LINE_BYTES_MAX` of extensions on a
-/// size line, `TRAILER_BYTES_MAX` of trailers (the body is bounded by its reader).
+/// size line, `TRAILER_BYTES_MAX` of trailers (the body is bounded by its reader, so not here).
 fn chunked() -> ChunkedDecoder {
-    ChunkedDecoder::new(limits::CHUNK_LINE_BYTES_MAX, limits::TRAILER_BYTES_MAX)
+    ChunkedDecoder::new(usize::MAX, limits::TRAILER_BYTES_MAX)
+        .with_line_bytes_max(limits::CHUNK_LINE_BYTES_MAX)
 }
 
 /// Decodes one response body of any framing.

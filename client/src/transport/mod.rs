@@ -12,7 +12,6 @@
 //! (`api` turns them into objects and `Status` errors).
 
 mod body;
-mod chunked;
 mod conn;
 mod head;
 mod request;

@@ -5,7 +5,9 @@
 //! Chunk extensions are skipped (bounded by `CHUNK_LINE_BYTES_MAX`); trailer fields are
 //! skipped (bounded by the head size limit).
 
-use crate::limits::CHUNK_LINE_BYTES_MAX;
+/// Longest chunk-size line (hex size plus chunk extensions) accepted unless a caller sets
+/// another (`ChunkedDecoder::with_line_bytes_max`).
+pub const CHUNK_LINE_BYTES_MAX: usize = 4 * 1024;
 
 /// Where the decoder is within the chunked body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
