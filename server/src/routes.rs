@@ -53,8 +53,10 @@ pub struct Routes {
     pub catalog: Arc<Catalog>,
     /// Every served resource, in discovery order.
     list: Vec<Resource>,
-    /// Index into `list` by group, version and plural.
-    by_path: HashMap<(&'static str, &'static str, &'static str), usize>,
+    /// Index into `list` by group, version and plural (looked up on every request: foldhash,
+    /// as the catalog's own index, instead of std's SipHash).
+    by_path:
+        HashMap<(&'static str, &'static str, &'static str), usize, foldhash::fast::RandomState>,
     /// Resource descriptions for the OpenAPI documents, made on first use.
     descs: OnceLock<Vec<keel_schema::ResourceDesc>>,
 }
