@@ -256,8 +256,8 @@ pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
 
 // ---------------------------------------------------------------- namespaces
 
-/// `PUT namespaces/<name>/finalize`: an update of the namespace whose strategy takes only
-/// `spec.finalizers` (and metadata) from the body; a terminating namespace left with no
+/// `PUT namespaces/<name>/finalize`: an update of the namespace whose strategy takes
+/// everything but `status` from the body, as upstream's; a terminating namespace left with no
 /// finalizers is removed.
 pub async fn finalize(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     super::resource::update(c, st).await
