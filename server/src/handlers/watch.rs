@@ -145,8 +145,12 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         send_initial_events: c.query.get("sendInitialEvents"),
     })?;
     let start = rv::plan_watch(c.query.nonempty("resourceVersion"))?;
+    // As upstream: a positive timeout is taken as given, a negative one has already passed
+    // (the watch ends once its initial events are out), 0 or none picks one at random
+    // between the minimum request timeout and twice it.
     let timeout = match c.query.int("timeoutSeconds")? {
         Some(s) if s > 0 => Duration::from_secs(s as u64),
+        Some(s) if s < 0 => Duration::ZERO,
         _ => {
             let min = st.min_request_timeout.max(1);
             Duration::from_secs(min + rand::random::<u64>() % min)
