@@ -756,4 +756,8 @@ impl Store for Engine {
             format!("writes stopped ({disk}): {f}")
         })
     }
+
+    fn stop_writes(&self) {
+        Engine::stop_writes(self)
+    }
 }

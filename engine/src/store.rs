@@ -429,6 +429,10 @@ pub trait Store: Send + Sync {
     fn health(&self) -> Result<(), String> {
         Ok(())
     }
+
+    /// At shutdown: refuses further writes (`Closed`) and has what is pending flushed;
+    /// reads and watches go on. A no-op for backends with nothing to flush.
+    fn stop_writes(&self) {}
 }
 
 /// Conveniences over `Store::write_with`, for every backend (also behind `dyn Store`).

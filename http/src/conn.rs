@@ -299,7 +299,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Writes a response; returns whether the connection stays open.
-    async fn respond(&mut self, req: RequestInfo, resp: Response) -> io::Result<bool> {
+    async fn respond(&mut self, mut req: RequestInfo, resp: Response) -> io::Result<bool> {
+        // A handler that sets `Connection: close` ends the connection after this response.
+        req.keep_alive &= !resp.asks_close();
         let bodyless = resp.status < 200 || resp.status == 204 || resp.status == 304;
         match resp.body {
             Body::Full(body) => {

@@ -136,6 +136,15 @@ pub struct Response {
 }
 
 impl Response {
+    /// Whether the handler set `Connection: close`: the connection closes after this
+    /// response (the header itself is the server's to write).
+    pub fn asks_close(&self) -> bool {
+        self.headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("connection")
+                && v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"))
+        })
+    }
+
     /// A response with a full body and one `Content-Type` header.
     pub fn full(status: u16, content_type: &str, body: Vec<u8>) -> Response {
         Response {

@@ -34,6 +34,7 @@ pub mod alloc;
 pub mod auth;
 pub mod controllers;
 pub mod handlers;
+pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
 pub mod objects;

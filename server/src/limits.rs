@@ -112,3 +112,9 @@ pub const METRIC_SLOTS: usize = 8;
 const _: () = assert!(WATCH_FEED_RETAIN_EVENTS < WATCH_FEED_EVENTS_MAX);
 const _: () = assert!(LIST_STREAM_THRESHOLD_BYTES <= LIST_CHUNK_BYTES);
 const _: () = assert!(BOOKMARK_INTERVAL_MIN.as_millis() <= WATCH_BOOKMARK_INTERVAL.as_millis());
+
+/// Graceful shutdown with `--shutdown-send-retry-after`: how often the main thread checks
+/// whether the requests in flight have drained, and how long it waits for them at most
+/// (upstream's default request timeout) before closing the listener anyway.
+pub const SHUTDOWN_DRAIN_POLL: Duration = Duration::from_millis(10);
+pub const SHUTDOWN_DRAIN_MAX: Duration = Duration::from_secs(60);

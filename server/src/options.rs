@@ -132,6 +132,20 @@ pub struct Options {
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub storage_maintenance_interval: Duration,
 
+    /// On SIGTERM, how long `/readyz` reports the shutdown while requests are still served
+    /// as before, so load balancers stop sending new ones first.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay_duration: Duration,
+
+    /// After the shutdown delay, keep listening until the requests in flight have drained,
+    /// answering new ones 429 with `Retry-After: 5` and `Connection: close`.
+    #[arg(long)]
+    pub shutdown_send_retry_after: bool,
+
+    /// How long after start `/livez` assumes unfinished start-up hooks will finish.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub livez_grace_period: Duration,
+
     /// Exit when standard input reaches end of file (for test harnesses that own the
     /// process through a pipe).
     #[arg(long, hide = true)]

@@ -4,7 +4,7 @@
 use crate::alloc::Allocators;
 use crate::auth::{AlwaysAllow, TokenFile};
 use crate::handlers::Handler;
-use crate::limits::{BOOKMARK_INTERVAL_MIN, MAINTENANCE_INTERVAL_MIN};
+use crate::limits::{BOOKMARK_INTERVAL_MIN, MAINTENANCE_INTERVAL_MIN, SHUTDOWN_DRAIN_MAX};
 use crate::options::{self, Cidr, Options};
 use crate::registry::Registry;
 use crate::routes::LiveRoutes;
@@ -115,6 +115,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         always_allow: opts.authorization_always_allow_paths.clone(),
         min_request_timeout: opts.min_request_timeout,
         bookmark_interval: opts.watch_bookmark_interval.max(BOOKMARK_INTERVAL_MIN),
+        livez_grace: opts.livez_grace_period,
     }));
 
     // Serve.
@@ -180,8 +181,31 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     st.mark_ready();
     eprintln!("apiserver: serving on {server_url} ({cores} cores)");
-    server.join();
+    let signal = crate::lifecycle::wait_for_termination()?;
+    shut_down(&st, &opts, server, signal);
     Ok(())
+}
+
+/// Graceful shutdown (see `crate::lifecycle`): readiness fails, the delay passes with requests
+/// served, the requests in flight drain, the listener closes, watches end, writes stop.
+fn shut_down(st: &State, opts: &Options, server: keel_http::ServerHandle, signal: &str) {
+    eprintln!(
+        "apiserver: {signal}: shutting down (readyz fails now; delay {:?})",
+        opts.shutdown_delay_duration
+    );
+    st.lifecycle.initiate_shutdown();
+    std::thread::sleep(opts.shutdown_delay_duration);
+    if opts.shutdown_send_retry_after {
+        st.lifecycle.start_rejecting();
+        if !st.lifecycle.wait_drained(SHUTDOWN_DRAIN_MAX) {
+            eprintln!(
+                "apiserver: requests still in flight after {SHUTDOWN_DRAIN_MAX:?}; closing anyway"
+            );
+        }
+    }
+    server.shutdown();
+    st.registry.storage().stop_writes();
+    eprintln!("apiserver: shut down");
 }
 
 /// The storage backend `--storage-backend` names.

@@ -3,6 +3,7 @@
 //! the catalog), authentication and authorization, metrics, and the settings requests need.
 
 use crate::auth::{Authorizer, TokenFile};
+use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::routes::LiveRoutes;
@@ -25,6 +26,8 @@ pub struct State {
     /// Bootstrap has finished (`/readyz`).
     ready: AtomicBool,
     pub started: Instant,
+    /// The livez grace period and graceful shutdown.
+    pub lifecycle: Lifecycle,
 }
 
 /// What `State::new` needs.
@@ -36,6 +39,8 @@ pub struct StateParts {
     pub always_allow: Vec<String>,
     pub min_request_timeout: u64,
     pub bookmark_interval: Duration,
+    /// `--livez-grace-period`.
+    pub livez_grace: Duration,
 }
 
 impl State {
@@ -51,6 +56,7 @@ impl State {
             bookmark_interval: p.bookmark_interval,
             ready: AtomicBool::new(false),
             started: Instant::now(),
+            lifecycle: Lifecycle::new(p.livez_grace),
         }
     }
 

@@ -207,6 +207,59 @@ fn timeout_seconds_ends_the_stream() {
 }
 
 #[test]
+fn negative_timeout_seconds_ends_the_watch_at_once() {
+    let s = server();
+    let ns = s.namespace("watch-timeout-negative");
+    create_cm(s, &ns, "a", json!({}));
+    let rv = list_rv(s, &cms(&ns));
+    // From a revision: nothing to send, the stream ends at once (a client that mishandled
+    // this would hang here until the test harness's own request timeout).
+    let r = s.get(&format!(
+        "{}?watch=1&resourceVersion={rv}&timeoutSeconds=-1",
+        cms(&ns)
+    ));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(parse_events(&r.body).is_empty(), "{}", r.text());
+    // Without one: the current state, then the end.
+    let r = s.get(&format!("{}?watch=1&timeoutSeconds=-1", cms(&ns)));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(types(&parse_events(&r.body)), ["ADDED"], "{}", r.text());
+}
+
+#[test]
+fn malformed_resource_version_is_400_on_every_verb() {
+    let s = server();
+    let ns = s.namespace("rv-malformed");
+    create_cm(s, &ns, "a", json!({}));
+    let paths = [
+        format!("{}/a?resourceVersion=abc", cms(&ns)),
+        format!("{}?resourceVersion=abc", cms(&ns)),
+        format!("{}?resourceVersion=abc&limit=1", cms(&ns)),
+        format!(
+            "{}?resourceVersion=abc&resourceVersionMatch=NotOlderThan",
+            cms(&ns)
+        ),
+        format!("{}?watch=1&resourceVersion=abc", cms(&ns)),
+        format!(
+            "{}?watch=1&resourceVersion=abc&fieldSelector=metadata.name%3Da",
+            cms(&ns)
+        ),
+    ];
+    for path in paths {
+        let r = s.get(&path);
+        assert_eq!(r.status, 400, "{path}: {}", r.text());
+        let st = r.json();
+        assert_eq!(st["reason"], "BadRequest", "{path}: {st}");
+        assert_eq!(
+            st["message"],
+            "invalid resource version: resourceVersion: Invalid value: \"abc\": \
+             strconv.ParseUint: parsing \"abc\": invalid syntax",
+            "{path}"
+        );
+    }
+}
+
+#[test]
 fn single_object_watch() {
     let s = server();
     let ns = s.namespace("watch-one");

@@ -23,15 +23,25 @@ fn checks(app: &State, endpoint: &str) -> Vec<(&'static str, Result<(), String>)
         .map(|_| ())
         .map_err(|e| e.message)
         .and_then(|()| storage.health());
-    let mut v = vec![("ping", Ok(())), ("log", Ok(())), ("store", store)];
+    // Start-up hooks: `/livez` assumes they will finish during `--livez-grace-period`.
+    let bootstrap = if app.is_ready() || (endpoint == "livez" && app.lifecycle.in_livez_grace()) {
+        Ok(())
+    } else {
+        Err("bootstrap not finished".into())
+    };
+    let mut v = vec![
+        ("ping", Ok(())),
+        ("log", Ok(())),
+        ("store", store),
+        ("poststarthook/bootstrap-controller", bootstrap),
+    ];
     if endpoint == "readyz" {
-        let ready = if app.is_ready() {
-            Ok(())
+        let shutdown = if app.lifecycle.shutdown_initiated() {
+            Err("process is shutting down".into())
         } else {
-            Err("bootstrap not finished".into())
+            Ok(())
         };
-        v.push(("poststarthook/bootstrap-controller", ready));
-        v.push(("shutdown", Ok(())));
+        v.push(("shutdown", shutdown));
     }
     v
 }

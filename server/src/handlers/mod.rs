@@ -43,7 +43,15 @@ impl keel_http::Handler for Handler {
 /// Serves one request.
 pub async fn serve(st: Arc<State>, req: Request) -> Response {
     let start = Instant::now();
+    if st
+        .lifecycle
+        .rejects(&req.path, req.headers.get("user-agent"))
+    {
+        return respond::shutting_down();
+    }
     let watch = !req.query.is_empty() && Query::from_request(&req).flag("watch");
+    // What a draining shutdown waits for: every request but watches.
+    let _in_flight = (!watch).then(|| st.lifecycle.track());
     let target = request_info::classify(req.method.as_str(), &req.path, watch);
     let (resp, labels) = match route(&st, &req, &target).await {
         Ok(r) => r,

@@ -26,6 +26,23 @@ pub fn error(e: &ApiError) -> Response {
     r
 }
 
+/// What a draining server answers new requests with: as upstream, plain text (Go's
+/// `http.Error`), `Retry-After: 5`, and `Connection: close` so the client reconnects,
+/// hopefully to another server.
+pub fn shutting_down() -> Response {
+    let mut r = response(
+        429,
+        "text/plain; charset=utf-8",
+        format!("{}\n", crate::lifecycle::RETRY_AFTER_MESSAGE).into_bytes(),
+    );
+    r.headers.extend([
+        ("X-Content-Type-Options".into(), "nosniff".into()),
+        ("Retry-After".into(), "5".into()),
+        ("Connection".into(), "close".into()),
+    ]);
+    r
+}
+
 /// An object response from its JSON bytes (as stored), in the negotiated format.
 pub fn object(
     status: u16,

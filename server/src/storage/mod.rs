@@ -77,6 +77,11 @@ impl Storage {
         self.backend.health()
     }
 
+    /// At shutdown: no more writes; the backend flushes what is pending.
+    pub fn stop_writes(&self) {
+        self.backend.stop_writes()
+    }
+
     pub fn stats(&self) -> Option<Stats> {
         self.backend.stats()
     }

@@ -48,6 +48,15 @@ impl Server {
     pub fn start(extra: &[&str]) -> Server {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("data");
+        Server::start_at(tmp, dir, extra)
+    }
+
+    /// Starts a server on the data directory `dir` (inside `tmp`, which it keeps alive): a
+    /// restart on the data of an earlier one.
+    pub fn start_at(tmp: tempfile::TempDir, dir: PathBuf, extra: &[&str]) -> Server {
+        for stale in ["port", "admin.kubeconfig"] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
         let mut child = Command::new(env!("CARGO_BIN_EXE_apiserver"))
             .args([
                 "--data-dir",
@@ -98,6 +107,38 @@ impl Server {
             _stdin: Mutex::new(stdin),
             _tmp: tmp,
         }
+    }
+
+    /// Sends `signal` (`TERM`, `INT`, ...) to the server process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self._child.lock().unwrap().id();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
+    /// Waits up to `timeout` for the server process to exit; its status if it did.
+    pub fn wait_exit(&self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self._child.lock().unwrap().try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the process and hands back its data directory, for [`Server::start_at`].
+    pub fn into_data(self) -> (tempfile::TempDir, PathBuf) {
+        let _ = self._child.lock().unwrap().kill();
+        let _ = self._child.lock().unwrap().wait();
+        (self._tmp, self.dir)
     }
 
     pub fn kubectl(&self, args: &[&str]) -> Output {
@@ -232,6 +273,19 @@ impl Http {
 impl Server {
     /// A raw HTTPS request with the admin token; `headers` are `Name: value` lines.
     pub fn http(&self, method: &str, path: &str, headers: &[&str], body: Option<&[u8]>) -> Http {
+        self.try_http(method, path, headers, body)
+            .unwrap_or_else(|e| panic!("curl {method} {path}: {e}"))
+    }
+
+    /// Like [`Server::http`], with curl's failure (connection refused, a stream cut short)
+    /// as an error instead of a panic.
+    pub fn try_http(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: Option<&[u8]>,
+    ) -> Result<Http, String> {
         let url = format!("https://127.0.0.1:{}{path}", self.port);
         let auth = format!("Authorization: Bearer {}", self.token);
         let mut cmd = Command::new("curl");
@@ -256,12 +310,14 @@ impl Server {
         }
         drop(stdin);
         let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "curl {method} {path}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Http::parse(&out.stdout)
+        if !out.status.success() {
+            return Err(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(Http::parse(&out.stdout))
     }
 
     pub fn get(&self, path: &str) -> Http {

@@ -31,6 +31,7 @@ pub fn state(backend: Arc<dyn keel_engine::Store>) -> Arc<State> {
         always_allow: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
         min_request_timeout: 1800,
         bookmark_interval: std::time::Duration::from_secs(60),
+        livez_grace: std::time::Duration::ZERO,
     }));
     run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
     st.mark_ready();
