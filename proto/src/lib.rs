@@ -11,9 +11,9 @@
 //! watch-stream frames.
 //! The JSON produced by decoding is what Go's `encoding/json` prints for the same Go struct.
 //!
-//! Besides the Kubernetes types, [`openapi_v2`] holds gnostic's `openapi.v2.Document` (also
-//! vendored under `k8s/`, compiled into Rust types by build.rs), the protobuf form of
-//! `/openapi/v2` client-go asks for.
+//! Besides the Kubernetes types, [`openapi_v2`] converts the `/openapi/v2` JSON document into
+//! gnostic's `openapi.v2.Document` (also vendored under `k8s/`, compiled into Rust types by
+//! build.rs), the protobuf form client-go asks for.
 //!
 //! Invariants: bad input is an error value, never a panic; nesting is bounded by
 //! [`MAX_NESTING_DEPTH`]. Pure functions: no I/O, no async, depends only on serde_json,
@@ -27,6 +27,7 @@ pub mod openapi_v2;
 mod schema;
 mod timefmt;
 mod wire;
+mod yaml;
 
 use std::fmt;
 
