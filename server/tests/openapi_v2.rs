@@ -1,4 +1,5 @@
-//! `/openapi/v2` in protobuf (issue 22). kubectl 1.32 validates a `kind: List` on the client:
+//! `/openapi/v2` in protobuf (issue 22), and the OpenAPI documents' conditional requests.
+//! kubectl 1.32 validates a `kind: List` on the client:
 //! client-go fetches `/openapi/v2` with only
 //! `Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf` and builds its models
 //! from gnostic's `openapi.v2.Document`. When keel answered that with 406,
@@ -170,4 +171,44 @@ fn protobuf_document_over_https() {
     let refused = s.http("GET", "/openapi/v2", &["Accept: text/plain"], None);
     assert_eq!(refused.status, 406);
     assert!(refused.body.is_empty());
+}
+
+/// The v3 documents answer `If-None-Match` the same way (upstream's handler3 serves them with
+/// Go's ServeContent too), keeping their caching headers on the 304.
+#[test]
+fn v3_documents_answer_if_none_match() {
+    let s = server();
+    let root = s.get("/openapi/v3");
+    let etag = root.header("etag").expect("ETag").to_owned();
+    let not_modified = s.http(
+        "GET",
+        "/openapi/v3",
+        &[&format!("If-None-Match: {etag}")],
+        None,
+    );
+    assert_eq!(not_modified.status, 304);
+    assert!(not_modified.body.is_empty());
+    assert_eq!(not_modified.header("content-length"), None);
+    assert_eq!(
+        not_modified.header("cache-control"),
+        Some("no-cache, private")
+    );
+
+    let url = root.json()["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let core = s.get(&url);
+    assert_eq!(core.status, 200);
+    assert_eq!(core.header("content-type"), Some("application/json"));
+    let etag = core.header("etag").unwrap().to_owned();
+    let not_modified = s.http("GET", &url, &[&format!("If-None-Match: W/{etag}")], None);
+    assert_eq!(not_modified.status, 304);
+    assert_eq!(
+        not_modified.header("cache-control"),
+        Some("public, immutable")
+    );
+    assert!(not_modified.header("expires").is_some());
+    let changed = s.http("GET", &url, &["If-None-Match: \"0\""], None);
+    assert_eq!(changed.status, 200);
 }

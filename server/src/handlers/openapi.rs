@@ -61,15 +61,7 @@ pub fn v2(st: &State, req: &Request) -> Result<Response, ApiError> {
     headers.push(("Cache-Control".into(), "no-cache, private".into()));
     headers.push(("ETag".into(), format!("\"{}\"", doc.etag)));
     if if_none_match(req.headers.get("if-none-match"), &doc.etag) {
-        // An empty stream, not an empty full body: the HTTP layer frames a full body with
-        // `Content-Length`, and a 304 must not carry one unless it is the 200's length
-        // (RFC 9110 8.6). kubectl's HTTP cache copies a 304's headers onto its stored
-        // response. Upstream (Go's ServeContent) sends none.
-        return Ok(Response {
-            status: 304,
-            headers,
-            body: Body::Stream(Box::pin(futures_util::stream::empty())),
-        });
+        return Ok(not_modified(headers));
     }
     headers.push(("Content-Type".into(), content_type.into()));
     let gzip = doc.body.len() >= GZIP_BODY_BYTES_MIN
@@ -85,6 +77,19 @@ pub fn v2(st: &State, req: &Request) -> Result<Response, ApiError> {
         headers,
         body: Body::Full(body),
     })
+}
+
+/// 304 with `headers` (Go's ServeContent keeps the validators and caching headers already set
+/// and drops the content headers). The body is an empty stream, not an empty full body: the
+/// HTTP layer frames a full body with `Content-Length`, and a 304 must not carry one unless it
+/// is the 200's length (RFC 9110 8.6); kubectl's HTTP cache copies a 304's headers onto its
+/// stored response. Upstream sends none.
+fn not_modified(headers: Vec<(String, String)>) -> Response {
+    Response {
+        status: 304,
+        headers,
+        body: Body::Stream(Box::pin(futures_util::stream::empty())),
+    }
 }
 
 /// kube-openapi's choice for `/openapi/v2`: the `Accept` ranges ordered as its parser
@@ -221,10 +226,10 @@ fn accepts_gzip(accept_encoding: &str) -> bool {
 }
 
 /// `GET /openapi/v3`.
-pub fn v3_root(st: &State) -> Response {
+pub fn v3_root(st: &State, req: &Request) -> Response {
     let routes = st.routes.load();
     let doc = keel_schema::schemas().openapi_v3_root_doc(routes.resource_descs());
-    v3_response(doc, None, "")
+    v3_response(req, doc, None, "")
 }
 
 /// `GET /openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`; `path` is the request path.
@@ -240,12 +245,18 @@ pub fn v3_group_version(st: &State, req: &Request, path: &str) -> Result<Respons
         .openapi_v3_group_version_doc(group, version, routes.resource_descs())
         .ok_or_else(ApiError::route_not_found)?;
     let hash = Query::from_request(req).nonempty("hash").map(String::from);
-    Ok(v3_response(doc, hash.as_deref(), path))
+    Ok(v3_response(req, doc, hash.as_deref(), path))
 }
 
-/// An OpenAPI v3 document with upstream's caching headers: a `hash` query naming the current
-/// document is immutable; a stale one is redirected to the current URL.
-fn v3_response(doc: keel_schema::OpenApiDoc, hash: Option<&str>, path: &str) -> Response {
+/// An OpenAPI v3 document with upstream's caching headers (kube-openapi's handler3): a `hash`
+/// query naming the current document is immutable; a stale one is redirected to the current
+/// URL; an `If-None-Match` naming the ETag gets a 304.
+fn v3_response(
+    req: &Request,
+    doc: keel_schema::OpenApiDoc,
+    hash: Option<&str>,
+    path: &str,
+) -> Response {
     if let Some(h) = hash {
         if h != doc.etag {
             let mut r = respond::response(301, JSON, Vec::new());
@@ -254,22 +265,29 @@ fn v3_response(doc: keel_schema::OpenApiDoc, hash: Option<&str>, path: &str) -> 
             return r;
         }
     }
-    let mut r = respond::response(200, JSON, doc.body.to_vec());
-    r.headers.push(("ETag".into(), format!("\"{}\"", doc.etag)));
-    r.headers.push(("Vary".into(), "Accept".into()));
+    let mut headers = vec![
+        ("ETag".to_owned(), format!("\"{}\"", doc.etag)),
+        ("Vary".to_owned(), "Accept".to_owned()),
+    ];
     if hash.is_some() {
-        r.headers
-            .push(("Cache-Control".into(), "public, immutable".into()));
+        headers.push(("Cache-Control".into(), "public, immutable".into()));
         let expires = chrono::Utc::now() + chrono::Duration::days(365);
-        r.headers.push((
+        headers.push((
             "Expires".into(),
             expires.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
         ));
     } else {
-        r.headers
-            .push(("Cache-Control".into(), "no-cache, private".into()));
+        headers.push(("Cache-Control".into(), "no-cache, private".into()));
     }
-    r
+    if if_none_match(req.headers.get("if-none-match"), &doc.etag) {
+        return not_modified(headers);
+    }
+    headers.insert(0, ("Content-Type".into(), JSON.into()));
+    Response {
+        status: 200,
+        headers,
+        body: Body::Full(doc.body.to_vec()),
+    }
 }
 
 #[cfg(test)]
