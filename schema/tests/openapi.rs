@@ -400,6 +400,17 @@ fn v2_protobuf_is_gnostics_reading_of_the_json_document() {
         Arc::ptr_eq(&pb.body, &again.body),
         "converted once per resource list"
     );
+    // Another resource list (routes are live): another document, converted for that list.
+    let fewer = s.openapi_v2_protobuf_doc(&rs[..1]).unwrap();
+    assert_eq!(fewer.etag, s.openapi_v2_doc(&rs[..1]).etag);
+    assert_ne!(fewer.etag, pb.etag);
+    let fewer = Document::decode(&fewer.body[..]).unwrap();
+    assert!(fewer
+        .paths
+        .unwrap()
+        .path
+        .iter()
+        .all(|p| !p.name.contains("deployments")));
 
     let doc = Document::decode(&pb.body[..]).expect("decodes as gnostic's Document");
     let parsed = parse(&json.body);
