@@ -7,7 +7,7 @@
 //! marshals the message; this module does the same conversion, rule for rule:
 //! - objects keep their keys in document order (definitions, properties, paths, responses);
 //! - keys a message does not define are an error, except `x-` keys, which become
-//!   `vendor_extension` entries whose value is the YAML text of the JSON value ([`crate::yaml`]),
+//!   `vendor_extension` entries whose value is the YAML text of the JSON value (module `yaml`),
 //!   as are `default`, `enum` and `example` values (gnostic's `Any`);
 //! - required keys and enumerated values (`in`, `type`, `collectionFormat`, `schemes`...) are
 //!   checked as gnostic checks them; a string field also takes an integer (its text) or null

@@ -12,7 +12,7 @@ use keel_http::{Body, Request, Response};
 /// `/openapi/v2` in protobuf: gnostic's `openapi.v2.Document`. Clients ask for it under the
 /// deprecated name ([`V2_PROTOBUF_SUBTYPE_DEPRECATED`], client-go's `OpenAPISchema()`) or this
 /// one; the answer is always labelled with this one, as upstream labels it.
-pub const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 const V2_PROTOBUF_SUBTYPE: &str = "com.github.proto-openapi.spec.v2.v1.0+protobuf";
 const V2_PROTOBUF_SUBTYPE_DEPRECATED: &str = "com.github.proto-openapi.spec.v2@v1.0+protobuf";
 
