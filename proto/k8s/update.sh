@@ -2,9 +2,13 @@
 # Refreshes the vendored upstream schemas in this folder from Debian's packages of the
 # Kubernetes Go API modules (which ship upstream's generated.proto files and Go types):
 #   golang-k8s-api-dev 0.32.3-1, golang-k8s-apimachinery-dev 0.32.3-2 (Debian trixie),
-#   golang-k8s-apiextensions-apiserver-dev 0.36.4-1 (Debian sid; trixie has none).
-# Nothing here is edited by hand: k8s.io/**/generated.proto are upstream's files, and
-# gofields.tsv is produced by extract_go_fields.py from upstream's Go types.
+#   golang-k8s-apiextensions-apiserver-dev 0.36.4-1 (Debian sid; trixie has none),
+# and gnostic's OpenAPI v2 message (what /openapi/v2 is served as in protobuf) from
+#   golang-github-google-gnostic-models-dev 0.7.1-1 (Debian sid): google/gnostic-models v0.7.1,
+#   commit 289d7b4936d1c53094daaadca34f8fcf7a916454, openapiv2/OpenAPIv2.proto (Apache-2.0,
+#   header in the file; identical to that commit's file).
+# Nothing here is edited by hand: k8s.io/**/generated.proto and github.com/**/*.proto are
+# upstream's files, and gofields.tsv is produced by extract_go_fields.py from upstream's Go types.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
@@ -17,7 +21,8 @@ apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=
   -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
 apt-get "${apt_opts[@]}" update >/dev/null
 (cd "$work/deb" && apt-get "${apt_opts[@]}" download golang-k8s-api-dev=0.32.3-1 \
-  golang-k8s-apimachinery-dev=0.32.3-2 golang-k8s-apiextensions-apiserver-dev=0.36.4-1)
+  golang-k8s-apimachinery-dev=0.32.3-2 golang-k8s-apiextensions-apiserver-dev=0.36.4-1 \
+  golang-github-google-gnostic-models-dev=0.7.1-1)
 for deb in "$work"/deb/*.deb; do dpkg-deb -x "$deb" "$work/x"; done
 src="$work/x/usr/share/gocode/src"
 rm -rf "$here/k8s.io"
@@ -25,5 +30,9 @@ rm -rf "$here/k8s.io"
   mkdir -p "$here/$(dirname "$f")"
   cp "$src/$f" "$here/$f"
 done
+gnostic=github.com/google/gnostic-models/openapiv2/OpenAPIv2.proto
+rm -rf "$here/github.com"
+mkdir -p "$here/$(dirname "$gnostic")"
+cp "$src/$gnostic" "$here/$gnostic"
 python3 "$here/extract_go_fields.py" "$src" > "$here/gofields.tsv"
 rm -rf "$work"

@@ -11,6 +11,10 @@
 //! watch-stream frames.
 //! The JSON produced by decoding is what Go's `encoding/json` prints for the same Go struct.
 //!
+//! Besides the Kubernetes types, [`openapi_v2`] converts the `/openapi/v2` JSON document into
+//! gnostic's `openapi.v2.Document` (also vendored under `k8s/`, compiled into Rust types by
+//! build.rs), the protobuf form client-go asks for.
+//!
 //! Invariants: bad input is an error value, never a panic; nesting is bounded by
 //! [`MAX_NESTING_DEPTH`]. Pure functions: no I/O, no async, depends only on serde_json,
 //! prost(-types), base64 and keel-api (its calendar arithmetic).
@@ -19,9 +23,11 @@ mod decode;
 mod encode;
 mod envelope;
 mod frame;
+pub mod openapi_v2;
 mod schema;
 mod timefmt;
 mod wire;
+mod yaml;
 
 use std::fmt;
 

@@ -7,7 +7,7 @@
 //!
 //! Invariants: pure logic, no I/O except reading the embedded bytes; bad input (malformed JSON,
 //! unknown kinds, odd paths) yields values, never panics. May depend on serde/serde_json,
-//! flate2 (gzip) and sha2 (ETag hashes) only.
+//! flate2 (gzip), sha2 (ETag hashes) and keel-proto (the protobuf form of `/openapi/v2`) only.
 
 mod check;
 mod compile;
@@ -221,6 +221,17 @@ impl Schemas {
     /// `openapi_v2` as shared bytes plus its ETag (cheap on repeated calls).
     pub fn openapi_v2_doc(&self, resources: &[ResourceDesc]) -> OpenApiDoc {
         self.openapi.v2(self, resources)
+    }
+
+    /// `GET /openapi/v2` in protobuf: gnostic's `openapi.v2.Document` converted from the JSON
+    /// document (see `keel_proto::openapi_v2`), with the JSON document's ETag. Made once per
+    /// resource list, like the JSON. The error says why the JSON did not convert (upstream
+    /// answers 503 then).
+    pub fn openapi_v2_protobuf_doc(
+        &self,
+        resources: &[ResourceDesc],
+    ) -> Result<OpenApiDoc, String> {
+        self.openapi.v2_protobuf(self, resources)
     }
 
     /// `openapi_v3_root` as shared bytes plus its ETag.

@@ -348,3 +348,257 @@ fn documents_are_cached_per_resource_list() {
     let r2 = s.openapi_v3_root_doc(&rs);
     assert!(Arc::ptr_eq(&r1.body, &r2.body));
 }
+
+#[test]
+fn gzip_form_is_made_once_per_document() {
+    use std::io::Read;
+    let s = schemas();
+    let rs = resources();
+    let doc = s.openapi_v2_doc(&rs);
+    let gz = doc.gzipped();
+    assert!(
+        gz.len() < doc.body.len() / 4,
+        "{} of {}",
+        gz.len(),
+        doc.body.len()
+    );
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut plain)
+        .unwrap();
+    assert_eq!(plain, &doc.body[..]);
+    let again = s.openapi_v2_doc(&rs).gzipped();
+    assert!(
+        Arc::ptr_eq(&gz, &again),
+        "compressed once, shared by every clone"
+    );
+}
+
+/// `/openapi/v2` in protobuf is gnostic's reading of the JSON document: what kubectl's
+/// client-side validation builds its models from (every definition with its properties'
+/// types, `$ref`s and the `x-kubernetes-group-version-kind` extension) and what
+/// `explain --output=plaintext-openapiv2` reads (paths and operations).
+#[test]
+fn v2_protobuf_is_gnostics_reading_of_the_json_document() {
+    use keel_proto::openapi_v2::gnostic::{
+        additional_properties_item, parameter, parameters_item, Document, NamedAny, Schema,
+    };
+    use prost::Message;
+
+    let s = schemas();
+    let rs = resources();
+    let json = s.openapi_v2_doc(&rs);
+    let pb = s
+        .openapi_v2_protobuf_doc(&rs)
+        .expect("the JSON document converts");
+    assert_eq!(
+        pb.etag, json.etag,
+        "both representations carry the JSON's ETag"
+    );
+    let again = s.openapi_v2_protobuf_doc(&rs).unwrap();
+    assert!(
+        Arc::ptr_eq(&pb.body, &again.body),
+        "converted once per resource list"
+    );
+    // Another resource list (routes are live): another document, converted for that list.
+    let fewer = s.openapi_v2_protobuf_doc(&rs[..1]).unwrap();
+    assert_eq!(fewer.etag, s.openapi_v2_doc(&rs[..1]).etag);
+    assert_ne!(fewer.etag, pb.etag);
+    let fewer = Document::decode(&fewer.body[..]).unwrap();
+    assert!(fewer
+        .paths
+        .unwrap()
+        .path
+        .iter()
+        .all(|p| !p.name.contains("deployments")));
+
+    let doc = Document::decode(&pb.body[..]).expect("decodes as gnostic's Document");
+    let parsed = parse(&json.body);
+    assert_eq!(doc.swagger, "2.0");
+    assert_eq!(doc.info.as_ref().unwrap().version, "v1.32.0");
+
+    let defs = &doc.definitions.as_ref().unwrap().additional_properties;
+    let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+    let json_names: Vec<&str> = parsed["definitions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(names, json_names, "every definition, in the JSON's order");
+    let def = |name: &str| -> &Schema {
+        defs.iter()
+            .find(|d| d.name == name)
+            .and_then(|d| d.value.as_ref())
+            .unwrap_or_else(|| panic!("no definition {name}"))
+    };
+    let ext = |exts: &[NamedAny], name: &str| -> String {
+        exts.iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.as_ref())
+            .map(|a| a.yaml.clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let prop = |s: &Schema, name: &str| -> Schema {
+        s.properties
+            .as_ref()
+            .and_then(|p| p.additional_properties.iter().find(|p| p.name == name))
+            .and_then(|p| p.value.clone())
+            .unwrap_or_else(|| panic!("no property {name}"))
+    };
+
+    // Every definition, property, item and map value keeps its type and `$ref` (checked against
+    // the JSON throughout; the JSON's `$ref`s all resolve, see the test above).
+    fn same(pb: &Schema, js: &Value, at: &str, refs: &mut usize) {
+        let ty: Vec<String> = match &js["type"] {
+            Value::String(t) => vec![t.clone()],
+            Value::Array(ts) => ts.iter().map(|t| t.as_str().unwrap().to_owned()).collect(),
+            _ => vec![],
+        };
+        assert_eq!(
+            pb.r#type.as_ref().map_or(vec![], |t| t.value.clone()),
+            ty,
+            "{at}"
+        );
+        assert_eq!(pb.r#ref, js["$ref"].as_str().unwrap_or(""), "{at}");
+        *refs += usize::from(!pb.r#ref.is_empty());
+        let props = pb.properties.iter().flat_map(|p| &p.additional_properties);
+        let js_props = js["properties"].as_object();
+        assert_eq!(
+            props.clone().count(),
+            js_props.map_or(0, |p| p.len()),
+            "{at}"
+        );
+        for p in props {
+            same(
+                p.value.as_ref().unwrap(),
+                &js["properties"][&p.name],
+                &format!("{at}.{}", p.name),
+                refs,
+            );
+        }
+        match pb.items.as_ref() {
+            Some(i) => same(&i.schema[0], &js["items"], &format!("{at}[]"), refs),
+            None => assert!(js.get("items").is_none(), "{at}"),
+        }
+        match pb
+            .additional_properties
+            .as_ref()
+            .and_then(|a| a.oneof.as_ref())
+        {
+            Some(additional_properties_item::Oneof::Schema(a)) => {
+                same(a, &js["additionalProperties"], &format!("{at}{{}}"), refs)
+            }
+            Some(additional_properties_item::Oneof::Boolean(b)) => {
+                assert_eq!(js["additionalProperties"], json!(b), "{at}")
+            }
+            None => assert!(js.get("additionalProperties").is_none(), "{at}"),
+        }
+    }
+    let mut ref_count = 0;
+    for d in defs {
+        same(
+            d.value.as_ref().unwrap(),
+            &parsed["definitions"][&d.name],
+            &d.name,
+            &mut ref_count,
+        );
+    }
+    assert!(ref_count > 100, "{ref_count}");
+
+    let cm = def("io.k8s.api.core.v1.ConfigMap");
+    assert_eq!(cm.r#type.as_ref().unwrap().value, ["object"]);
+    assert_eq!(
+        ext(&cm.vendor_extension, "x-kubernetes-group-version-kind"),
+        "- group: \"\"\n  kind: ConfigMap\n  version: v1\n"
+    );
+    assert_eq!(
+        prop(cm, "metadata").r#ref,
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    let data = prop(cm, "data");
+    assert_eq!(data.r#type.as_ref().unwrap().value, ["object"]);
+    match data.additional_properties.and_then(|a| a.oneof) {
+        Some(additional_properties_item::Oneof::Schema(v)) => {
+            assert_eq!(v.r#type.as_ref().unwrap().value, ["string"])
+        }
+        other => panic!("ConfigMap.data: {other:?}"),
+    }
+    let deploy = def("io.k8s.api.apps.v1.Deployment");
+    assert_eq!(
+        ext(&deploy.vendor_extension, "x-kubernetes-group-version-kind"),
+        "- group: apps\n  kind: Deployment\n  version: v1\n"
+    );
+    let pod_spec = def("io.k8s.api.core.v1.PodSpec");
+    let containers = prop(pod_spec, "containers");
+    assert_eq!(containers.r#type.as_ref().unwrap().value, ["array"]);
+    assert_eq!(
+        containers.items.as_ref().unwrap().schema[0].r#ref,
+        "#/definitions/io.k8s.api.core.v1.Container"
+    );
+    assert_eq!(
+        ext(&containers.vendor_extension, "x-kubernetes-patch-merge-key"),
+        "name\n"
+    );
+    let widget = def("com.example.v1.Widget");
+    assert!(
+        ext(&widget.vendor_extension, "x-kubernetes-group-version-kind").contains("kind: Widget")
+    );
+
+    // Paths, in the JSON's order, with their operations.
+    let paths = &doc.paths.as_ref().unwrap().path;
+    let path_names: Vec<&str> = paths.iter().map(|p| p.name.as_str()).collect();
+    let json_paths: Vec<&str> = parsed["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(path_names, json_paths);
+    let item = |name: &str| {
+        paths
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.value.clone())
+            .unwrap_or_else(|| panic!("no path {name}"))
+    };
+    let cms = item("/api/v1/namespaces/{namespace}/configmaps");
+    let list = cms.get.as_ref().unwrap();
+    assert_eq!(list.operation_id, "listCoreV1NamespacedConfigMap");
+    assert_eq!(ext(&list.vendor_extension, "x-kubernetes-action"), "list\n");
+    assert!(cms.post.is_some() && cms.delete.is_some());
+    let patch = item("/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
+        .patch
+        .unwrap();
+    assert_eq!(
+        ext(&patch.vendor_extension, "x-kubernetes-group-version-kind"),
+        "group: apps\nkind: Deployment\nversion: v1\n"
+    );
+    let body = patch.parameters.iter().find_map(|p| match &p.oneof {
+        Some(parameters_item::Oneof::Parameter(p)) => match &p.oneof {
+            Some(parameter::Oneof::BodyParameter(b)) => Some(b.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(
+        body.and_then(|b| b.schema).unwrap().r#ref,
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+    );
+    assert_eq!(
+        patch.consumes,
+        parsed["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+            ["consumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    let sec = &doc
+        .security_definitions
+        .as_ref()
+        .unwrap()
+        .additional_properties[0];
+    assert_eq!(sec.name, "BearerToken");
+}

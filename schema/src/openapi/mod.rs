@@ -1,5 +1,6 @@
-//! OpenAPI documents for `/openapi/v2` and `/openapi/v3`, rendered from the embedded
-//! definitions and the served resource list, cached per resource list.
+//! OpenAPI documents for `/openapi/v2` (JSON, and gnostic protobuf converted from the JSON) and
+//! `/openapi/v3`, rendered from the embedded definitions and the served resource list, cached
+//! per resource list.
 
 mod model;
 mod params;
@@ -9,8 +10,11 @@ mod v3;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha512};
 
@@ -19,11 +23,14 @@ use crate::{ResourceDesc, Schemas, RENDER_CACHE_ENTRIES_MAX};
 
 /// A rendered document and its ETag: upper-case hex SHA-512 of the body, as upstream computes
 /// it (the HTTP `ETag` header carries it in double quotes; for v3 group/versions it is also the
-/// `hash` query value).
+/// `hash` query value). The protobuf form of `/openapi/v2` carries the ETag of its JSON form,
+/// as upstream's does (responses vary by `Accept`).
 #[derive(Clone, Debug)]
 pub struct OpenApiDoc {
     pub body: Arc<[u8]>,
     pub etag: String,
+    /// `body` gzip-compressed, made on first use and shared by every clone.
+    gzip: Arc<OnceLock<Arc<[u8]>>>,
 }
 
 impl OpenApiDoc {
@@ -33,10 +40,28 @@ impl OpenApiDoc {
             .iter()
             .map(|b| format!("{b:02X}"))
             .collect();
+        OpenApiDoc::with_etag(body, etag)
+    }
+
+    fn with_etag(body: Vec<u8>, etag: String) -> OpenApiDoc {
         OpenApiDoc {
             body: body.into(),
             etag,
+            gzip: Arc::default(),
         }
+    }
+
+    /// The body gzip-compressed (for `Content-Encoding: gzip`), compressed once per document.
+    pub fn gzipped(&self) -> Arc<[u8]> {
+        self.gzip
+            .get_or_init(|| {
+                let mut enc = GzEncoder::new(Vec::new(), Compression::default());
+                enc.write_all(&self.body)
+                    .and_then(|()| enc.finish())
+                    .expect("gzip into memory cannot fail")
+                    .into()
+            })
+            .clone()
     }
 }
 
@@ -45,6 +70,8 @@ struct Rendered {
     hash: u64,
     resources: Vec<ResourceDesc>,
     v2: OnceLock<OpenApiDoc>,
+    /// `v2` as gnostic protobuf, or why it could not be converted.
+    v2_protobuf: OnceLock<Result<OpenApiDoc, String>>,
     v3: OnceLock<V3Docs>,
 }
 
@@ -62,11 +89,23 @@ pub(crate) struct Cache {
 
 impl Cache {
     pub(crate) fn v2(&self, schemas: &Schemas, resources: &[ResourceDesc]) -> OpenApiDoc {
+        render_v2(&self.entry(resources), schemas).clone()
+    }
+
+    /// The protobuf form of `v2`, converted from its JSON bytes as upstream converts them.
+    pub(crate) fn v2_protobuf(
+        &self,
+        schemas: &Schemas,
+        resources: &[ResourceDesc],
+    ) -> Result<OpenApiDoc, String> {
         let entry = self.entry(resources);
         entry
-            .v2
+            .v2_protobuf
             .get_or_init(|| {
-                OpenApiDoc::new(&v2::render(schemas, &model::build(schemas, resources)))
+                let json = render_v2(&entry, schemas);
+                keel_proto::openapi_v2::encode_document(&json.body)
+                    .map(|body| OpenApiDoc::with_etag(body, json.etag.clone()))
+                    .map_err(|e| e.to_string())
             })
             .clone()
     }
@@ -116,6 +155,7 @@ impl Cache {
             hash,
             resources: resources.to_vec(),
             v2: OnceLock::new(),
+            v2_protobuf: OnceLock::new(),
             v3: OnceLock::new(),
         });
         entries.push(entry.clone());
@@ -131,6 +171,15 @@ impl std::ops::Deref for V3DocsRef {
     fn deref(&self) -> &V3Docs {
         self.0.v3.get().expect("initialized by Cache::v3")
     }
+}
+
+fn render_v2<'e>(entry: &'e Rendered, schemas: &Schemas) -> &'e OpenApiDoc {
+    entry.v2.get_or_init(|| {
+        OpenApiDoc::new(&v2::render(
+            schemas,
+            &model::build(schemas, &entry.resources),
+        ))
+    })
 }
 
 fn render_v3(schemas: &Schemas, resources: &[ResourceDesc]) -> V3Docs {

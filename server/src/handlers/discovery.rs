@@ -1,10 +1,9 @@
 //! The non-resource endpoints: discovery (`/api`, `/apis`, per group and version, and the
-//! aggregated documents), OpenAPI (`/openapi/v2`, `/openapi/v3`), `/version` and `/metrics`.
-//! Discovery and OpenAPI come from the routes snapshot the request loads, so they follow
-//! resources added or removed at run time.
+//! aggregated documents), OpenAPI (`/openapi/v2`, `/openapi/v3`, served by `openapi`),
+//! `/version` and `/metrics`. Discovery and OpenAPI come from the routes snapshot the request
+//! loads, so they follow resources added or removed at run time.
 
-use super::call::Query;
-use super::{authorize, health, respond};
+use super::{authorize, health, openapi, respond};
 use crate::auth::{Attributes, User};
 use crate::repr::JSON;
 use crate::state::State;
@@ -79,37 +78,9 @@ pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, 
             "text/plain; version=0.0.4; charset=utf-8",
             metrics_text(st).into_bytes(),
         )),
-        "/openapi/v2" => {
-            let accept = req.headers.get("accept").unwrap_or("");
-            if !accept.is_empty() && !accept.contains("json") && !accept.contains("*/*") {
-                return Err(ApiError::not_acceptable(&[JSON]));
-            }
-            let routes = st.routes.load();
-            Ok(respond::response(
-                200,
-                JSON,
-                keel_schema::schemas().openapi_v2(routes.resource_descs()),
-            ))
-        }
-        "/openapi/v3" => {
-            let routes = st.routes.load();
-            let doc = keel_schema::schemas().openapi_v3_root_doc(routes.resource_descs());
-            Ok(openapi_response(doc, None, ""))
-        }
-        p if p.starts_with("/openapi/v3/") => {
-            let rest = &p["/openapi/v3/".len()..];
-            let (group, version) = match rest.split('/').collect::<Vec<_>>().as_slice() {
-                ["api", v] => ("", *v),
-                ["apis", g, v] => (*g, *v),
-                _ => return Err(ApiError::route_not_found()),
-            };
-            let routes = st.routes.load();
-            let doc = keel_schema::schemas()
-                .openapi_v3_group_version_doc(group, version, routes.resource_descs())
-                .ok_or_else(ApiError::route_not_found)?;
-            let hash = Query::from_request(req).nonempty("hash").map(String::from);
-            Ok(openapi_response(doc, hash.as_deref(), p))
-        }
+        "/openapi/v2" => openapi::v2(st, req),
+        "/openapi/v3" => Ok(openapi::v3_root(st, req)),
+        p if p.starts_with("/openapi/v3/") => openapi::v3_group_version(st, req, p),
         p if health::is_health_path(p) => Ok(health::serve(st, req)),
         _ => Err(ApiError::route_not_found()),
     }
@@ -141,35 +112,6 @@ fn object_counts(st: &State) -> Vec<(String, String, u64)> {
         }
     }
     out
-}
-
-/// An OpenAPI v3 document with upstream's caching headers: a `hash` query naming the current
-/// document is immutable; a stale one is redirected to the current URL.
-fn openapi_response(doc: keel_schema::OpenApiDoc, hash: Option<&str>, path: &str) -> Response {
-    if let Some(h) = hash {
-        if h != doc.etag {
-            let mut r = respond::response(301, JSON, Vec::new());
-            r.headers
-                .push(("Location".into(), format!("{path}?hash={}", doc.etag)));
-            return r;
-        }
-    }
-    let mut r = respond::response(200, JSON, doc.body.to_vec());
-    r.headers.push(("ETag".into(), format!("\"{}\"", doc.etag)));
-    r.headers.push(("Vary".into(), "Accept".into()));
-    if hash.is_some() {
-        r.headers
-            .push(("Cache-Control".into(), "public, immutable".into()));
-        let expires = chrono::Utc::now() + chrono::Duration::days(365);
-        r.headers.push((
-            "Expires".into(),
-            expires.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
-        ));
-    } else {
-        r.headers
-            .push(("Cache-Control".into(), "no-cache, private".into()));
-    }
-    r
 }
 
 fn aggregated_version(accept: &str) -> Option<&'static str> {

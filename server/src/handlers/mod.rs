@@ -1,7 +1,7 @@
 //! The HTTP handlers: every request is classified by its path (`request_info`),
 //! authenticated and authorized, routed to its resource (one load of the live routes per
 //! request) and served by the handler of its verb (`resource`, `watch`, `subresources`,
-//! `reviews`) or of its non-resource endpoint (`discovery`, `health`). Handlers do HTTP work
+//! `reviews`) or of its non-resource endpoint (`discovery`, `openapi`, `health`). Handlers do HTTP work
 //! only: query parsing (`call`), negotiation (`crate::repr`), bodies (`body`) and responses
 //! (`respond`); the registry below them does the rest.
 
@@ -9,6 +9,7 @@ mod body;
 mod call;
 mod discovery;
 mod health;
+mod openapi;
 pub mod request_info;
 mod resource;
 mod respond;
