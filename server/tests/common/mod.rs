@@ -100,6 +100,11 @@ impl Server {
         }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self._child.lock().unwrap().id()
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
         Command::new("kubectl")
             .env("KUBECONFIG", &self.kubeconfig)
