@@ -25,7 +25,7 @@
 use crate::budget::{BodyBuf, ByteBudget, GrowError};
 use crate::limits::{
     Limits, IDLE_BUFFER_BYTES_KEPT, IOV_PER_WRITE_MAX, LINGER_BYTES_MAX, LINGER_TIMEOUT,
-    READ_CHUNK_BYTES, WRITE_BUFFER_BYTES_MAX,
+    READ_BUFFER_FIRST_BYTES, READ_CHUNK_BYTES, READ_SPARE_MIN_BYTES, WRITE_BUFFER_BYTES_MAX,
 };
 use crate::parse::{parse_head, Framing, Head, HeadError};
 use crate::request::{Admitted, Method, Request, RequestHead};
@@ -761,13 +761,22 @@ enum ReadError {
     Io,
 }
 
-/// Reads what is available (up to `READ_CHUNK_BYTES` more) into `buf` by `deadline`.
+/// Reads what is available into `buf` by `deadline`, first making room if little is left:
+/// the buffer starts at `READ_BUFFER_FIRST_BYTES` and then grows by its size, at most
+/// `READ_CHUNK_BYTES` at a time. (Reserving a whole chunk before every read doubled the
+/// buffer of a client sending a byte at a time: with mimalloc, ~40 KiB resident per such
+/// connection, against 12 KiB now.)
 async fn read_more<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<usize, ReadError> {
-    buf.reserve(READ_CHUNK_BYTES);
+    if buf.capacity() - buf.len() < READ_SPARE_MIN_BYTES {
+        buf.reserve(
+            buf.capacity()
+                .clamp(READ_BUFFER_FIRST_BYTES, READ_CHUNK_BYTES),
+        );
+    }
     read_into(io, buf, deadline).await
 }
 
@@ -800,7 +809,9 @@ async fn watch_peer<S: AsyncRead + Unpin>(
             stopped.as_mut().await;
             return PeerEvent::Stop;
         }
-        buf.reserve(READ_CHUNK_BYTES.min(cap - buf.len()));
+        if buf.capacity() - buf.len() < READ_SPARE_MIN_BYTES {
+            buf.reserve(READ_CHUNK_BYTES.min(cap - buf.len()));
+        }
         match rt::race(io.read_buf(buf), stopped.as_mut()).await {
             Either::Left(Ok(0)) | Either::Left(Err(_)) => return PeerEvent::Gone,
             Either::Left(Ok(_)) => {}

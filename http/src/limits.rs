@@ -6,8 +6,16 @@ use std::time::Duration;
 /// stack, so the configurable count can never exceed this.
 pub const HEADER_COUNT_HARD_MAX: usize = 256;
 
-/// Bytes asked of the socket per read call.
+/// Most bytes a connection's read buffer grows by at once (and so asks of the socket per read
+/// call once it has grown).
 pub(crate) const READ_CHUNK_BYTES: usize = 16 * 1024;
+
+/// A connection's read buffer starts this large: a request head usually fits, and it is what
+/// a client that sends its head slowly makes the connection hold.
+pub(crate) const READ_BUFFER_FIRST_BYTES: usize = 4 * 1024;
+
+/// The read buffer grows when less than this is free for the next read.
+pub(crate) const READ_SPARE_MIN_BYTES: usize = 1024;
 
 /// Pending response bytes that force a flush even when more pipelined requests are buffered.
 pub(crate) const WRITE_BUFFER_BYTES_MAX: usize = 64 * 1024;
@@ -52,8 +60,8 @@ pub(crate) const IDLE_BUFFER_BYTES_KEPT: usize = 2 * READ_CHUNK_BYTES;
 /// an unauthenticated client can hold is bounded by name:
 /// - count: [`Limits::unadmitted_connections_per_core_max`] connections per core that have not
 ///   had a request admitted yet (TLS handshakes, heads arriving, refusals being written);
-/// - bytes: one head, at most [`Limits::header_bytes_max`], plus the read buffer's
-///   [`READ_CHUNK_BYTES`] of room; never a body (a refused request's body is not read, and the
+/// - bytes: one head, at most [`Limits::header_bytes_max`], in a read buffer that starts at
+///   [`READ_BUFFER_FIRST_BYTES`] and grows with it; never a body (a refused request's body is not read, and the
 ///   connection is closed unless the whole body had already arrived with the head);
 /// - time: [`Limits::header_read_timeout`] for the handshake and the head, then at most
 ///   [`Limits::write_timeout`] to write the refusal and [`LINGER_TIMEOUT`] to close.
@@ -153,4 +161,6 @@ impl Limits {
 }
 
 const _: () = assert!(BODY_BUFFER_FIRST_BYTES > 0);
+const _: () = assert!(READ_SPARE_MIN_BYTES < READ_BUFFER_FIRST_BYTES);
+const _: () = assert!(READ_BUFFER_FIRST_BYTES <= READ_CHUNK_BYTES);
 const _: () = assert!(IDLE_BUFFER_BYTES_KEPT >= READ_CHUNK_BYTES);
