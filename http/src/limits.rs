@@ -85,7 +85,9 @@ pub struct Limits {
     /// connection accepted beyond it is closed at once, so a flood of unauthenticated
     /// connections can take at most this share of [`Limits::connections_per_core_max`]:
     /// connections whose clients have authenticated keep being served. Default 5,000 (half
-    /// of the connections).
+    /// of the connections): 10,000 connections trickling their heads over TLS held 17.6 KiB
+    /// resident each in the server (`loadgen slow-bodies --trickle head -n 10000`, 2 cores),
+    /// so the cap bounds them at ~90 MiB per core.
     pub unadmitted_connections_per_core_max: usize,
     /// Bytes of request bodies held per core at once (the capacity of the body buffers of the
     /// requests being read or handled). A body buffer grows as its bytes arrive, so a client
