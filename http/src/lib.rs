@@ -1,8 +1,9 @@
 //! keel's HTTP/1.1 front end: a thread-per-core server library.
 //!
-//! Purpose: accept HTTP/1.1 (plain or TLS) connections, parse requests, enforce limits, and
-//! hand complete requests to a [`Handler`]; write its [`Response`]s back (full bodies with
-//! `Content-Length`, streams chunked and flushed per chunk for watches).
+//! Purpose: accept HTTP/1.1 (plain or TLS) connections, parse requests, enforce limits, let a
+//! [`Handler`] admit (authenticate) each request on its head, read the bodies of admitted
+//! requests and hand complete requests to the handler; write its [`Response`]s back (full
+//! bodies with `Content-Length`, streams chunked and flushed per chunk for watches).
 //!
 //! Design: one single-threaded runtime per core ([`rt`]), each pinned to its CPU and
 //! accepting on its own `SO_REUSEPORT` socket, so a connection lives on one core for its
@@ -11,13 +12,19 @@
 //! rustls with a self-managed CA ([`tls`]).
 //!
 //! Invariants: responses on a connection are written in request order; every buffer is
-//! bounded by a [`Limits`] field or a named constant; bad input gets a `metav1.Status`
-//! error (400, 408, 413, 429, 431, 501), never a panic.
+//! bounded by a [`Limits`] field or a named constant; no body byte is read (and no
+//! `100 Continue` sent) before [`Handler::admit`] has accepted the head; a body's buffer
+//! grows with the bytes that arrive, charged to a per-core budget, never to the length
+//! announced; bad input gets a `metav1.Status` error (400, 408, 413, 429, 431, 501), never a
+//! panic (two `Host` fields get Go's plain-text 400, as kube-apiserver's server answers).
 //!
 //! Dependencies: the runtime (tokio, only through [`rt`]), httparse, socket2, rustls,
-//! rcgen, x509-parser, serde_json. No other keel crate.
+//! rcgen, x509-parser, serde_json, libc (the open-file limit). keel-chunked; no other keel
+//! crate.
 
+mod budget;
 mod conn;
+mod fdlimit;
 mod limits;
 pub mod load;
 mod parse;
@@ -29,9 +36,10 @@ mod subject;
 pub mod tls;
 mod write;
 
+pub use fdlimit::raise_open_files_limit;
 pub use keel_chunked::{ChunkedDecoder, ChunkedError};
-pub use limits::{Limits, HEADER_COUNT_HARD_MAX};
-pub use request::{parse_query, ClientIdentity, Headers, Method, Request};
+pub use limits::{Limits, HEADER_COUNT_HARD_MAX, OPEN_FILES_RESERVED};
+pub use request::{parse_query, Admitted, ClientIdentity, Headers, Method, Request, RequestHead};
 pub use response::{status_body, status_response, Body, Chunk, Piece, Response};
 pub use server::{serve, Listener, ServeConfig, ServerHandle};
 
@@ -41,6 +49,18 @@ use std::pin::Pin;
 /// Answers requests. Shared by all cores; each call's future runs on the core that
 /// accepted the connection, so it need not be `Send`.
 pub trait Handler: Send + Sync + 'static {
+    /// Judges a request on its head, before any byte of its body is read and before
+    /// `100 Continue` is sent: where the server authenticates, so that a client without
+    /// credentials makes it hold no body. `Ok` lets the request in, with what was learnt (the
+    /// user) for [`Handler::handle`] in [`Request::admitted`]; `Err` is answered as it is,
+    /// the body unread (the connection is then closed, unless the whole body had already
+    /// arrived with the head). Runs on the core's thread, between reads: keep it short.
+    /// The default admits every request.
+    fn admit(&self, head: &RequestHead<'_>) -> Result<Admitted, Response> {
+        let _ = head;
+        Ok(Admitted::default())
+    }
+
     /// Produces the response to `req`.
     fn handle(&self, req: Request) -> Pin<Box<dyn Future<Output = Response>>>;
 }

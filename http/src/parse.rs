@@ -47,6 +47,8 @@ pub(crate) enum HeadError {
     Malformed(&'static str),
     /// A transfer coding other than `chunked`: 501.
     UnsupportedTransferCoding,
+    /// More than one `Host` field (RFC 9112 §3.2): 400, answered in Go's words and form.
+    TooManyHosts,
 }
 
 impl HeadError {
@@ -54,7 +56,7 @@ impl HeadError {
     pub fn status(&self) -> u16 {
         match self {
             HeadError::TooLarge | HeadError::TooManyHeaders => 431,
-            HeadError::Malformed(_) => 400,
+            HeadError::Malformed(_) | HeadError::TooManyHosts => 400,
             HeadError::UnsupportedTransferCoding => 501,
         }
     }
@@ -66,6 +68,7 @@ impl HeadError {
             HeadError::TooManyHeaders => "too many request header fields",
             HeadError::Malformed(m) => m,
             HeadError::UnsupportedTransferCoding => "unsupported transfer coding",
+            HeadError::TooManyHosts => "too many Host headers",
         }
     }
 }
@@ -111,6 +114,9 @@ fn build_head(req: &httparse::Request<'_, '_>) -> Result<Head, HeadError> {
     let (path, query) = split_target(&target)?;
     if version_minor == 1 && headers.get("host").is_none() {
         return Err(HeadError::Malformed("missing required Host header"));
+    }
+    if headers.get_all("host").nth(1).is_some() {
+        return Err(HeadError::TooManyHosts);
     }
     let framing = framing(&headers, version_minor)?;
     let expect_continue = version_minor == 1 && headers.has_token("expect", "100-continue");
@@ -302,12 +308,26 @@ mod tests {
             ("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
             ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
             ("GET / HTTP/1.1\r\nHost: a\r\nBad Header: x\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400),
+            ("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400),
         ];
         for (raw, status) in cases {
             let err = parse(raw)
                 .err()
                 .unwrap_or_else(|| panic!("accepted {raw:?}"));
             assert_eq!(err.status(), *status, "{raw:?}: {err:?}");
+        }
+    }
+
+    /// Two `Host` fields were accepted (the first one used), where Go's server refuses the
+    /// request before any handler runs: a proxy in front could have routed by the other one.
+    #[test]
+    fn two_host_fields_are_refused_even_when_equal() {
+        for raw in [
+            "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nHOST: a\r\n\r\n",
+        ] {
+            assert_eq!(parse(raw).unwrap_err(), HeadError::TooManyHosts, "{raw:?}");
         }
     }
 

@@ -1,5 +1,7 @@
-//! The request as handlers see it: method, target, decoded path, query, headers, body, peer.
+//! The request as handlers see it: method, target, decoded path, query, headers, body, peer;
+//! and its head as [`crate::Handler::admit`] sees it before the body is read.
 
+use std::any::Any;
 use std::net::SocketAddr;
 
 /// An HTTP request method. Methods outside the common set are kept verbatim in `Other`.
@@ -136,6 +138,69 @@ pub struct ClientIdentity {
     pub organizations: Vec<String>,
 }
 
+/// A request before its body is read: what [`crate::Handler::admit`] judges.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestHead<'a> {
+    /// The method.
+    pub method: &'a Method,
+    /// The raw request-target as sent.
+    pub target: &'a str,
+    /// The percent-decoded path.
+    pub path: &'a str,
+    /// The raw query, without the `?`.
+    pub query: &'a str,
+    /// The header fields.
+    pub headers: &'a Headers,
+    /// The peer's address.
+    pub peer: SocketAddr,
+    /// Whether the request came over TLS.
+    pub tls: bool,
+    /// The verified client certificate's identity, as in [`Request::client_cert`].
+    pub client_cert: Option<&'a ClientIdentity>,
+    /// Why the certificate the client presented is not an identity, as in
+    /// [`Request::client_cert_error`].
+    pub client_cert_error: Option<&'a str>,
+}
+
+/// What [`crate::Handler::admit`] learnt about a request (the authenticated user, say),
+/// handed to [`crate::Handler::handle`] in [`Request::admitted`] so that it is not worked out
+/// twice. Empty by default.
+#[derive(Default)]
+pub struct Admitted(Option<Box<dyn Any + Send>>);
+
+impl Admitted {
+    /// Carries `value`.
+    pub fn new<T: Any + Send>(value: T) -> Admitted {
+        Admitted(Some(Box::new(value)))
+    }
+
+    /// The value carried, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.as_ref().and_then(|v| v.downcast_ref())
+    }
+
+    /// Takes the value carried out, if it is a `T`.
+    pub fn take<T: Any>(&mut self) -> Option<T> {
+        match self.0.take()?.downcast::<T>() {
+            Ok(v) => Some(*v),
+            Err(other) => {
+                self.0 = Some(other);
+                None
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Admitted(..)"
+        } else {
+            "Admitted(None)"
+        })
+    }
+}
+
 /// A complete request: head and fully read body.
 #[derive(Debug)]
 pub struct Request {
@@ -155,11 +220,34 @@ pub struct Request {
     pub peer: SocketAddr,
     /// Whether the request came over TLS.
     pub tls: bool,
-    /// The verified client certificate's identity, if the client presented one.
+    /// The verified client certificate's identity, if the client presented one that chains
+    /// to the client CA.
     pub client_cert: Option<ClientIdentity>,
+    /// Why the certificate the client presented is not an identity (it does not chain to the
+    /// client CA, or has expired...): the TLS handshake accepted it, as kube-apiserver's does
+    /// (`tls.RequestClientCert`), and authentication decides what it means. `None` when no
+    /// certificate was presented or it verified.
+    pub client_cert_error: Option<String>,
+    /// What [`crate::Handler::admit`] returned for this request.
+    pub admitted: Admitted,
 }
 
 impl Request {
+    /// The request's head, as [`crate::Handler::admit`] sees it.
+    pub fn head(&self) -> RequestHead<'_> {
+        RequestHead {
+            method: &self.method,
+            target: &self.target,
+            path: &self.path,
+            query: &self.query,
+            headers: &self.headers,
+            peer: self.peer,
+            tls: self.tls,
+            client_cert: self.client_cert.as_ref(),
+            client_cert_error: self.client_cert_error.as_deref(),
+        }
+    }
+
     /// The query's `key=value` pairs, percent-decoded with `+` read as a space. Pairs whose
     /// encoding is invalid are decoded leniently (bad escapes kept verbatim).
     pub fn query_pairs(&self) -> Vec<(String, String)> {
@@ -284,6 +372,21 @@ mod tests {
             let got = percent_decode_strict(input.as_bytes());
             assert_eq!(got.as_deref(), want.map(str::as_bytes), "input {input:?}");
         }
+    }
+
+    #[test]
+    fn admitted_values_are_taken_by_type() {
+        let mut a = Admitted::new(String::from("alice"));
+        assert_eq!(a.get::<u32>(), None);
+        assert_eq!(
+            a.take::<u32>(),
+            None,
+            "a wrong type leaves the value in place"
+        );
+        assert_eq!(a.get::<String>().map(String::as_str), Some("alice"));
+        assert_eq!(a.take::<String>().as_deref(), Some("alice"));
+        assert_eq!(a.take::<String>(), None);
+        assert_eq!(format!("{:?}", Admitted::default()), "Admitted(None)");
     }
 
     #[test]

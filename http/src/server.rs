@@ -4,11 +4,17 @@
 //! kernel spreads new connections over the cores and no connection ever moves between them.
 //! All sockets are bound before [`serve`] returns, so a caller that gets `Ok` can announce
 //! readiness.
+//!
+//! Admission at accept: a connection beyond its core's connection cap, or beyond its cap of
+//! connections that have not had a request admitted yet, is closed at once (its write side
+//! shut first, so the client reads an orderly end of stream when it has sent nothing yet).
 
+use crate::budget::ByteBudget;
 use crate::conn::{Conn, ConnInfo, CoreState};
-use crate::limits::{Limits, ACCEPT_ERROR_BACKOFF, LISTEN_BACKLOG};
+use crate::limits::{Limits, ACCEPT_ERROR_BACKOFF, LISTEN_BACKLOG, OPEN_FILES_RESERVED};
 use crate::rt::{self, Either, Instant};
-use crate::{tls, Handler};
+use crate::tls::{PeerCert, ServerTls};
+use crate::{fdlimit, Handler};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::cell::Cell;
 use std::io;
@@ -21,8 +27,8 @@ use std::sync::Arc;
 pub struct Listener {
     /// Address to bind; port 0 picks a free port (the same one on every core).
     pub addr: SocketAddr,
-    /// TLS configuration, or `None` for plain HTTP.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// TLS configuration ([`crate::tls::server_config`]), or `None` for plain HTTP.
+    pub tls: Option<Arc<ServerTls>>,
 }
 
 /// What to serve and how.
@@ -83,17 +89,26 @@ impl ServerHandle {
 /// A bound, not yet served, listener socket.
 struct Bound {
     socket: std::net::TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<ServerTls>>,
 }
 
 /// Binds every listener on every core, then starts the cores on background threads.
+///
+/// First raises the process's open-file limit to its hard limit and lowers
+/// [`Limits::connections_per_core_max`] (and the cap on unadmitted connections) to what fits
+/// under it (see [`crate::raise_open_files_limit`]), saying so on stderr when that binds.
+/// Fails with `InvalidInput` if the limits contradict each other.
 pub fn serve(cfg: ServeConfig, handler: Arc<dyn Handler>) -> io::Result<ServerHandle> {
     let cores = cfg.cores.max(1);
+    cfg.limits
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let limits = fit_to_open_files(cfg.limits.clone(), cores);
     let (per_core, addrs) = bind_all(&cfg.listeners, cores)?;
     let (trigger, signal) = rt::stop_signal();
     let mut threads = Vec::with_capacity(cores);
     for (index, bound) in per_core.into_iter().enumerate() {
-        let limits = cfg.limits.clone();
+        let limits = limits.clone();
         let handler = handler.clone();
         let signal = signal.clone();
         let started = rt::start_core(index, cfg.pin, move || {
@@ -119,6 +134,30 @@ pub fn serve(cfg: ServeConfig, handler: Arc<dyn Handler>) -> io::Result<ServerHa
     })
 }
 
+/// `limits` with the connection caps lowered to fit under the open-file limit (raised first).
+fn fit_to_open_files(mut limits: Limits, cores: usize) -> Limits {
+    let open_files = match fdlimit::raise_open_files_limit() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("keel-http: reading the open-file limit: {e}; connection caps unchanged");
+            return limits;
+        }
+    };
+    let configured = limits.connections_per_core_max;
+    let cap = fdlimit::connections_per_core_cap(configured, open_files, cores);
+    if cap < configured {
+        eprintln!(
+            "keel-http: the open-file limit ({open_files}, less {OPEN_FILES_RESERVED} kept for \
+             files and listeners) allows {cap} connections per core on {cores} cores, not the \
+             {configured} configured: connections beyond {cap} per core are closed at accept"
+        );
+    }
+    limits.connections_per_core_max = cap;
+    limits.unadmitted_connections_per_core_max =
+        limits.unadmitted_connections_per_core_max.min(cap);
+    limits
+}
+
 /// Binds each listener once per core; returns the sockets per core and the bound addresses.
 fn bind_all(
     listeners: &[Listener],
@@ -134,8 +173,10 @@ fn bind_all(
         for core in per_core.iter_mut() {
             let socket = bind_reuseport(addr)?;
             addr = socket.local_addr()?; // later cores bind the port the first one got
-            let tls = l.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-            core.push(Bound { socket, tls });
+            core.push(Bound {
+                socket,
+                tls: l.tls.clone(),
+            });
         }
         addrs.push(addr);
     }
@@ -189,10 +230,12 @@ async fn core_main(
 ) {
     let shutdown_timeout = limits.shutdown_timeout;
     let core = Rc::new(CoreState {
+        body_budget: Rc::new(ByteBudget::new(limits.body_bytes_in_flight_per_core_max)),
         limits,
         handler,
         in_flight: Cell::new(0),
         connections: Cell::new(0),
+        unadmitted: Rc::new(Cell::new(0)),
         drained: rt::Notify::new(),
         stop: rt::LocalStop::follow(stop),
     });
@@ -213,11 +256,7 @@ async fn core_main(
     }
 }
 
-async fn accept_loop(
-    listener: rt::TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    core: Rc<CoreState>,
-) {
+async fn accept_loop(listener: rt::TcpListener, tls: Option<Arc<ServerTls>>, core: Rc<CoreState>) {
     loop {
         let accepted = match rt::race(listener.accept(), core.stop.stopped()).await {
             Either::Right(()) => return,
@@ -231,14 +270,48 @@ async fn accept_loop(
                 continue;
             }
         };
-        if core.connections.get() >= core.limits.connections_per_core_max {
-            drop(stream); // over the limit: accept and close
+        if core.connections.get() >= core.limits.connections_per_core_max
+            || core.unadmitted.get() >= core.limits.unadmitted_connections_per_core_max
+        {
+            refuse_at_accept(stream);
             continue;
         }
         let _ = stream.set_nodelay(true);
         core.connections.set(core.connections.get() + 1);
         let guard = ConnGuard(core.clone());
-        rt::spawn_local(serve_stream(stream, peer, tls.clone(), guard));
+        let unadmitted = UnadmittedGuard::new(core.unadmitted.clone());
+        rt::spawn_local(serve_stream(stream, peer, tls.clone(), guard, unadmitted));
+    }
+}
+
+/// Closes a connection accepted over a cap: the write side first (FIN), so a client that
+/// has sent nothing yet reads an orderly end of stream (one whose first bytes are already
+/// queued gets a reset, as the kernel answers unread data on close). Nothing is written: a
+/// TLS client would not understand a plain-text answer.
+fn refuse_at_accept(stream: rt::TcpStream) {
+    let _ = socket2::SockRef::from(&stream).shutdown(std::net::Shutdown::Write);
+}
+
+/// Counts a connection as not yet admitted until [`UnadmittedGuard::admitted`] or drop.
+pub(crate) struct UnadmittedGuard(Option<Rc<Cell<usize>>>);
+
+impl UnadmittedGuard {
+    fn new(count: Rc<Cell<usize>>) -> UnadmittedGuard {
+        count.set(count.get() + 1);
+        UnadmittedGuard(Some(count))
+    }
+
+    /// The connection had a request admitted: it no longer counts.
+    pub fn admitted(&mut self) {
+        if let Some(count) = self.0.take() {
+            count.set(count.get() - 1);
+        }
+    }
+}
+
+impl Drop for UnadmittedGuard {
+    fn drop(&mut self) {
+        self.admitted();
     }
 }
 
@@ -258,8 +331,9 @@ impl Drop for ConnGuard {
 async fn serve_stream(
     stream: rt::TcpStream,
     peer: SocketAddr,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<Arc<ServerTls>>,
     guard: ConnGuard,
+    unadmitted: UnadmittedGuard,
 ) {
     let core = guard.0.clone();
     let deadline = Instant::now() + core.limits.header_read_timeout;
@@ -268,21 +342,25 @@ async fn serve_stream(
             let info = ConnInfo {
                 peer,
                 tls: false,
-                client_cert: None,
+                client_cert: PeerCert::None,
             };
-            Conn::new(stream, info, core).run(deadline).await;
+            Conn::new(stream, info, core, unadmitted)
+                .run(deadline)
+                .await;
         }
-        Some(acceptor) => {
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.config().clone());
             let Ok(Ok(tls_stream)) = rt::timeout_at(deadline, acceptor.accept(stream)).await else {
                 return; // handshake failed or too slow
             };
-            let client_cert = tls::peer_identity(tls_stream.get_ref().1);
             let info = ConnInfo {
                 peer,
                 tls: true,
-                client_cert,
+                client_cert: tls.peer_cert(tls_stream.get_ref().1),
             };
-            Conn::new(tls_stream, info, core).run(deadline).await;
+            Conn::new(tls_stream, info, core, unadmitted)
+                .run(deadline)
+                .await;
         }
     }
     drop(guard);

@@ -1,7 +1,7 @@
 //! TLS: a self-managed CA and serving certificate on disk, the rustls server configuration
-//! (ALPN `http/1.1` only; optional client certificates verified against a CA), and the
-//! identity taken from a verified client certificate (kube-apiserver x509 authentication:
-//! subject CN = user, O = groups).
+//! (ALPN `http/1.1` only; client certificates asked for, not required, and verified against a
+//! CA after the handshake), and the identity taken from a verified client certificate
+//! (kube-apiserver x509 authentication: subject CN = user, O = groups).
 
 use crate::request::ClientIdentity;
 use crate::subject;
@@ -9,10 +9,12 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
-use rustls::RootCertStore;
+use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use std::io::{self, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
@@ -213,33 +215,154 @@ fn load_roots(path: &Path) -> Result<Arc<RootCertStore>, String> {
     Ok(Arc::new(roots))
 }
 
-/// A rustls server configuration serving `cert` (PEM chain) with `key`, advertising only
-/// ALPN `http/1.1`. With `client_ca`, clients may present a certificate; one that is
-/// presented must chain to that CA, and its identity reaches handlers as
-/// [`crate::Request::client_cert`].
+/// A TLS listener's configuration: rustls' server configuration and, when client
+/// certificates are asked for, the verifier that decides after the handshake whether the one
+/// presented is an identity.
+pub struct ServerTls {
+    config: Arc<rustls::ServerConfig>,
+    client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("client_certificates", &self.client_verifier.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the client's certificate says, once the handshake is done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PeerCert {
+    /// No certificate was presented (or none was asked for).
+    None,
+    /// The certificate chains to the client CA: its subject is an identity.
+    Verified(ClientIdentity),
+    /// The certificate does not verify, for this reason: it is not an identity.
+    Rejected(String),
+}
+
+impl ServerTls {
+    /// The rustls configuration.
+    pub fn config(&self) -> &Arc<rustls::ServerConfig> {
+        &self.config
+    }
+
+    /// Verifies the certificate the client presented on `conn` against the client CA.
+    pub(crate) fn peer_cert(&self, conn: &rustls::ServerConnection) -> PeerCert {
+        let Some((end_entity, intermediates)) =
+            conn.peer_certificates().and_then(|c| c.split_first())
+        else {
+            return PeerCert::None;
+        };
+        let Some(verifier) = &self.client_verifier else {
+            return PeerCert::None;
+        };
+        if let Err(e) = verifier.verify_client_cert(end_entity, intermediates, UnixTime::now()) {
+            return PeerCert::Rejected(e.to_string());
+        }
+        match identity_from_der(end_entity.as_ref()) {
+            Some(identity) => PeerCert::Verified(identity),
+            None => PeerCert::Rejected("unparsable certificate subject".to_string()),
+        }
+    }
+}
+
+/// Asks clients for a certificate without requiring one, and lets the handshake accept any
+/// certificate whose key the client proves it holds (the handshake signature is verified as
+/// usual); whether the chain verifies against the client CA is decided after the handshake
+/// by [`ServerTls::peer_cert`]. This is what kube-apiserver does (Go's
+/// `tls.RequestClientCert`, then its x509 authenticator verifies): a certificate from an
+/// unknown CA is not an identity, but it does not fail the connection, so a bearer token on
+/// it can still authenticate the request.
+#[derive(Debug)]
+struct RequestClientCert {
+    /// The client CA's verifier: its hints and signature checks are used in the handshake.
+    inner: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        // Deferred to `ServerTls::peer_cert`, which keeps the verdict per connection.
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// A TLS configuration serving `cert` (PEM chain) with `key`, advertising only ALPN
+/// `http/1.1`. With `client_ca`, clients are asked for a certificate but need not present
+/// one; one that chains to that CA reaches handlers as [`crate::Request::client_cert`], one
+/// that does not as [`crate::Request::client_cert_error`] (see [`RequestClientCert`]).
 pub fn server_config(
     cert: &Path,
     key: &Path,
     client_ca: Option<&Path>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<Arc<ServerTls>, String> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
-    let builder = match client_ca {
+    let client_verifier = match client_ca {
         Some(ca) => {
-            let verifier = WebPkiClientVerifier::builder_with_provider(load_roots(ca)?, provider())
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| e.to_string())?;
-            builder.with_client_cert_verifier(verifier)
+            let verifier: Arc<dyn ClientCertVerifier> =
+                WebPkiClientVerifier::builder_with_provider(load_roots(ca)?, provider())
+                    .build()
+                    .map_err(|e| e.to_string())?;
+            Some(verifier)
         }
+        None => None,
+    };
+    let builder = match &client_verifier {
+        Some(inner) => builder.with_client_cert_verifier(Arc::new(RequestClientCert {
+            inner: inner.clone(),
+        })),
         None => builder.with_no_client_auth(),
     };
     let mut config = builder
         .with_single_cert(load_certs(cert)?, load_key(key)?)
         .map_err(|e| format!("serving certificate {}: {e}", cert.display()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
+    Ok(Arc::new(ServerTls {
+        config: Arc::new(config),
+        client_verifier,
+    }))
 }
 
 /// A rustls client configuration trusting the CA in `ca`, optionally presenting a client
@@ -286,13 +409,6 @@ pub(crate) fn identity_from_der(der: &[u8]) -> Option<ClientIdentity> {
         common_name,
         organizations,
     })
-}
-
-/// The identity of the client certificate the handshake on `conn` verified, if any.
-pub(crate) fn peer_identity(conn: &rustls::ServerConnection) -> Option<ClientIdentity> {
-    conn.peer_certificates()?
-        .first()
-        .and_then(|c| identity_from_der(c.as_ref()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! The server over real loopback sockets: framing, pipelining, limits, timeouts, streaming.
 
-use keel_http::{rt, serve, Body, Handler, Limits, Listener, Request, Response, ServeConfig};
+use keel_http::{
+    rt, serve, Admitted, Body, Handler, Limits, Listener, Request, RequestHead, Response,
+    ServeConfig,
+};
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,16 +15,56 @@ use std::time::{Duration, Instant};
 
 type ChunkRx = tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>;
 
-/// Test handler. `/slow`: answers after 300 ms. `/stream`: streams what the test sends on
-/// the channel it installed. Anything else: echoes method, path, query and body.
+/// Test handler. Admits `/private...` only with `Authorization: ok` (else 401), anything
+/// else always; counts the requests it handles. `/slow`: answers after 300 ms. `/stream`:
+/// streams what the test sends on the channel it installed. `/hold`: answers once the test
+/// sends on the channel it installed (after telling it the handler runs). `/sum`: the body's
+/// length and byte sum. Anything else: echoes method, path, query and body.
 #[derive(Default)]
 struct TestHandler {
     stream_rx: Mutex<Option<ChunkRx>>,
     stream_dropped: Arc<AtomicBool>,
+    hold: Mutex<
+        Option<(
+            std::sync::mpsc::Sender<()>,
+            tokio::sync::oneshot::Receiver<()>,
+        )>,
+    >,
+    handled: std::sync::atomic::AtomicUsize,
 }
 
 impl Handler for TestHandler {
-    fn handle(&self, req: Request) -> Pin<Box<dyn Future<Output = Response>>> {
+    fn admit(&self, head: &RequestHead<'_>) -> Result<Admitted, Response> {
+        if head.path.starts_with("/private") && head.headers.get("authorization") != Some("ok") {
+            return Err(keel_http::status_response(
+                401,
+                "Unauthorized",
+                "Unauthorized",
+            ));
+        }
+        Ok(Admitted::new(format!("admitted {}", head.path)))
+    }
+
+    fn handle(&self, mut req: Request) -> Pin<Box<dyn Future<Output = Response>>> {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(
+            req.admitted.take::<String>(),
+            Some(format!("admitted {}", req.path)),
+            "what admit learnt reaches the handler"
+        );
+        if req.path == "/hold" {
+            let (entered, release) = self.hold.lock().unwrap().take().expect("one hold");
+            return Box::pin(async move {
+                entered.send(()).unwrap();
+                let _ = release.await;
+                Response::full(200, "text/plain", b"held".to_vec())
+            });
+        }
+        if req.path == "/sum" {
+            let sum: u64 = req.body.iter().map(|b| u64::from(*b)).sum();
+            let text = format!("len={} sum={sum}", req.body.len());
+            return Box::pin(async move { Response::full(200, "text/plain", text.into_bytes()) });
+        }
         if req.path == "/stream" {
             let rx = self
                 .stream_rx
@@ -533,4 +576,206 @@ fn full_body_larger_than_the_write_buffer_is_sent_whole() {
     assert!(text.contains("Content-Length: 300000\r\n"));
     assert_eq!(text.split_once("\r\n\r\n").unwrap().1.len(), 300_000);
     server.shutdown();
+}
+
+/// The body of an `Expect: 100-continue` request was invited before the request was
+/// authenticated: a client without credentials was asked for its body. Now the head is
+/// judged first and the refusal is the only answer.
+#[test]
+fn refused_head_gets_no_100_continue_and_its_body_is_not_read() {
+    let handler = Arc::new(TestHandler::default());
+    let (server, addr) = start(test_limits(), handler.clone());
+    let mut s = connect(addr);
+    s.write_all(
+        b"POST /private HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 40\r\n\r\n",
+    )
+    .unwrap();
+    let text = read_to_close(&mut s);
+    assert!(text.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{text}");
+    assert!(!text.contains("100 Continue"), "{text}");
+    assert!(text.contains("Connection: close\r\n"), "{text}");
+    assert_eq!(json_body(&text)["reason"], "Unauthorized");
+    // Without Expect, a body that has not all arrived is not read either: the connection is
+    // closed after the answer, and the handler never ran.
+    let mut s = connect(addr);
+    s.write_all(b"POST /private HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\nabc")
+        .unwrap();
+    let text = read_to_close(&mut s);
+    assert_eq!(status_of(&text), 401, "{text}");
+    assert!(text.contains("Connection: close\r\n"), "{text}");
+    assert_eq!(handler.handled.load(Ordering::SeqCst), 0);
+    // Admitted, the same request is invited and served.
+    let mut s = connect(addr);
+    s.write_all(b"POST /private HTTP/1.1\r\nHost: x\r\nAuthorization: ok\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(
+        read_until(&mut s, "\r\n\r\n"),
+        "HTTP/1.1 100 Continue\r\n\r\n"
+    );
+    s.write_all(b"data").unwrap();
+    assert!(read_to_close(&mut s).ends_with("body=data"));
+    server.shutdown();
+}
+
+#[test]
+fn refused_request_whose_body_arrived_keeps_its_connection() {
+    let (server, addr) = start(test_limits(), Arc::default());
+    let mut s = connect(addr);
+    s.write_all(
+        concat!(
+        "POST /private HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        "GET /private/next HTTP/1.1\r\nHost: x\r\nAuthorization: ok\r\nConnection: close\r\n\r\n",
+    )
+        .as_bytes(),
+    )
+    .unwrap();
+    let text = read_to_close(&mut s);
+    assert_eq!(status_of(&text), 401, "{text}");
+    assert!(
+        text.contains("HTTP/1.1 200 OK") && text.ends_with("GET /private/next q= name=None body="),
+        "the refused body was dropped, the next request served: {text}"
+    );
+    server.shutdown();
+}
+
+/// Two `Host` fields were accepted (the first used). Go's server, kube-apiserver's, refuses
+/// such a request before any handler runs, in plain text.
+#[test]
+fn two_host_fields_get_gos_plain_400() {
+    let handler = Arc::new(TestHandler::default());
+    let (server, addr) = start(test_limits(), handler.clone());
+    let mut s = connect(addr);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+        .unwrap();
+    assert_eq!(
+        read_to_close(&mut s),
+        "HTTP/1.1 400 Bad Request: too many Host headers\r\n\
+         Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n\
+         400 Bad Request: too many Host headers"
+    );
+    assert_eq!(handler.handled.load(Ordering::SeqCst), 0);
+    server.shutdown();
+}
+
+/// A body larger than the first buffer room grows with its bytes, and no byte of the next
+/// pipelined request is taken into it.
+#[test]
+fn large_bodies_are_read_whole_and_exactly() {
+    let limits = Limits {
+        body_bytes_max: 1 << 20,
+        ..test_limits()
+    };
+    let (server, addr) = start(limits, Arc::default());
+    let body: Vec<u8> = (0..300_001u32).map(|i| (i % 251) as u8).collect();
+    let sum: u64 = body.iter().map(|b| u64::from(*b)).sum();
+    let mut raw = format!(
+        "POST /sum HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(&body);
+    raw.extend_from_slice(b"GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut s = connect(addr);
+    s.write_all(&raw).unwrap();
+    let text = read_to_close(&mut s);
+    assert!(text.contains(&format!("len=300001 sum={sum}")), "{text}");
+    assert!(text.ends_with("GET /after q= name=None body="), "{text}");
+    server.shutdown();
+}
+
+/// Bodies being read or handled on a core hold at most the body budget: past it a request
+/// gets 429 before its body is invited, and the budget comes back when the holder is done.
+#[test]
+fn spent_body_budget_gives_429_until_bodies_are_done() {
+    let limits = Limits {
+        body_bytes_max: 64 * 1024,
+        body_bytes_in_flight_per_core_max: 64 * 1024,
+        ..test_limits()
+    };
+    let handler = Arc::new(TestHandler::default());
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = tokio::sync::oneshot::channel();
+    *handler.hold.lock().unwrap() = Some((entered_tx, release_rx));
+    let (server, addr) = start(limits, handler);
+    // A whole-size body held by a running handler spends the budget.
+    let mut holder = connect(addr);
+    let mut raw =
+        b"POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 65536\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    raw.extend_from_slice(&[7u8; 65536]);
+    holder.write_all(&raw).unwrap();
+    entered_rx.recv().unwrap();
+    let small = "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\n";
+    let mut s = connect(addr);
+    s.write_all(small.as_bytes()).unwrap();
+    let text = read_to_close(&mut s);
+    assert_eq!(status_of(&text), 429, "{text}");
+    assert!(!text.contains("100 Continue"), "{text}");
+    assert!(text.contains("Retry-After: 1\r\n"), "{text}");
+    assert_eq!(json_body(&text)["reason"], "TooManyRequests");
+    // Requests without a body need no budget.
+    let mut s = connect(addr);
+    s.write_all(b"GET /g HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(status_of(&read_to_close(&mut s)), 200);
+    release_tx.send(()).unwrap();
+    assert!(read_to_close(&mut holder).ends_with("held"));
+    // Given back: the same request is served.
+    let mut s = connect(addr);
+    s.write_all(small.as_bytes()).unwrap();
+    read_until(&mut s, "100 Continue\r\n\r\n");
+    s.write_all(b"data").unwrap();
+    assert!(read_to_close(&mut s).ends_with("body=data"));
+    server.shutdown();
+}
+
+#[test]
+fn connections_beyond_the_unadmitted_cap_are_closed() {
+    let limits = Limits {
+        unadmitted_connections_per_core_max: 1,
+        ..test_limits()
+    };
+    let (server, addr) = start(limits, Arc::default());
+    // Silent so far: it counts as unadmitted, and the next connection is refused.
+    let mut first = connect(addr);
+    let mut second = connect(addr);
+    let _ = second.write_all(b"GET /2 HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(read_to_close(&mut second), "");
+    // Once its request is admitted it no longer counts: a new connection is served.
+    first
+        .write_all(b"GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    read_until(&mut first, "body=");
+    let mut third = connect(addr);
+    third
+        .write_all(b"GET /3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(status_of(&read_to_close(&mut third)), 200);
+    server.shutdown();
+}
+
+#[test]
+fn limits_that_contradict_each_other_are_refused() {
+    let limits = Limits {
+        body_bytes_max: 1 << 20,
+        body_bytes_in_flight_per_core_max: 1 << 19,
+        ..test_limits()
+    };
+    let cfg = ServeConfig {
+        listeners: vec![Listener {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            tls: None,
+        }],
+        cores: 1,
+        pin: false,
+        limits,
+    };
+    let err = match serve(cfg, Arc::new(TestHandler::default())) {
+        Ok(s) => {
+            s.shutdown();
+            panic!("served with a body budget below one body");
+        }
+        Err(e) => e,
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
 }

@@ -110,29 +110,28 @@ fn split_csv(line: &str) -> Vec<String> {
 }
 
 /// Who the request comes from, given its `Authorization` header and verified client
-/// certificate. `None` means unauthenticated.
+/// certificate (an unverified one is no identity: it was never passed here). `None` means
+/// unauthenticated. As kube-apiserver's union of authenticators, the certificate is tried
+/// before the bearer token: a verified certificate with a non-empty CommonName is the
+/// identity whatever the token; otherwise a `Bearer` token must be known.
 pub fn authenticate(
     tokens: &TokenFile,
     authorization: Option<&str>,
     client_cert: Option<(&str, &[String])>,
 ) -> Option<User> {
-    if let Some(h) = authorization {
-        let token = h
-            .strip_prefix("Bearer ")
-            .or_else(|| h.strip_prefix("bearer "))?;
-        return tokens.lookup(token.trim()).cloned();
+    if let Some((cn, orgs)) = client_cert.filter(|(cn, _)| !cn.is_empty()) {
+        let mut groups = orgs.to_vec();
+        groups.push("system:authenticated".into());
+        return Some(User {
+            name: cn.to_string(),
+            uid: String::new(),
+            groups,
+        });
     }
-    let (cn, orgs) = client_cert?;
-    if cn.is_empty() {
-        return None;
-    }
-    let mut groups = orgs.to_vec();
-    groups.push("system:authenticated".into());
-    Some(User {
-        name: cn.to_string(),
-        uid: String::new(),
-        groups,
-    })
+    let token = authorization?
+        .strip_prefix("Bearer ")
+        .or_else(|| authorization?.strip_prefix("bearer "))?;
+    tokens.lookup(token.trim()).cloned()
 }
 
 /// What is being asked, in authorization terms.
@@ -196,5 +195,12 @@ mod tests {
         assert_eq!(u.name, "system:node:n1");
         assert!(u.groups.contains(&"system:nodes".to_string()));
         assert!(authenticate(&f, None, None).is_none());
+        // The certificate is tried first, as upstream: a bad token beside it does not matter,
+        // and a certificate without a CommonName is no identity.
+        let u = authenticate(&f, Some("Bearer nope"), Some(("system:node:n1", &orgs))).unwrap();
+        assert_eq!(u.name, "system:node:n1");
+        let u = authenticate(&f, Some("Bearer abc"), Some(("", &orgs))).unwrap();
+        assert_eq!(u.name, "admin");
+        assert!(authenticate(&f, None, Some(("", &orgs))).is_none());
     }
 }

@@ -1,7 +1,10 @@
 //! Every named bound of the API server in one place: retries, batches, waits, chunk sizes,
 //! the watch feed's log, metric series and files read at start. The HTTP layer's bounds
 //! (headers, bodies, connections, in-flight requests) are in `keel_http::Limits`, the store's
-//! in `keel_engine::limits`. Each says why it has the value it has.
+//! in `keel_engine::limits`. Each says why it has the value it has. What an unauthenticated
+//! client can make the server hold (connections, bytes, time) is bounded there too
+//! (`keel_http::Limits`, "Before a request is admitted"): kube-apiserver has no flags for
+//! these, so the server keeps the HTTP layer's defaults.
 
 use std::time::Duration;
 
@@ -97,6 +100,18 @@ pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
 pub const COMPACTION_SAMPLES_MAX: usize = 16_384;
 /// Shortest accepted `--storage-maintenance-interval`.
 pub const MAINTENANCE_INTERVAL_MIN: Duration = Duration::from_millis(50);
+
+// ------------------------------------------------------------------------- requests
+
+/// Request bodies of the largest size (`--max-request-bytes`) that one serving core holds at
+/// once: the HTTP layer's per-core body budget is this many times the largest body. Bodies
+/// are charged as their bytes arrive, so the budget bounds what authenticated clients can make
+/// a core hold (unauthenticated ones hold no body: they are refused on their head); past it a
+/// request is answered 429. Sixteen 3 MiB bodies is 48 MiB per core, far above what object
+/// writes use (a body buffer is the body's size when it is small: 400 writes in flight of
+/// 4 KiB objects hold 1.6 MiB). kube-apiserver has no such bound (and no flag for one), hence
+/// a constant.
+pub const LARGEST_BODIES_IN_FLIGHT_PER_CORE: usize = 16;
 
 // ------------------------------------------------------------------------- other
 

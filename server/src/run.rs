@@ -131,6 +131,9 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     let limits = keel_http::Limits {
         body_bytes_max: opts.max_request_bytes,
+        body_bytes_in_flight_per_core_max: opts
+            .max_request_bytes
+            .saturating_mul(crate::limits::LARGEST_BODIES_IN_FLIGHT_PER_CORE),
         in_flight_per_core_max: opts.max_requests_inflight,
         ..Default::default()
     };

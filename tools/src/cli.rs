@@ -212,8 +212,88 @@ pub enum Cmd {
         #[arg(long, default_value_t = 512)]
         configmap_size: usize,
     },
+    /// Slow clients without credentials announcing large bodies and trickling them a byte at a
+    /// time, while authenticated GETs measure latency; reports the server's resident memory
+    /// per slow connection (needs the server's pid) and GET p99 idle vs during (API servers
+    /// only).
+    SlowBodies(SlowBodiesArgs),
     /// Measure keel and etcd side by side and write a markdown report (see tools/README.md).
     Compare(crate::compare::CompareArgs),
+}
+
+/// `slow-bodies` flags.
+#[derive(Args, Debug, Clone)]
+pub struct SlowBodiesArgs {
+    /// Slow clients (one connection each).
+    #[arg(long, short = 'n', default_value_t = 1000)]
+    pub connections: usize,
+    /// Body length each announces.
+    #[arg(long, default_value_t = 3 * 1024 * 1024)]
+    pub announce_bytes: u64,
+    /// What is trickled: the body after a whole head, or the head itself.
+    #[arg(long, value_enum, default_value = "body")]
+    pub trickle: crate::kube::slowbodies::Trickle,
+    /// Time between two trickled bytes.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub trickle_interval: Duration,
+    /// GETs alone first, for the baseline.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub idle: Duration,
+    /// How long the slow clients are held (GETs go on).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub hold: Duration,
+    /// GETs after the slow clients are dropped, before the memory is read again.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub settle: Duration,
+    /// Open a slow client's connection again when the server closes it.
+    #[arg(long)]
+    pub reconnect: bool,
+    /// TLS handshakes in progress at once while opening.
+    #[arg(long, default_value_t = 64)]
+    pub open_concurrency: usize,
+    /// Authenticated GETs per second.
+    #[arg(long, default_value_t = 50.0)]
+    pub probe_rate: f64,
+    /// What the GETs read.
+    #[arg(long, default_value = "/api/v1/namespaces/default")]
+    pub probe_path: String,
+    /// The server's process id (its memory is read from /proc).
+    #[arg(long)]
+    pub server_pid: u32,
+}
+
+impl SlowBodiesArgs {
+    pub fn spec(&self) -> Result<crate::kube::slowbodies::SlowSpec, String> {
+        if self.connections == 0 || self.connections > limits::SLOW_CONNECTIONS_MAX {
+            return Err(format!(
+                "--connections must be 1..={}",
+                limits::SLOW_CONNECTIONS_MAX
+            ));
+        }
+        if self.open_concurrency == 0 || self.open_concurrency > limits::SLOW_OPEN_CONCURRENCY_MAX {
+            return Err(format!(
+                "--open-concurrency must be 1..={}",
+                limits::SLOW_OPEN_CONCURRENCY_MAX
+            ));
+        }
+        if self.trickle_interval.is_zero() || self.probe_rate.is_nan() || self.probe_rate <= 0.0 {
+            return Err("--trickle-interval and --probe-rate must be positive".into());
+        }
+        Ok(crate::kube::slowbodies::SlowSpec {
+            connections: self.connections,
+            announce_bytes: self.announce_bytes,
+            trickle: self.trickle,
+            trickle_interval: self.trickle_interval,
+            idle: self.idle,
+            hold: self.hold,
+            settle: self.settle,
+            reconnect: self.reconnect,
+            open_concurrency: self.open_concurrency,
+            probe_rate: self.probe_rate,
+            probe_path: self.probe_path.clone(),
+            server_pid: self.server_pid,
+        })
+    }
 }
 
 /// Objects that already exist.
@@ -325,15 +405,19 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         | Cmd::List { run, .. }
         | Cmd::Watch { run, .. } => Some(run),
         Cmd::Get(a) | Cmd::Update(a) | Cmd::Patch(a) => Some(&a.run),
-        Cmd::Nodes { .. } | Cmd::Churn { .. } => None,
+        Cmd::Nodes { .. } | Cmd::Churn { .. } | Cmd::SlowBodies(_) => None,
         Cmd::Compare(_) => return Err("compare is run by main".into()),
     };
+    if let Cmd::SlowBodies(a) = cmd {
+        a.spec()?;
+    }
     // Check the flags before touching the server.
     if let Some(run) = run {
         run.plan(Some(1)).validate()?;
     }
     let pool = match cmd {
         Cmd::Nodes { concurrency, .. } | Cmd::Churn { concurrency, .. } => *concurrency * 3,
+        Cmd::SlowBodies(_) => crate::kube::slowbodies::PROBE_CONCURRENCY,
         _ => run.map_or(1, |r| r.concurrency),
     };
     let target = conn.target(pool).await?;
@@ -473,6 +557,10 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
             };
             kube::churn::churn(c, &spec).await
         }
+        (Cmd::SlowBodies(a), Target::Kube(c)) => {
+            kube::slowbodies::slow_bodies(&conn.endpoint()?, c, &a.spec()?).await
+        }
+        (Cmd::SlowBodies(_), Target::Etcd(_)) => Err(kube_only("slow-bodies")),
         (Cmd::Patch(_), Target::Etcd(_)) => Err(kube_only("patch")),
         (Cmd::Nodes { .. }, Target::Etcd(_)) => Err(kube_only("nodes")),
         (Cmd::Churn { .. }, Target::Etcd(_)) => Err(kube_only("churn")),

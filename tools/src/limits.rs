@@ -7,6 +7,11 @@ pub const WATCH_EVENTS_PER_WATCHER_MAX: usize = 1 << 20;
 pub const CONCURRENCY_MAX: usize = 10_000;
 /// Most watchers of one `watch` run.
 pub const WATCHERS_MAX: usize = 20_000;
+/// Most slow clients of one `slow-bodies` run (each holds a connection: the load generator
+/// raises its open-file limit to the hard limit, 20,000 on the benchmark machine).
+pub const SLOW_CONNECTIONS_MAX: usize = 20_000;
+/// Most TLS handshakes `slow-bodies` has in progress at once.
+pub const SLOW_OPEN_CONCURRENCY_MAX: usize = 1_000;
 /// Most simulated nodes of one `nodes` run.
 pub const NODES_MAX: usize = 100_000;
 /// Most objects one `create` run writes.

@@ -6,7 +6,8 @@ mod common;
 
 use common::{keel, list_items};
 use keel_client::Method;
-use keel_tools::cli::{execute, Cmd, ExistingArgs, ObjArgs, RunArgs};
+use keel_tools::cli::{execute, Cmd, ExistingArgs, ObjArgs, RunArgs, SlowBodiesArgs};
+use keel_tools::kube::slowbodies::Trickle;
 use keel_tools::objects::Kind;
 use keel_tools::report::Report;
 use std::time::Duration;
@@ -333,4 +334,40 @@ where
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+fn slow_bodies(connections: usize, trickle: Trickle) -> SlowBodiesArgs {
+    SlowBodiesArgs {
+        connections,
+        announce_bytes: 3 << 20,
+        trickle,
+        trickle_interval: Duration::from_millis(200),
+        idle: Duration::from_millis(500),
+        hold: Duration::from_secs(1),
+        settle: Duration::from_millis(500),
+        reconnect: false,
+        open_concurrency: 8,
+        probe_rate: 20.0,
+        probe_path: "/api/v1/namespaces/default".into(),
+        server_pid: keel().pid(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_bodies_are_refused_on_their_heads_and_slow_heads_held() {
+    let r = exec(Cmd::SlowBodies(slow_bodies(20, Trickle::Body))).await;
+    let names: Vec<&str> = r.ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["get-idle", "get-during", "get-after"],
+        "{}",
+        r.table()
+    );
+    assert!(r.ops.iter().all(|o| o.ops > 0), "{}", r.table());
+    assert_eq!(r.detail_u64("opened"), 20, "{}", r.table());
+    assert_eq!(r.details["closed_by_status"]["401"], 20, "{}", r.table());
+    assert!(r.detail_u64("rss_base_bytes") > 0 && r.detail_u64("rss_peak_bytes") > 0);
+    // A head that never ends is held (until the header timeout): still open at the end.
+    let r = exec(Cmd::SlowBodies(slow_bodies(10, Trickle::Head))).await;
+    assert_eq!(r.detail_u64("open_at_end_of_hold"), 10, "{}", r.table());
 }

@@ -1,5 +1,5 @@
-//! The HTTP handlers: every request is classified by its path (`request_info`),
-//! authenticated and authorized, routed to its resource (one load of the live routes per
+//! The HTTP handlers: every request is authenticated on its head, before its body is read
+//! ([`admit`]), classified by its path (`request_info`), authorized, routed to its resource (one load of the live routes per
 //! request) and served by the handler of its verb (`resource`, `watch`, `subresources`,
 //! `reviews`) or of its non-resource endpoint (`discovery`, `openapi`, `health`). Handlers do HTTP work
 //! only: query parsing (`call`), negotiation (`crate::repr`), bodies (`body`) and responses
@@ -25,7 +25,7 @@ use crate::metrics::RequestLabels;
 use crate::state::State;
 use call::Call;
 use keel_api::status::ApiError;
-use keel_http::{Request, Response};
+use keel_http::{Admitted, Request, RequestHead, Response};
 use request_info::{ResourceRequest, Target};
 use std::future::Future;
 use std::pin::Pin;
@@ -36,13 +36,33 @@ use std::time::Instant;
 pub struct Handler(pub Arc<State>);
 
 impl keel_http::Handler for Handler {
+    fn admit(&self, head: &RequestHead<'_>) -> Result<Admitted, Response> {
+        admit(&self.0, head)
+    }
+
     fn handle(&self, req: Request) -> Pin<Box<dyn Future<Output = Response>>> {
         Box::pin(serve(self.0.clone(), req))
     }
 }
 
-/// Serves one request.
-pub async fn serve(st: Arc<State>, req: Request) -> Response {
+/// Authenticates a request on its head, before its body is read (as kube-apiserver's
+/// authentication filter runs before any handler reads the body): a request without valid
+/// credentials is answered 401 and its body never read. Paths served without
+/// authentication (`--authorization-always-allow-paths`, health) are admitted as they are.
+/// Admitted requests carry their [`User`] to [`serve`].
+pub fn admit(st: &State, head: &RequestHead<'_>) -> Result<Admitted, Response> {
+    if is_public(st, head.path) {
+        return Ok(Admitted::default());
+    }
+    match authenticate(st, head) {
+        Ok(user) => Ok(Admitted::new(user)),
+        Err(e) => Err(respond::error(&e)),
+    }
+}
+
+/// Serves one request. One that did not go through [`admit`] (in-process callers) is
+/// admitted here first.
+pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     let start = Instant::now();
     if st
         .lifecycle
@@ -50,11 +70,19 @@ pub async fn serve(st: Arc<State>, req: Request) -> Response {
     {
         return respond::shutting_down();
     }
+    let user = match req.admitted.take::<User>() {
+        Some(user) => Some(user),
+        None if is_public(&st, &req.path) => None,
+        None => match admit(&st, &req.head()) {
+            Ok(mut admitted) => admitted.take::<User>(),
+            Err(refused) => return refused,
+        },
+    };
     let watch = !req.query.is_empty() && Query::from_request(&req).flag("watch");
     // What a draining shutdown waits for: every request but watches.
     let _in_flight = (!watch).then(|| st.lifecycle.track());
     let target = request_info::classify(req.method.as_str(), &req.path, watch);
-    let (resp, labels) = match route(&st, &req, &target).await {
+    let (resp, labels) = match route(&st, &req, &target, user).await {
         Ok(r) => r,
         Err((e, labels)) => (respond::error(&e), labels),
     };
@@ -78,21 +106,27 @@ pub async fn serve(st: Arc<State>, req: Request) -> Response {
 
 type Labels = (&'static str, String, String, String, String, &'static str);
 
+/// Whether `path` is served without authentication or authorization.
+fn is_public(st: &State, path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    st.always_allow
+        .iter()
+        .any(|p| p.trim_end_matches('/') == path)
+        || health::is_health_path(path)
+}
+
+/// Routes an admitted request: `user` is who [`admit`] authenticated (`None` only on
+/// public paths).
 async fn route(
     st: &State,
     req: &Request,
     target: &Target,
+    user: Option<User>,
 ) -> Result<(Response, Option<Labels>), (ApiError, Option<Labels>)> {
-    let path = req.path.trim_end_matches('/');
-    if st
-        .always_allow
-        .iter()
-        .any(|p| p.trim_end_matches('/') == path)
-        || health::is_health_path(path)
-    {
+    if is_public(st, &req.path) {
         return Ok((health::serve(st, req), None));
     }
-    let user = authenticate(st, req).map_err(|e| (e, None))?;
+    let user = user.ok_or((ApiError::unauthorized(), None))?;
     match target {
         Target::Resource(rr) => {
             let labels = labels_of(rr);
@@ -114,12 +148,11 @@ async fn route(
     }
 }
 
-fn authenticate(st: &State, req: &Request) -> Result<User, ApiError> {
-    let cert = req
+fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
+    let cert = head
         .client_cert
-        .as_ref()
         .map(|c| (c.common_name.as_str(), c.organizations.as_slice()));
-    auth::authenticate(&st.tokens, req.headers.get("authorization"), cert)
+    auth::authenticate(&st.tokens, head.headers.get("authorization"), cert)
         .ok_or_else(ApiError::unauthorized)
 }
 

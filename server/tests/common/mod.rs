@@ -111,7 +111,7 @@ impl Server {
 
     /// Sends `signal` (`TERM`, `INT`, ...) to the server process.
     pub fn signal(&self, signal: &str) {
-        let pid = self._child.lock().unwrap().id();
+        let pid = self.pid();
         let ok = Command::new("kill")
             .args([&format!("-{signal}"), &pid.to_string()])
             .status()
@@ -139,6 +139,11 @@ impl Server {
         let _ = self._child.lock().unwrap().kill();
         let _ = self._child.lock().unwrap().wait();
         (self._tmp, self.dir)
+    }
+
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self._child.lock().unwrap().id()
     }
 
     pub fn kubectl(&self, args: &[&str]) -> Output {

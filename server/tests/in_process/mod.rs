@@ -78,6 +78,8 @@ pub fn request_with(
         peer: "127.0.0.1:1".parse().unwrap(),
         tls: false,
         client_cert: None,
+        client_cert_error: None,
+        admitted: Default::default(),
     };
     let resp: Response = run(keel_server::handlers::serve(st.clone(), req));
     let body = match resp.body {

@@ -4,6 +4,7 @@ pub mod churn;
 pub mod crud;
 pub mod list;
 pub mod nodes;
+pub mod slowbodies;
 pub mod watch;
 
 use crate::driver::Outcome;

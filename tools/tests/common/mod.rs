@@ -81,6 +81,11 @@ impl Keel {
         }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self._child.lock().unwrap().id()
+    }
+
     pub fn conn(&self) -> ConnArgs {
         ConnArgs {
             kubeconfig: Some(self.kubeconfig.clone()),
