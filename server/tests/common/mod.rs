@@ -44,6 +44,12 @@ fn backend_args() -> &'static [&'static str] {
     }
 }
 
+/// Whether the suites run on a store that outlives the process (the embedded engine; the
+/// in-memory store of `KEEL_TEST_STORAGE_BACKEND=memory` starts empty on every start).
+pub fn persistent_backend() -> bool {
+    backend_args().is_empty()
+}
+
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
         let tmp = tempfile::tempdir().unwrap();
