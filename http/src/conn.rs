@@ -31,7 +31,6 @@ use crate::parse::{parse_head, Framing, Head, HeadError};
 use crate::request::{Admitted, Method, Request, RequestHead};
 use crate::response::{status_body, too_many_requests, Body, Chunk, Response};
 use crate::rt::{self, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, Either, Instant};
-use crate::server::UnadmittedGuard;
 use crate::tls::PeerCert;
 use crate::write::{write_chunk_head, write_head, BodyFraming, LAST_CHUNK};
 use crate::Handler;
@@ -819,5 +818,28 @@ async fn watch_peer<S: AsyncRead + Unpin>(
             Either::Left(Ok(_)) => {}
             Either::Right(()) => return PeerEvent::Stop,
         }
+    }
+}
+
+/// Counts a connection as not yet admitted until [`UnadmittedGuard::admitted`] or drop.
+pub(crate) struct UnadmittedGuard(Option<Rc<Cell<usize>>>);
+
+impl UnadmittedGuard {
+    pub(crate) fn new(count: Rc<Cell<usize>>) -> UnadmittedGuard {
+        count.set(count.get() + 1);
+        UnadmittedGuard(Some(count))
+    }
+
+    /// The connection had a request admitted: it no longer counts.
+    pub fn admitted(&mut self) {
+        if let Some(count) = self.0.take() {
+            count.set(count.get() - 1);
+        }
+    }
+}
+
+impl Drop for UnadmittedGuard {
+    fn drop(&mut self) {
+        self.admitted();
     }
 }

@@ -10,7 +10,7 @@
 //! shut first, so the client reads an orderly end of stream when it has sent nothing yet).
 
 use crate::budget::ByteBudget;
-use crate::conn::{Conn, ConnInfo, CoreState};
+use crate::conn::{Conn, ConnInfo, CoreState, UnadmittedGuard};
 use crate::limits::{Limits, ACCEPT_ERROR_BACKOFF, LISTEN_BACKLOG, OPEN_FILES_RESERVED};
 use crate::rt::{self, Either, Instant};
 use crate::tls::{PeerCert, ServerTls};
@@ -290,29 +290,6 @@ async fn accept_loop(listener: rt::TcpListener, tls: Option<Arc<ServerTls>>, cor
 /// TLS client would not understand a plain-text answer.
 fn refuse_at_accept(stream: rt::TcpStream) {
     let _ = socket2::SockRef::from(&stream).shutdown(std::net::Shutdown::Write);
-}
-
-/// Counts a connection as not yet admitted until [`UnadmittedGuard::admitted`] or drop.
-pub(crate) struct UnadmittedGuard(Option<Rc<Cell<usize>>>);
-
-impl UnadmittedGuard {
-    fn new(count: Rc<Cell<usize>>) -> UnadmittedGuard {
-        count.set(count.get() + 1);
-        UnadmittedGuard(Some(count))
-    }
-
-    /// The connection had a request admitted: it no longer counts.
-    pub fn admitted(&mut self) {
-        if let Some(count) = self.0.take() {
-            count.set(count.get() - 1);
-        }
-    }
-}
-
-impl Drop for UnadmittedGuard {
-    fn drop(&mut self) {
-        self.admitted();
-    }
 }
 
 /// Counts a connection as open while alive; wakes the drain wait when the last one ends.
