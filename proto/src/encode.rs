@@ -33,15 +33,19 @@ pub(crate) fn message(
 }
 
 fn expected(what: &str, got: &Value) -> ProtoError {
-    let kind = match got {
+    ProtoError::Encode(format!("expected {what}, got {}", json_kind(got)))
+}
+
+/// A JSON value's kind as error messages name it ("a string", "null", ...).
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    };
-    ProtoError::Encode(format!("expected {what}, got {kind}"))
+    }
 }
 
 fn object(

@@ -26,6 +26,7 @@ use std::fmt;
 use prost::Message as _;
 use serde_json::{Map, Value};
 
+use crate::encode::json_kind;
 use crate::yaml::to_yaml;
 use crate::ProtoError;
 
@@ -123,17 +124,6 @@ fn fail(msg: impl fmt::Display) -> ProtoError {
     ProtoError::Encode(msg.to_string())
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// gnostic's `Any`: the YAML text of the value.
 fn any(v: &Value) -> Any {
     Any {
@@ -162,7 +152,7 @@ fn named<T, N>(
 ) -> Result<Vec<N>> {
     let m = v
         .as_object()
-        .ok_or_else(|| fail(format_args!("expected an object, found {}", kind_of(v))))?;
+        .ok_or_else(|| fail(format_args!("expected an object, found {}", json_kind(v))))?;
     m.iter()
         .map(|(k, v)| Ok(pair(k.clone(), Some(read(v).map_err(|e| e.within(k))?))))
         .collect()
@@ -177,7 +167,7 @@ impl<'a> Fields<'a> {
     fn of(v: &'a Value, allowed: &[&str], required: &[&str]) -> Result<Fields<'a>> {
         let m = v
             .as_object()
-            .ok_or_else(|| fail(format_args!("expected an object, found {}", kind_of(v))))?;
+            .ok_or_else(|| fail(format_args!("expected an object, found {}", json_kind(v))))?;
         if let Some(k) = m
             .keys()
             .find(|k| !k.starts_with("x-") && !allowed.contains(&k.as_str()))
@@ -204,7 +194,7 @@ impl<'a> Fields<'a> {
 
     fn mismatch(&self, key: &str, want: &str) -> ProtoError {
         let v = &self.0[key];
-        fail(format_args!("expected {want}, found {}", kind_of(v))).within(key)
+        fail(format_args!("expected {want}, found {}", json_kind(v))).within(key)
     }
 
     fn string(&self, key: &str) -> Result<String> {
@@ -375,7 +365,7 @@ fn tag(v: &Value) -> Result<Tag> {
 fn paths(v: &Value) -> Result<Paths> {
     let m = v
         .as_object()
-        .ok_or_else(|| fail(format_args!("expected an object, found {}", kind_of(v))))?;
+        .ok_or_else(|| fail(format_args!("expected an object, found {}", json_kind(v))))?;
     let mut out = Paths::default();
     for (k, v) in m {
         if k.starts_with("x-") {
@@ -718,7 +708,7 @@ fn header(v: &Value) -> Result<Header> {
 fn responses(v: &Value) -> Result<Responses> {
     let m = v
         .as_object()
-        .ok_or_else(|| fail(format_args!("expected an object, found {}", kind_of(v))))?;
+        .ok_or_else(|| fail(format_args!("expected an object, found {}", json_kind(v))))?;
     let mut out = Responses::default();
     for (k, v) in m {
         let is_code = k == "default" || (k.len() == 3 && k.bytes().all(|b| b.is_ascii_digit()));
