@@ -465,6 +465,9 @@ fn limits(cfg: &Config) -> Limits {
         l.watcher_backlog_events_max = 16;
     }
     l.segment_bytes = cfg.segment_bytes;
+    // Raise the revision ceiling often (a manifest write every few revisions), and keep the
+    // jump after a power cut small (the checks read at every revision).
+    l.revision_reserve = 256;
     l
 }
 
@@ -884,6 +887,12 @@ impl Runner {
         let positions = self.take_watches();
         self.eng.reopen();
         self.check_all()?;
+        // A clean close records the last revision handed out: the reopened engine skips none.
+        ensure_eq!(
+            self.eng.next_revision(),
+            self.model.next_revision(),
+            "next revision after a clean reopen"
+        );
         self.resume_watches(positions)
     }
 
@@ -957,6 +966,8 @@ impl Runner {
                 other => unreachable!("not a write: {other:?}"),
             })
             .collect();
+        // The revision the first admitted write gets (after an earlier cut, above r0 + 1).
+        let first = self.eng.next_revision();
         self.eng.fault_io().cut_after(after_calls, mode);
         let pending: Vec<_> = writes
             .iter()
@@ -980,7 +991,7 @@ impl Runner {
                 )
             })
             .collect();
-        let mut next = r0.next();
+        let mut next = first;
         let mut admitted: Vec<Option<Revision>> = Vec::new();
         for (i, ((k, op, _), res)) in writes.iter().zip(&results).enumerate() {
             let cur = state[k];
@@ -1104,7 +1115,7 @@ impl Runner {
 
         // The model replays the survivors; a lost write's revision is skipped (consumed by
         // a write whose value builder refuses).
-        let mut r = r0.next();
+        let mut r = first;
         while r <= cur {
             let done = match by_rev.get(&r) {
                 Some(&i) if survived[i] => {
@@ -1143,6 +1154,13 @@ impl Runner {
             r = r.next();
         }
         self.check_all()?;
+        // The engine hands out no revision the run before the cut may have handed out.
+        ensure!(
+            self.eng.next_revision() > admitted.iter().flatten().copied().max().unwrap_or(r0),
+            "next revision {} after the cut would reuse one handed out before it",
+            self.eng.next_revision()
+        );
+        self.model.skip_revisions_below(self.eng.next_revision());
         self.resume_watches(positions)
     }
 
