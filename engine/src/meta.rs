@@ -143,9 +143,13 @@ fn replace(
     if !repair {
         return Err(e);
     }
+    let why = match &e {
+        Error::Corrupt { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    };
     let note = RecoveryNote::Rebuilt {
         file: dir.join(file),
-        reason: format!("it was damaged: {e}"),
+        reason: format!("it was damaged ({why}); rewritten from what the store's other files say"),
     };
     rewrite.push((file, bytes, Some(note)));
     Ok(())

@@ -969,11 +969,26 @@ impl Runner {
         // The revision the first admitted write gets (after an earlier cut, above r0 + 1).
         let first = self.eng.next_revision();
         self.eng.fault_io().cut_after(after_calls, mode);
+        // The highest revision a value builder was told: handed out, if not acknowledged.
+        let told = std::cell::Cell::new(Revision::ZERO);
         let pending: Vec<_> = writes
             .iter()
-            .map(|(k, op, v)| self.eng.write(k, *op, value(v)))
+            .map(|(k, op, v)| {
+                self.eng
+                    .write(k, *op, |ctx: &WriteContext<'_>, out: &mut Vec<u8>| {
+                        told.set(told.get().max(ctx.revision.unwrap_or_default()));
+                        out.extend_from_slice(v);
+                        Ok(())
+                    })
+            })
             .collect();
         let results: Vec<Result<Written, Error>> = pending.into_iter().map(ack).collect();
+        let handed_out = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|w| w.revision))
+            .chain([told.get()])
+            .max()
+            .unwrap_or_default();
         let shard_of: Vec<usize> = writes
             .iter()
             .map(|(k, _, _)| self.eng.shard_of(k))
@@ -1154,10 +1169,11 @@ impl Runner {
             r = r.next();
         }
         self.check_all()?;
-        // The engine hands out no revision the run before the cut may have handed out.
+        // The engine hands out no revision it handed out before the cut (to a value builder or
+        // in an acknowledgement), whatever the cut kept.
         ensure!(
-            self.eng.next_revision() > admitted.iter().flatten().copied().max().unwrap_or(r0),
-            "next revision {} after the cut would reuse one handed out before it",
+            self.eng.next_revision() > handed_out,
+            "next revision {} after the cut would reuse {handed_out}, handed out before it",
             self.eng.next_revision()
         );
         self.model.skip_revisions_below(self.eng.next_revision());

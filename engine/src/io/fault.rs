@@ -154,14 +154,15 @@ impl Image {
         Some(b)
     }
 
-    /// Materializes the image under `dir` (which must not hold a store already).
+    /// Materializes the image under `dir` (which must not hold a store already), with the
+    /// modes the engine gives its files (the model keeps no modes).
     pub fn write_to(&self, dir: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(dir)?;
+        super::create_private_dir_all(dir)?;
         for d in &self.dirs {
-            std::fs::create_dir_all(dir.join(d))?;
+            super::create_private_dir_all(&dir.join(d))?;
         }
         for (rel, f) in &self.files {
-            let file = File::create(dir.join(rel))?;
+            let file = super::create_private_file(&dir.join(rel), false)?;
             file.set_len(f.len)?;
             for (&p, page) in &f.pages {
                 let n = (page.len() as u64).min(f.len.saturating_sub(p * PAGE)) as usize;

@@ -211,12 +211,13 @@ impl Io for RealIo {
     }
 
     fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn DirLock>> {
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(FILE_MODE)
-            .open(dir.join("LOCK"))?;
+        let path = dir.join("LOCK");
+        let f = match create_private_file(&path, true) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                OpenOptions::new().write(true).open(&path)?
+            }
+            r => r?,
+        };
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {

@@ -109,6 +109,8 @@ pub struct Plan {
     remove: Vec<(PathBuf, bool)>,
     /// The last kept segment ends with a torn, unacknowledged batch at this offset.
     torn: Option<(u64, Revisions)>,
+    /// Repair: kept segments (by index) whose length must be restored.
+    resize: Vec<(usize, u64, Problem)>,
     cut: Option<Cut>,
     /// Files that are no part of the log (a repair sets them aside).
     aside: Vec<Problem>,
@@ -133,6 +135,7 @@ pub fn verify(
         kept: Vec::new(),
         remove: Vec::new(),
         torn: None,
+        resize: Vec::new(),
         cut: None,
         aside: Vec::new(),
         max_seen: Revision::ZERO,
@@ -254,8 +257,14 @@ pub fn verify(
                     judge_listed(seg, &scanned, cands, clean)
                 };
                 match verdict {
-                    Ok(torn) => {
-                        plan.torn = torn;
+                    Ok(j) => {
+                        if let Some((size, p)) = j.resize {
+                            if !repair {
+                                return Err(p.into());
+                            }
+                            plan.resize.push((plan.kept.len(), size, p));
+                        }
+                        plan.torn = j.torn;
                         plan.kept.push(Kept {
                             seg: seg.clone(),
                             batches: scanned.batches,
@@ -352,7 +361,18 @@ fn scan(seg: &Segment, max_rev: &mut Revision) -> Scanned {
 
 /// The verdict on one segment: `Ok` with the torn tail to drop, if any; or the problem and
 /// how far the segment's data can be kept (`None`: not at all).
-type Verdict = Result<Option<(u64, Revisions)>, (Problem, Option<u64>)>;
+type Verdict = Result<Judged, (Problem, Option<u64>)>;
+
+/// A segment whose data is whole.
+#[derive(Default)]
+struct Judged {
+    /// The torn last batch to drop: its offset and revisions.
+    torn: Option<(u64, Revisions)>,
+    /// The file's length is wrong though every byte of data is there (cut or extended in
+    /// the zeros after it): the length it must have. Damage all the same; a repair restores
+    /// the length instead of cutting the log there.
+    resize: Option<(u64, Problem)>,
+}
 
 /// The revisions of the batch whose header is at `at`, if it decodes.
 fn batch_revisions(b: &[u8], at: u64) -> Revisions {
@@ -429,16 +449,6 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
         ScanEnd::Clean { .. } => false,
     };
     let len = seg.capacity();
-    let size_problem = || {
-        (
-            problem(
-                len.min(c.size),
-                None,
-                format!("the file is {len} bytes, the manifest says {}", c.size),
-            ),
-            Some(data_end),
-        )
-    };
     if data_end < c.end {
         let what = if torn {
             "a batch there is damaged"
@@ -521,10 +531,14 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
             ));
         }
     }
-    if len != c.size {
-        return Err(size_problem());
-    }
-    Ok(torn.then(|| (data_end, batch_revisions(bytes, data_end))))
+    let resize = (len != c.size).then(|| {
+        let why = format!("the file is {len} bytes, the manifest says {}", c.size);
+        (c.size, problem(len.min(c.size), None, why))
+    });
+    Ok(Judged {
+        torn: torn.then(|| (data_end, batch_revisions(bytes, data_end))),
+        resize,
+    })
 }
 
 /// Checks a segment without a manifest entry (version-1 rules): it must verify whole, except
@@ -567,20 +581,15 @@ fn judge_unlisted(seg: &Segment, s: &Scanned, later_empty: impl FnOnce() -> bool
         ScanEnd::Clean { .. } => false,
     };
     let len = seg.capacity();
-    if seg.header.size != 0 && len != seg.header.size {
-        return Err((
-            problem(
-                len.min(seg.header.size),
-                None,
-                format!(
-                    "the file is {len} bytes, its header says {}",
-                    seg.header.size
-                ),
-            ),
-            Some(data_end),
-        ));
-    }
-    Ok(torn.then(|| (data_end, batch_revisions(bytes, data_end))))
+    let size = seg.header.size;
+    let resize = (size != 0 && len != size).then(|| {
+        let why = format!("the file is {len} bytes, its header says {size}");
+        (size, problem(len.min(size), None, why))
+    });
+    Ok(Judged {
+        torn: torn.then(|| (data_end, batch_revisions(bytes, data_end))),
+        resize,
+    })
 }
 
 /// Carries out a plan: drops the torn tail, removes leftovers, sets aside what a repair
@@ -598,11 +607,28 @@ pub fn apply(
         mut kept,
         remove,
         torn,
+        resize,
         cut,
         aside,
         synced,
         ..
     } = plan;
+    for (i, size, p) in resize {
+        let k = &mut kept[i];
+        let f = io.open(&k.seg.path)?;
+        f.set_len(size)?;
+        f.sync_all()?;
+        drop(f);
+        // A new mapping, as long as the file now is.
+        k.seg = Arc::new(Segment::open(io, k.seg.id, &k.seg.path)?);
+        report.note(RecoveryNote::Rebuilt {
+            file: p.file,
+            reason: format!(
+                "{}: its length is restored to {size} bytes, no data was lost",
+                p.reason
+            ),
+        });
+    }
     let mut dir_changed = false;
     for (path, noted) in remove {
         match io.remove_file(&path) {
