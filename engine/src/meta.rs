@@ -95,6 +95,14 @@ fn read_manifest(io: &dyn Io, dir: &Path) -> Result<Option<Manifest>, Error> {
     }
 }
 
+/// What is wrong, without the error's advice (for a note that says what was done about it).
+fn reason_of(e: &Error) -> String {
+    match e {
+        Error::Corrupt { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn corrupt(path: &Path, reason: impl Into<String>) -> Error {
     Error::Corrupt {
         file: path.to_path_buf(),
@@ -143,10 +151,7 @@ fn replace(
     if !repair {
         return Err(e);
     }
-    let why = match &e {
-        Error::Corrupt { reason, .. } => reason.clone(),
-        other => other.to_string(),
-    };
+    let why = reason_of(&e);
     let note = RecoveryNote::Rebuilt {
         file: dir.join(file),
         reason: format!("it was damaged ({why}); rewritten from what the store's other files say"),
@@ -167,7 +172,7 @@ pub fn load(io: &dyn Io, dir: &Path, wanted: usize, repair: bool) -> Result<Load
         Ok(None) => return without_manifest(io, dir, wanted, repair, shards, compacted, rewrite),
         Err(e) => {
             replace(&mut rewrite, dir, repair, MANIFEST_FILE, Vec::new(), e)?;
-            return rebuild(io, dir, shards.ok(), compacted.ok().flatten(), rewrite);
+            return rebuild(io, dir, shards.ok(), compacted, rewrite);
         }
     };
     let n = m.shards.len();
@@ -229,7 +234,10 @@ fn without_manifest(
                 compacted_bytes(Revision::ZERO),
                 Some(RecoveryNote::Rebuilt {
                     file: dir.join(COMPACTED_FILE),
-                    reason: format!("it was damaged ({e}); history is kept from revision 0"),
+                    reason: format!(
+                        "it was damaged ({}); history is kept from revision 0",
+                        reason_of(&e)
+                    ),
                 }),
             ));
             Ok(Revision::ZERO)
@@ -271,8 +279,7 @@ fn without_manifest(
                     reason: format!("it was missing while {} holds data", seg.display()),
                 }),
             ));
-            let c = compacted.ok().flatten();
-            rebuild(io, dir, shards.ok(), c, rewrite)
+            rebuild(io, dir, shards.ok(), compacted, rewrite)
         }
         (Ok(Shards::V2(_)), Some(seg)) => Err(corrupt(
             &dir.join(MANIFEST_FILE),
@@ -309,7 +316,7 @@ fn rebuild(
     io: &dyn Io,
     dir: &Path,
     shards: Option<Shards>,
-    compacted: Option<Revision>,
+    compacted: Result<Option<Revision>, Error>,
     mut rewrite: Rewrites,
 ) -> Result<Loaded, Error> {
     let n = match shards {
@@ -331,14 +338,15 @@ fn rebuild(
         rewrite.push((SHARDS_FILE, shards_bytes(n), None));
     }
     let compacted = match compacted {
-        Some(c) => c,
-        None => {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            let why = reason_of(&e);
             rewrite.push((
                 COMPACTED_FILE,
                 compacted_bytes(Revision::ZERO),
                 Some(RecoveryNote::Rebuilt {
                     file: dir.join(COMPACTED_FILE),
-                    reason: "it was damaged or missing too: history is kept from revision 0".into(),
+                    reason: format!("it was damaged too ({why}): history is kept from revision 0"),
                 }),
             ));
             Revision::ZERO

@@ -40,8 +40,8 @@ pub enum RecoveryNote {
     Tightened { path: PathBuf, was: u32, now: u32 },
     /// The store was written by an older format version; its metadata now is version `to`.
     Upgraded { from: u32, to: u32 },
-    /// The last run did not close cleanly (or lost data): revisions it may have handed out
-    /// stay unused; the next write gets `next`.
+    /// The last run did not close cleanly, or data (or the manifest) was lost: revisions it
+    /// may have handed out stay unused; the next write gets `next`.
     RevisionsSkipped {
         last_on_disk: Revision,
         next: Revision,
@@ -97,8 +97,9 @@ impl fmt::Display for RecoveryNote {
             }
             RecoveryNote::RevisionsSkipped { last_on_disk, next } => write!(
                 f,
-                "the store was not closed cleanly: the newest revision on disk is \
-                 {last_on_disk}, revisions up to {} stay unused (the next write gets {next})",
+                "the newest revision on disk is {last_on_disk}, but the last run (not closed \
+                 cleanly, or its data damaged) may have handed out revisions up to {}: they \
+                 stay unused, the next write gets {next}",
                 Revision(next.0 - 1)
             ),
         }
