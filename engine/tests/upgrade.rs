@@ -123,6 +123,8 @@ fn write_v1_store(dir: &Path) -> (Contents, Revision) {
     let img = images.get_mut(&(1, 1)).unwrap();
     let half = torn.len() / 2;
     img.extend_from_slice(&torn[..half]);
+    // Version 1 had created shard 1's next segment (a rollover) when the crash came.
+    images.insert((1, 2), v1_header(1, 2));
     for ((shard, seq), mut img) in images {
         img.resize(SEGMENT_BYTES, 0);
         let path = dir

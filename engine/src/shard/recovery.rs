@@ -107,8 +107,9 @@ pub struct Plan {
     kept: Vec<Kept>,
     /// `.tmp` leftovers (silently) and unused segments (noted) to delete.
     remove: Vec<(PathBuf, bool)>,
-    /// The last kept segment ends with a torn, unacknowledged batch at this offset.
-    torn: Option<(u64, Revisions)>,
+    /// A kept segment (by index: the newest holding data) ends with a torn, unacknowledged
+    /// batch at this offset.
+    torn: Option<(usize, u64, Revisions)>,
     /// Repair: kept segments (by index) whose length must be restored.
     resize: Vec<(usize, u64, Problem)>,
     cut: Option<Cut>,
@@ -264,7 +265,9 @@ pub fn verify(
                             }
                             plan.resize.push((plan.kept.len(), size, p));
                         }
-                        plan.torn = j.torn;
+                        if let Some((at, revs)) = j.torn {
+                            plan.torn = Some((plan.kept.len(), at, revs));
+                        }
                         plan.kept.push(Kept {
                             seg: seg.clone(),
                             batches: scanned.batches,
@@ -695,8 +698,8 @@ pub fn apply(
             kept_as,
         });
     }
-    if let Some((from, revisions)) = torn {
-        let k = kept.last().expect("a torn segment is kept");
+    if let Some((i, from, revisions)) = torn {
+        let k = &kept[i];
         k.seg.zero_tail(from)?;
         report.note(RecoveryNote::TornTail {
             segment: k.seg.path.clone(),
