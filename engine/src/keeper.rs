@@ -16,7 +16,8 @@
 //! - at a clean close (`close`), with every active segment's exact end.
 //!
 //! None of these is on a write's path: no batch waits for a manifest write, except the first
-//! batch of a new segment (every `segment_bytes`).
+//! batch of a new segment (every `segment_bytes`), and the first write after an open that kept
+//! a clean close's manifest as it was (it waits for the first raise).
 //!
 //! **The revision ceiling**: every revision the sequencer hands out is at or below the ceiling
 //! recorded in the durable manifest. A revision is admitted only below the durable ceiling; when

@@ -83,12 +83,26 @@ struct Span {
     end: u64,
     first: Revision,
     last: Revision,
+    /// The segment's records up to the end of this batch (an index into `Kept::records`).
+    records_end: usize,
 }
 
-/// A segment to keep, and its verified batches.
+/// A segment to keep, its verified batches and their records (no-ops left out), collected
+/// while verifying so that building the index does not read the segment again.
 struct Kept {
     seg: Arc<Segment>,
     batches: Vec<Span>,
+    /// Each record's key length and version (whose location says where the key is).
+    records: Vec<(u16, Version)>,
+}
+
+impl Kept {
+    /// Keeps the batches that end at or before `end`, and their records.
+    fn truncate(&mut self, end: u64) {
+        self.batches.retain(|b| b.end <= end);
+        self.records
+            .truncate(self.batches.last().map_or(0, |b| b.records_end));
+    }
 }
 
 /// Where a repair cuts the shard's log.
@@ -268,21 +282,14 @@ pub fn verify(
                         if let Some((at, revs)) = j.torn {
                             plan.torn = Some((plan.kept.len(), at, revs));
                         }
-                        plan.kept.push(Kept {
-                            seg: seg.clone(),
-                            batches: scanned.batches,
-                        });
+                        plan.kept.push(scanned.kept);
                         Ok(())
                     }
                     Err((p, keep_to)) => {
-                        let keep = keep_to.filter(|&k| k > HEADER_END).map(|k| Kept {
-                            seg: seg.clone(),
-                            batches: scanned
-                                .batches
-                                .iter()
-                                .copied()
-                                .filter(|b| b.end <= k)
-                                .collect(),
+                        let keep = keep_to.filter(|&k| k > HEADER_END).map(|k| {
+                            let mut kept = scanned.kept;
+                            kept.truncate(k);
+                            kept
                         });
                         Err((p, keep))
                     }
@@ -315,7 +322,8 @@ pub fn verify(
 
 /// What `scan_segment` found in one segment.
 struct Scanned {
-    batches: Vec<Span>,
+    /// The segment with its verified batches and their records.
+    kept: Kept,
     end: ScanEnd,
     /// A record whose revision is not above the shard's previous one: (offset, revision,
     /// previous). The batches from the one holding it on are not in `batches`.
@@ -323,8 +331,9 @@ struct Scanned {
     max_seen: Revision,
 }
 
-fn scan(seg: &Segment, max_rev: &mut Revision) -> Scanned {
+fn scan(seg: &Arc<Segment>, max_rev: &mut Revision) -> Scanned {
     let mut batches: Vec<Span> = Vec::new();
+    let mut records: Vec<(u16, Version)> = Vec::new();
     let mut disorder = None;
     let mut max_seen = Revision::ZERO;
     let mut prev = *max_rev;
@@ -336,6 +345,7 @@ fn scan(seg: &Segment, max_rev: &mut Revision) -> Scanned {
                 end: off + (format::BATCH_HEADER_LEN as u64) + h.len as u64,
                 first: h.first,
                 last: h.last,
+                records_end: 0,
             })
         },
         |r| {
@@ -345,17 +355,42 @@ fn scan(seg: &Segment, max_rev: &mut Revision) -> Scanned {
             }
             if r.revision <= prev {
                 disorder = Some((r.offset, r.revision, prev));
-            } else {
-                prev = r.revision;
+                return;
+            }
+            prev = r.revision;
+            if r.op != Op::Nop {
+                let loc = Loc {
+                    seg: seg.id,
+                    off: r.offset as u32,
+                    value_len: r.value.len() as u32,
+                    tombstone: r.op == Op::Delete,
+                };
+                records.push((r.key.len() as u16, Version::new(r.revision, loc)));
             }
         },
     );
-    if let Some((off, _, _)) = disorder {
-        batches.retain(|b| b.end <= off);
+    // Which records each batch ends after (both are in offset order).
+    let mut n = 0;
+    for b in &mut batches {
+        while n < records.len() && (records[n].1.loc().off as u64) < b.end {
+            n += 1;
+        }
+        b.records_end = n;
     }
-    *max_rev = batches.last().map_or(*max_rev, |b| b.last.max(*max_rev));
-    Scanned {
+    let mut kept = Kept {
+        seg: seg.clone(),
         batches,
+        records,
+    };
+    if let Some((off, _, _)) = disorder {
+        kept.truncate(off);
+    }
+    *max_rev = kept
+        .batches
+        .last()
+        .map_or(*max_rev, |b| b.last.max(*max_rev));
+    Scanned {
+        kept,
         end,
         disorder,
         max_seen,
@@ -423,8 +458,8 @@ fn judge_listed(seg: &Segment, s: &Scanned, cands: &[Entry], clean: bool) -> Ver
 
 fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
     let bytes = seg.bytes();
-    let data_end = s.batches.last().map_or(HEADER_END, |b| b.end);
-    let kept_last = s.batches.last().map_or(Revision::ZERO, |b| b.last);
+    let data_end = s.kept.batches.last().map_or(HEADER_END, |b| b.end);
+    let kept_last = s.kept.batches.last().map_or(Revision::ZERO, |b| b.last);
     // Revisions the manifest names beyond what verified.
     let lost = || (c.last > kept_last).then(|| Revision(kept_last.0 + 1)..=c.last);
     let problem = |offset: u64, revisions: Revisions, reason: String| Problem {
@@ -475,10 +510,15 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
     // The batches up to the recorded end.
     let upto_len = match c.end {
         HEADER_END => Some(0),
-        end => s.batches.iter().position(|b| b.end == end).map(|p| p + 1),
+        end => s
+            .kept
+            .batches
+            .iter()
+            .position(|b| b.end == end)
+            .map(|p| p + 1),
     };
     let Some(upto_len) = upto_len else {
-        let keep = s.batches.iter().rfind(|b| b.end <= c.end);
+        let keep = s.kept.batches.iter().rfind(|b| b.end <= c.end);
         return Err((
             problem(
                 c.end,
@@ -488,7 +528,7 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
             Some(keep.map_or(HEADER_END, |b| b.end)),
         ));
     };
-    let upto = &s.batches[..upto_len];
+    let upto = &s.kept.batches[..upto_len];
     let (first, last) = (
         upto.first().map_or(Revision::ZERO, |b| b.first),
         upto.last().map_or(Revision::ZERO, |b| b.last),
@@ -506,7 +546,7 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
             None,
         ));
     }
-    let after = &s.batches[upto.len()..];
+    let after = &s.kept.batches[upto.len()..];
     if !c.is(ENTRY_ACTIVE) || clean {
         // The end is exact: nothing may follow.
         if !after.is_empty() {
@@ -548,7 +588,7 @@ fn judge_entry(seg: &Segment, s: &Scanned, c: &Entry, clean: bool) -> Verdict {
 /// that the newest segment holding data may end with a torn batch.
 fn judge_unlisted(seg: &Segment, s: &Scanned, later_empty: impl FnOnce() -> bool) -> Verdict {
     let bytes = seg.bytes();
-    let data_end = s.batches.last().map_or(HEADER_END, |b| b.end);
+    let data_end = s.kept.batches.last().map_or(HEADER_END, |b| b.end);
     let problem = |offset: u64, revisions: Revisions, reason: String| Problem {
         file: seg.path.clone(),
         offset,
@@ -724,7 +764,6 @@ fn build(
     kept: Vec<Kept>,
     synced: bool,
 ) -> Result<Recovered, Error> {
-    let mut entries: Vec<(&[u8], Version)> = Vec::new();
     let mut max_rev = Revision::ZERO;
     for (i, k) in kept.iter().enumerate() {
         let seg = &k.seg;
@@ -732,28 +771,22 @@ fn build(
             seg.id as usize, i,
             "kept segments are numbered in log order"
         );
-        let bytes = seg.bytes();
         for b in &k.batches {
             seg.note_batch(b.start, b.first, b.last, b.end);
             max_rev = max_rev.max(b.last);
-            let mut at = b.start as usize + format::BATCH_HEADER_LEN;
-            while at < b.end as usize {
-                let (r, span) = format::record_at(bytes, at);
-                at += span;
-                if r.op == Op::Nop {
-                    continue;
-                }
-                let loc = Loc {
-                    seg: seg.id,
-                    off: r.offset as u32,
-                    value_len: r.value.len() as u32,
-                    tombstone: r.op == Op::Delete,
-                };
-                entries.push((r.key, Version::new(r.revision, loc)));
-            }
         }
         let end = k.batches.last().map_or(HEADER_END, |b| b.end);
         seg.data_end.store(end, Ordering::Release);
+    }
+    // The records' keys, straight from the mappings (their locations are their segments' ids).
+    let mut entries: Vec<(&[u8], Version)> =
+        Vec::with_capacity(kept.iter().map(|k| k.records.len()).sum());
+    for k in &kept {
+        let bytes = k.seg.bytes();
+        entries.extend(k.records.iter().map(|&(key_len, v)| {
+            let at = v.loc().off as usize + format::RECORD_HEADER_LEN;
+            (&bytes[at..at + key_len as usize], v)
+        }));
     }
     // Stable sort by key keeps each key's versions in revision order; building the map from
     // sorted input packs its nodes.
