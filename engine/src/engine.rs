@@ -5,18 +5,23 @@
 //!
 //! ```text
 //! <dir>/LOCK            flock'd while open: one engine per directory
-//! <dir>/SHARDS          shard count, fixed at creation ("2\n")
+//! <dir>/SHARDS          shard count, fixed at creation ("2\ncrc32 <hex>\n")
 //! <dir>/COMPACTED       compacted revision: u64 LE + crc32 of it
+//! <dir>/MANIFEST        every shard's segments, their lengths and revisions; the revision
+//!                       ceiling (`manifest.rs`, `keeper.rs`)
 //! <dir>/shard-000/0000000000000001.seg ...
 //! ```
 
-use crate::format::get_u32;
 use crate::health::{Failure, Health};
-use crate::io::{DirLock, Io};
+use crate::io::{DirLock, Io, DIR_MODE, FILE_MODE};
+use crate::keeper::{write_atomically, Keeper, KeeperSetup, MANIFEST_FILE};
 use crate::limits::LIST_PREALLOC_ITEMS_MAX;
 use crate::list::{self, Chunk, Stream};
+use crate::manifest::Manifest;
+use crate::meta::{self, Layout};
+use crate::report::{RecoveryNote, RecoveryReport};
 use crate::sequencer::Sequencer;
-use crate::shard::{self, Shard, ShardSetup};
+use crate::shard::{self, Listing, Shard, ShardSetup};
 use crate::store::{Capabilities, EventStream, Stats, ValueBuilder};
 use crate::watch::{HistorySource, Hub};
 use crate::{
@@ -37,6 +42,7 @@ struct Inner {
     seq: Arc<Sequencer>,
     hub: Arc<Hub>,
     health: Arc<Health>,
+    keeper: Arc<Keeper>,
     compacted: AtomicU64,
     /// (when, visible revision) samples for the history window.
     times: Mutex<VecDeque<(Instant, Revision)>>,
@@ -49,68 +55,11 @@ pub struct Engine {
     inner: Arc<Inner>,
     threads: Vec<JoinHandle<()>>,
     closed: bool,
+    /// What the open found and did (torn tails, repairs, upgrades).
+    report: RecoveryReport,
     /// Held by the engine, not `Inner`: watchers may keep `Inner` alive after the engine is
     /// dropped, and the directory must be reopenable then.
     _lock: Box<dyn DirLock>,
-}
-
-const COMPACTED_FILE: &str = "COMPACTED";
-const SHARDS_FILE: &str = "SHARDS";
-
-fn write_atomically(io: &dyn Io, dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let f = io.create(&tmp, false)?;
-    f.write_all_at(bytes, 0)?;
-    f.sync_all()?;
-    io.rename(&tmp, &dir.join(name))?;
-    io.sync_dir(dir)
-}
-
-fn read_compacted(io: &dyn Io, dir: &Path) -> Result<Revision, Error> {
-    let path = dir.join(COMPACTED_FILE);
-    match io.read(&path) {
-        Ok(b) => {
-            if b.len() != 12 || crc32fast::hash(&b[..8]) != get_u32(&b, 8) {
-                return Err(Error::Corrupt {
-                    segment: path,
-                    offset: 0,
-                    reason: "bad COMPACTED file".into(),
-                });
-            }
-            Ok(Revision(u64::from_le_bytes(b[..8].try_into().unwrap())))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Revision::ZERO),
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn write_compacted(io: &dyn Io, dir: &Path, rev: Revision) -> std::io::Result<()> {
-    let mut b = rev.0.to_le_bytes().to_vec();
-    let crc = crc32fast::hash(&b);
-    b.extend_from_slice(&crc.to_le_bytes());
-    write_atomically(io, dir, COMPACTED_FILE, &b)
-}
-
-fn shard_count(io: &dyn Io, dir: &Path, wanted: usize) -> Result<usize, Error> {
-    let path = dir.join(SHARDS_FILE);
-    match io.read(&path) {
-        Ok(b) => std::str::from_utf8(&b)
-            .unwrap_or("")
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| Error::Corrupt {
-                segment: path,
-                offset: 0,
-                reason: format!("bad SHARDS file {:?}", String::from_utf8_lossy(&b)),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_atomically(io, dir, SHARDS_FILE, format!("{wanted}\n").as_bytes())?;
-            Ok(wanted)
-        }
-        Err(e) => Err(e.into()),
-    }
 }
 
 fn check_options(opts: &Options) -> Result<(), Error> {
@@ -121,8 +70,14 @@ fn check_options(opts: &Options) -> Result<(), Error> {
             why,
         )))
     };
-    if opts.shards == 0 {
-        return bad("shards must be at least 1".into());
+    if opts.shards == 0 || opts.shards > crate::limits::SHARDS_MAX {
+        return bad(format!(
+            "shards must be between 1 and {}",
+            crate::limits::SHARDS_MAX
+        ));
+    }
+    if l.revision_reserve < 2 {
+        return bad("revision_reserve must be at least 2".into());
     }
     if l.segment_bytes > crate::index::SEGMENT_BYTES_MAX || l.segment_bytes < 64 * 1024 {
         return bad(format!(
@@ -138,38 +93,63 @@ fn check_options(opts: &Options) -> Result<(), Error> {
 }
 
 impl Engine {
-    /// Opens (or creates) the store in `opts.dir`: recovers every shard in parallel, then
-    /// starts one flusher thread per shard and the maintenance thread.
+    /// Opens (or creates) the store in `opts.dir`: checks the store's files and every shard's
+    /// segments against the manifest (all shards in parallel, changing nothing), then drops
+    /// torn tails (or, with `Options::repair`, damaged data), rebuilds the indexes, records
+    /// the store in a new manifest, and starts one flusher thread per shard, the keeper's
+    /// thread and the maintenance thread. Damaged acknowledged data is `Error::Corrupt`.
     pub fn open(opts: Options) -> Result<Engine, Error> {
         check_options(&opts)?;
         let io = opts.io.clone();
         io.create_dir_all(&opts.dir)?;
         let lock = io.lock_dir(&opts.dir)?;
-        let n = shard_count(&*io, &opts.dir, opts.shards)?;
-        let compacted = read_compacted(&*io, &opts.dir)?;
+        let loaded = meta::load(&*io, &opts.dir, opts.shards, opts.repair)?;
+        let n = loaded.shards;
+        let shard_dir = |i: usize| opts.dir.join(shard::shard_dir_name(i));
+        let listing = |i: usize| match &loaded.layout {
+            Layout::Listed(m) => Listing::Manifest {
+                entries: &m.shards[i],
+                clean: m.clean,
+            },
+            Layout::Fresh => Listing::Manifest {
+                entries: &[],
+                clean: false,
+            },
+            Layout::Upgrade | Layout::Rebuild => Listing::Scan,
+        };
+        let plans = on_threads(n, |i| {
+            shard::verify(&*io, i, &shard_dir(i), listing(i), opts.repair)
+        })?;
+
+        // From here on the open changes the directory.
+        let mut report = RecoveryReport::default();
+        tighten(&*io, &opts.dir, n, &mut report)?;
+        let mut rewrite = loaded.rewrite;
+        let shards_first = rewrite.iter().position(|r| r.0 == meta::SHARDS_FILE);
+        if let (Layout::Fresh, Some(i)) = (&loaded.layout, shards_first) {
+            // A new store's shard count first: nothing else says it yet. (Anywhere else the
+            // manifest comes first: `SHARDS` in the current format and no manifest is a store
+            // that lost its manifest.)
+            let (name, bytes, note) = rewrite.remove(i);
+            write_atomically(&*io, &opts.dir, name, &bytes)?;
+            note.into_iter().for_each(|n| report.note(n));
+        }
         // The shard directories' names must be durable before anything synced inside them
         // counts: one sync of the store directory covers those just created.
         for i in 0..n {
-            io.create_dir_all(&opts.dir.join(shard::shard_dir_name(i)))?;
+            io.create_dir_all(&shard_dir(i))?;
         }
         io.sync_dir(&opts.dir)?;
-        let recovered: Vec<Result<shard::Recovered, Error>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..n)
-                .map(|i| {
-                    let dir = opts.dir.join(shard::shard_dir_name(i));
-                    let limits = &opts.limits;
-                    let io = &*io;
-                    s.spawn(move || shard::recover(io, i, &dir, limits, compacted))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("recovery thread panicked"))
-                .collect()
-        });
+        let max_seen = plans.iter().map(|p| p.max_seen).max().unwrap_or_default();
+        let compacted = loaded.compacted;
+        let applied = on_threads_owned(plans, |p| {
+            let mut r = RecoveryReport::default();
+            shard::apply(p, &*io, &opts.limits, compacted, &mut r).map(|rec| (rec, r))
+        })?;
         let mut recs = Vec::with_capacity(n);
-        for r in recovered {
-            recs.push(r?);
+        for (rec, r) in applied {
+            report.notes.extend(r.notes);
+            recs.push(rec);
         }
         let current = recs
             .iter()
@@ -177,9 +157,74 @@ impl Engine {
             .max()
             .unwrap_or_default()
             .max(compacted);
-        let hub = Arc::new(Hub::new(&opts.limits, current));
-        let seq = Arc::new(Sequencer::new(current, hub.clone()));
+        // Above every revision the last run may have handed out (`keeper.rs`).
+        let step = opts.limits.revision_reserve;
+        let (floor, generation, clean) = match &loaded.layout {
+            Layout::Listed(m) => (m.ceiling.max(current), m.generation, m.clean),
+            Layout::Fresh | Layout::Upgrade => (current, 0, true),
+            // The manifest's ceiling is lost: the highest revision anywhere, plus the most a
+            // ceiling can have been ahead of it.
+            Layout::Rebuild => (Revision(current.0.max(max_seen.0) + 2 * step), 0, false),
+        };
+        let next = floor.next();
+        if floor > current && (!clean || report.dropped_data()) {
+            report.note(RecoveryNote::RevisionsSkipped {
+                last_on_disk: current,
+                next,
+            });
+        }
         let health = Arc::new(Health::default());
+        let mut manifest = Manifest {
+            generation,
+            ceiling: Revision(floor.0 + step),
+            compacted,
+            clean: false,
+            shards: recs.iter().map(|r| r.entries.clone()).collect(),
+        };
+        // A clean store opened without a change keeps its manifest until the first write: a
+        // reopen that writes nothing costs no manifest write.
+        let on_disk = match &loaded.layout {
+            Layout::Listed(m) => {
+                m.clean
+                    && report.notes.is_empty()
+                    && rewrite.is_empty()
+                    && m.ceiling == floor
+                    && m.compacted == compacted
+                    && m.shards == manifest.shards
+            }
+            _ => false,
+        };
+        if on_disk {
+            (manifest.ceiling, manifest.clean) = (floor, true);
+        }
+        let actives = recs.iter().map(|r| Some(r.active.clone())).collect();
+        let setup = KeeperSetup {
+            io: io.clone(),
+            dir: opts.dir.clone(),
+            health: health.clone(),
+            reserve: step,
+            sync: opts.sync,
+        };
+        let keeper = Arc::new(Keeper::create(setup, manifest, actives, on_disk)?);
+        for (name, bytes, note) in rewrite {
+            if name != MANIFEST_FILE {
+                write_atomically(&*io, &opts.dir, name, &bytes)?;
+            }
+            note.into_iter().for_each(|n| report.note(n));
+        }
+        if matches!(loaded.layout, Layout::Upgrade) {
+            report.note(RecoveryNote::Upgraded {
+                from: 1,
+                to: crate::format::FORMAT_VERSION,
+            });
+        }
+        let hub = Arc::new(Hub::new(&opts.limits, current));
+        let seq = Arc::new(Sequencer::new(
+            current,
+            next,
+            hub.clone(),
+            keeper.ceiling.clone(),
+        ));
         let setup = ShardSetup {
             sync: opts.sync,
             linger: shard::Linger {
@@ -190,14 +235,12 @@ impl Engine {
             io,
             seq: seq.clone(),
             health: health.clone(),
+            keeper: keeper.clone(),
         };
         let shards: Vec<Arc<Shard>> = recs
             .into_iter()
             .enumerate()
-            .map(|(i, r)| {
-                let dir = opts.dir.join(shard::shard_dir_name(i));
-                Arc::new(Shard::new(i, dir, r, &setup))
-            })
+            .map(|(i, r)| Arc::new(Shard::new(i, shard_dir(i), r, &setup)))
             .collect();
         let inner = Arc::new(Inner {
             opts,
@@ -205,6 +248,7 @@ impl Engine {
             seq,
             hub,
             health,
+            keeper,
             compacted: AtomicU64::new(compacted.0),
             times: Mutex::new(VecDeque::from([(Instant::now(), current)])),
             maintenance: Mutex::new(()),
@@ -223,6 +267,12 @@ impl Engine {
                     })?,
             );
         }
+        let k = inner.keeper.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("keel-keeper".into())
+                .spawn(move || k.run(crate::limits::MANIFEST_REFRESH_INTERVAL))?,
+        );
         if let Some(every) = inner.opts.maintenance_interval {
             let i = inner.clone();
             threads.push(
@@ -235,8 +285,20 @@ impl Engine {
             inner,
             threads,
             closed: false,
+            report,
             _lock: lock,
         })
+    }
+
+    /// What the open found and did beyond the plain case (each note was logged too).
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// The revision the next write gets at the earliest: after an unclean shutdown, above
+    /// every revision the previous run may have handed out.
+    pub fn next_revision(&self) -> Revision {
+        self.inner.seq.next()
     }
 
     /// Flushes what is pending, stops the background threads and ends every watcher.
@@ -264,8 +326,15 @@ impl Engine {
         for s in &self.inner.shards {
             s.shutdown();
         }
+        self.inner.keeper.stop();
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        // Every flusher has drained: record the exact ends, and the last revision handed out
+        // as the ceiling, so that a clean restart skips no revision.
+        let last = Revision(self.inner.seq.next().0 - 1);
+        if let Err(e) = self.inner.keeper.close(last) {
+            eprintln!("keel-engine: recording the clean close in MANIFEST failed: {e}");
         }
         self.inner.hub.close();
     }
@@ -339,6 +408,83 @@ impl Engine {
     pub fn shard_of(&self, key: &[u8]) -> usize {
         shard::shard_for_key(key, self.inner.shards.len())
     }
+}
+
+/// Runs `f` for `0..n` on a thread each; the results in order, or the first error.
+fn on_threads<T: Send>(
+    n: usize,
+    f: impl Fn(usize) -> Result<T, Error> + Sync,
+) -> Result<Vec<T>, Error> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = (0..n).map(|i| s.spawn(move || f(i))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("recovery thread panicked"))
+            .collect()
+    })
+}
+
+/// `on_threads` over owned inputs.
+fn on_threads_owned<I: Send, T: Send>(
+    items: Vec<I>,
+    f: impl Fn(I) -> Result<T, Error> + Sync,
+) -> Result<Vec<T>, Error> {
+    std::thread::scope(|s| {
+        let f = &f;
+        let handles: Vec<_> = items.into_iter().map(|it| s.spawn(move || f(it))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("recovery thread panicked"))
+            .collect()
+    })
+}
+
+/// Makes the store private: the directory `DIR_MODE`, the shard directories too, every file
+/// the engine keeps in them `FILE_MODE`; notes what it changed.
+fn tighten(
+    io: &dyn Io,
+    dir: &Path,
+    shards: usize,
+    report: &mut RecoveryReport,
+) -> Result<(), Error> {
+    let one = |path: &Path, max: u32, report: &mut RecoveryReport| -> Result<(), Error> {
+        match io.restrict_mode(path, max) {
+            Ok(Some(was)) => {
+                report.note(RecoveryNote::Tightened {
+                    path: path.to_path_buf(),
+                    was: was & 0o7777,
+                    now: was & max & 0o7777,
+                });
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    };
+    one(dir, DIR_MODE, report)?;
+    for name in [
+        "LOCK",
+        meta::SHARDS_FILE,
+        meta::COMPACTED_FILE,
+        MANIFEST_FILE,
+    ] {
+        one(&dir.join(name), FILE_MODE, report)?;
+    }
+    for i in 0..shards {
+        let d = dir.join(shard::shard_dir_name(i));
+        one(&d, DIR_MODE, report)?;
+        let names = match io.list_dir(&d) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for name in names {
+            one(&d.join(name), FILE_MODE, report)?;
+        }
+    }
+    Ok(())
 }
 
 /// Full lists of stores with at least this many live keys scan their shards in parallel.
@@ -528,8 +674,10 @@ impl Inner {
         if revision.0 <= self.compacted.load(Ordering::Acquire) {
             return Ok(());
         }
-        // Persist first: a crash after this point recovers to the same compacted state.
-        write_compacted(&*self.opts.io, &self.opts.dir, revision)?;
+        // Persist first: a crash after this point recovers to the same compacted state. The
+        // manifest follows (`COMPACTED` may be ahead of it, never behind).
+        meta::write_compacted(&*self.opts.io, &self.opts.dir, revision)?;
+        self.keeper.set_compacted(revision)?;
         self.compacted.store(revision.0, Ordering::Release);
         for s in &self.shards {
             s.compact(revision);

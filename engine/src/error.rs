@@ -49,10 +49,14 @@ pub enum Error {
     Busy,
     /// The value builder refused to produce a value; nothing was written.
     Aborted(Box<dyn std::error::Error + Send + Sync>),
-    /// A record failed its checksum in the middle of a segment (not a torn tail).
+    /// `Engine::open` found acknowledged data damaged or missing (anything but a torn,
+    /// unacknowledged last batch): `file` (a segment, `MANIFEST`, `SHARDS`, `COMPACTED`, or a
+    /// shard directory) from `offset` on; the revisions whose records are lost, when known.
+    /// Nothing was changed; `Options::repair` keeps the valid prefix and reports the rest.
     Corrupt {
-        segment: PathBuf,
+        file: PathBuf,
         offset: u64,
+        revisions: crate::report::Revisions,
         reason: String,
     },
     Io(std::io::Error),
@@ -93,13 +97,16 @@ impl fmt::Display for Error {
             Error::Busy => write!(f, "store is busy flushing; retry"),
             Error::Aborted(e) => write!(f, "write aborted: {e}"),
             Error::Corrupt {
-                segment,
+                file,
                 offset,
+                revisions,
                 reason,
             } => write!(
                 f,
-                "corrupt record in {} at offset {offset}: {reason}",
-                segment.display()
+                "damaged store: {} at offset {offset}{}: {reason} (nothing was changed; a \
+                 repair keeps everything before it and reports what it drops)",
+                file.display(),
+                crate::report::show_revisions(revisions)
             ),
             Error::Io(e) => write!(f, "I/O error: {e}"),
             Error::Failed(why) => write!(f, "engine stopped after an I/O failure: {why}"),

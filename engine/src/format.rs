@@ -11,7 +11,11 @@
 use crate::Revision;
 
 pub const SEGMENT_MAGIC: [u8; 8] = *b"KEELSEG\0";
-pub const FORMAT_VERSION: u32 = 1;
+/// The format this engine writes (`FORMAT.md`, version log).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest segment format it reads: an upgraded store keeps its version-1 segments, whose
+/// layout differs only in `size` being zero (unknown).
+pub const FORMAT_VERSION_MIN: u32 = 1;
 pub const SEGMENT_HEADER_LEN: usize = 64;
 // Segment header fields (offsets computed from the previous field).
 pub const SEG_OFF_MAGIC: usize = 0;
@@ -20,7 +24,8 @@ pub const SEG_OFF_SHARD: usize = SEG_OFF_VERSION + 4;
 pub const SEG_OFF_SEQ: usize = SEG_OFF_SHARD + 4;
 pub const SEG_OFF_FLAGS: usize = SEG_OFF_SEQ + 8;
 pub const SEG_OFF_COMPACTED: usize = SEG_OFF_FLAGS + 4;
-pub const SEG_OFF_RESERVED: usize = SEG_OFF_COMPACTED + 8;
+pub const SEG_OFF_SIZE: usize = SEG_OFF_COMPACTED + 8;
+pub const SEG_OFF_RESERVED: usize = SEG_OFF_SIZE + 8;
 pub const SEG_OFF_CRC: usize = SEGMENT_HEADER_LEN - 4;
 /// Segment flag: the segment was produced by rewriting (holds only compacted history).
 pub const SEG_FLAG_REWRITTEN: u32 = 1;
@@ -111,6 +116,9 @@ pub struct SegmentHeader {
     pub flags: u32,
     /// For rewritten segments: the compacted revision the rewrite was done at.
     pub compacted: Revision,
+    /// The file's length when it was created (a segment never changes length afterwards);
+    /// 0 in a version-1 header (unknown).
+    pub size: u64,
 }
 
 impl SegmentHeader {
@@ -122,6 +130,7 @@ impl SegmentHeader {
         put_u64(&mut b, SEG_OFF_SEQ, self.seq);
         put_u32(&mut b, SEG_OFF_FLAGS, self.flags);
         put_u64(&mut b, SEG_OFF_COMPACTED, self.compacted.0);
+        put_u64(&mut b, SEG_OFF_SIZE, self.size);
         let crc = crc32fast::hash(&b[..SEG_OFF_CRC]);
         put_u32(&mut b, SEG_OFF_CRC, crc);
         b
@@ -142,14 +151,19 @@ impl SegmentHeader {
             return Err("segment header checksum mismatch".into());
         }
         let version = get_u32(b, SEG_OFF_VERSION);
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
             return Err(format!("unsupported format version {version}"));
+        }
+        let size = get_u64(b, SEG_OFF_SIZE);
+        if version == 1 && size != 0 {
+            return Err("version-1 segment header with a size".into());
         }
         Ok(SegmentHeader {
             shard: get_u32(b, SEG_OFF_SHARD),
             seq: get_u64(b, SEG_OFF_SEQ),
             flags: get_u32(b, SEG_OFF_FLAGS),
             compacted: Revision(get_u64(b, SEG_OFF_COMPACTED)),
+            size,
         })
     }
 }
@@ -283,6 +297,25 @@ pub fn decode_record(b: &[u8], at: usize) -> Result<(Record<'_>, usize), String>
     Ok((rec, align_up(len)))
 }
 
+/// The record at `b[at..]` of a batch that `scan_segment` verified: lengths only, no
+/// checksum (recovery builds the index from verified batches without hashing them again).
+pub fn record_at(b: &[u8], at: usize) -> (Record<'_>, usize) {
+    let h = &b[at..at + RECORD_HEADER_LEN];
+    let len = get_u32(h, REC_OFF_LEN) as usize;
+    let key_len = get_u16(h, REC_OFF_KEY_LEN) as usize;
+    let op = Op::from_u8(h[REC_OFF_OP]).expect("verified record");
+    let key_start = at + RECORD_HEADER_LEN;
+    let rec = Record {
+        offset: at as u64,
+        revision: Revision(get_u64(h, REC_OFF_REV)),
+        prev_revision: Revision(get_u64(h, REC_OFF_PREV_REV)),
+        op,
+        key: &b[key_start..key_start + key_len],
+        value: &b[key_start + key_len..at + len],
+    };
+    (rec, align_up(len))
+}
+
 /// How a scan of a segment ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScanEnd {
@@ -374,7 +407,7 @@ pub fn scan_segment<'a>(
                 on_batch(pos as u64, &h);
                 let mut at = pos + BATCH_HEADER_LEN;
                 while at < end {
-                    let (rec, span) = decode_record(&b[..end], at).expect("verified");
+                    let (rec, span) = record_at(&b[..end], at);
                     on_record(&rec);
                     at += span;
                 }
@@ -420,6 +453,7 @@ mod tests {
             seq: 1,
             flags: 0,
             compacted: Revision(0),
+            size: size as u64,
         }
         .encode()
         .to_vec();
@@ -518,6 +552,7 @@ mod tests {
             seq: 9,
             flags: SEG_FLAG_REWRITTEN,
             compacted: Revision(77),
+            size: 4096,
         };
         let mut b = h.encode();
         assert_eq!(SegmentHeader::decode(&b).unwrap(), h);

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Why the engine stopped accepting writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
-    /// The shard whose write path failed.
-    pub shard: usize,
-    /// What failed: "pwrite", "fdatasync" or "creating a segment".
+    /// The shard whose write path failed; `None` for the store's own files (`MANIFEST`).
+    pub shard: Option<usize>,
+    /// What failed: "pwrite", "fdatasync", "creating a segment" or "writing MANIFEST".
     pub operation: &'static str,
     /// The file (or shard directory) it failed on, for the operator's log. Not in `Display`,
     /// whose text reaches API clients in `Error::Failed`.
@@ -28,13 +28,13 @@ pub struct Failure {
 
 impl Failure {
     pub fn io(
-        shard: usize,
+        shard: impl Into<Option<usize>>,
         operation: &'static str,
         path: Option<PathBuf>,
         e: &std::io::Error,
     ) -> Failure {
         Failure {
-            shard,
+            shard: shard.into(),
             operation,
             path,
             errno: e.raw_os_error(),
@@ -44,7 +44,7 @@ impl Failure {
 
     pub fn other(shard: usize, operation: &'static str, message: String) -> Failure {
         Failure {
-            shard,
+            shard: Some(shard),
             operation,
             path: None,
             errno: None,
@@ -61,11 +61,11 @@ impl Failure {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "shard {}: {} failed: {}",
-            self.shard, self.operation, self.message
-        )
+        match self.shard {
+            Some(s) => write!(f, "shard {s}: ")?,
+            None => write!(f, "store: ")?,
+        }
+        write!(f, "{} failed: {}", self.operation, self.message)
     }
 }
 

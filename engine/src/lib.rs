@@ -8,8 +8,17 @@
 //! - Revisions are strictly increasing in commit order across all shards; a reader that sees
 //!   revision N sees every change at or below N (`sequencer.rs`).
 //! - A write is acknowledged only once durable (per `SyncMode`) and visible.
-//! - Every record is checksummed; a torn tail is truncated on open, any other bad record is an
-//!   error naming its segment and offset (`format.rs`, `FORMAT.md`).
+//! - The data directory cannot lie: every record and header is checksummed, and the manifest
+//!   records every shard's segments, their lengths and revisions (`manifest.rs`). On open,
+//!   anything acknowledged that is damaged or missing (a cut, erased or overwritten file, a
+//!   missing or extra segment, a bad `SHARDS` or `COMPACTED`) fails with `Error::Corrupt`
+//!   naming the file, the offset and the revisions, and changes nothing; only a torn last
+//!   batch that was never synced is dropped, and logged (`shard/recovery.rs`, `FORMAT.md`).
+//!   `Options::repair` keeps the valid prefix and reports what it drops.
+//! - No revision is handed out twice, whatever is lost: revisions stay below a ceiling the
+//!   manifest records ahead of them (`keeper.rs`).
+//! - Private: files are created 0600 and directories 0700 whatever the umask, and looser modes
+//!   found on open are reduced (`io/mod.rs`).
 //! - Fail-stop: the first failed `pwrite`, `fdatasync` or segment creation stops writes on
 //!   every shard (`Error::Failed`, reported by `Engine::health`); reads keep working. The
 //!   writes that failed leave nothing visible: no index entry, no event, and (when the disk
@@ -26,6 +35,9 @@
 //!   watchers; `list`: cross-shard merges and rank marks;
 //! - `segment`: one segment file and its mapping; `format`: the bytes (`FORMAT.md`);
 //!   `index`: version chains; `value`: zero-copy values;
+//! - `manifest`: the `MANIFEST` bytes; `keeper`: the live manifest and the revision ceiling;
+//!   `meta`: the store directory's `SHARDS`, `COMPACTED` and `MANIFEST` checked together on
+//!   open; `report`: what an open found and did (`RecoveryReport`);
 //! - `io/`: the I/O seam. Every file and directory operation goes through `io::Io` (from
 //!   `Options::io`): `RealIo` makes the system calls (the default; no extra copy or call),
 //!   `io::fault::FaultIo` fails chosen calls and models power loss for tests;
@@ -41,11 +53,15 @@ pub mod format;
 pub mod health;
 pub mod index;
 pub mod io;
+pub mod keeper;
 pub mod limits;
 pub mod list;
+pub mod manifest;
+mod meta;
 pub mod model;
 pub mod options;
 pub mod pending;
+pub mod report;
 mod sched;
 pub mod segment;
 pub mod sequencer;
@@ -62,6 +78,7 @@ pub use limits::Limits;
 pub use model::MemStore;
 pub use options::{Options, SyncMode};
 pub use pending::{Completion, Pending};
+pub use report::{RecoveryNote, RecoveryReport};
 pub use store::{
     BoxError, Capabilities, Event, EventKind, EventStream, KeyValue, ListRequest, ListResult,
     Precondition, ReadAt, Stats, Store, StoreExt, ValueBuilder, WriteContext, WriteOp, Written,

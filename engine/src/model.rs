@@ -19,6 +19,8 @@ type Version = (Revision, Option<KeyValue>);
 
 struct Model {
     revision: Revision,
+    /// The next write gets a revision above this one too (`MemStore::skip_revisions_below`).
+    floor: Revision,
     compacted: Revision,
     keys: BTreeMap<Vec<u8>, Vec<Version>>,
     log: Vec<Arc<Event>>,
@@ -48,6 +50,7 @@ impl MemStore {
             shared: Arc::new(Shared {
                 model: Mutex::new(Model {
                     revision: Revision::ZERO,
+                    floor: Revision::ZERO,
                     compacted: Revision::ZERO,
                     keys: BTreeMap::new(),
                     log: Vec::new(),
@@ -57,6 +60,20 @@ impl MemStore {
             limits,
             revision_before_seal: true,
         }
+    }
+
+    /// The next write gets `next` or a later revision; the current revision stays. This is
+    /// what the engine does after an unclean shutdown (it skips every revision the previous run
+    /// may have handed out, `keel_engine::keeper`): tests call it to follow the engine.
+    pub fn skip_revisions_below(&self, next: Revision) {
+        let mut m = self.shared.model.lock();
+        m.floor = m.floor.max(Revision(next.0.saturating_sub(1)));
+    }
+
+    /// The revision the next write gets (as `Engine::next_revision`).
+    pub fn next_revision(&self) -> Revision {
+        let m = self.shared.model.lock();
+        m.revision.max(m.floor).next()
     }
 
     /// A model whose value builders are not told their revision, as a backend that learns it
@@ -270,7 +287,7 @@ impl MemStore {
             }
             _ => {}
         }
-        let revision = m.revision.next();
+        let revision = m.revision.max(m.floor).next();
         let new = match op {
             WriteOp::Delete(_) => None,
             _ => {

@@ -55,6 +55,11 @@ pub struct Options {
     /// Every file and directory operation goes through this (`io.rs`): the operating system
     /// (`RealIo`) unless a test passes a fault-injecting one (`io::fault::FaultIo`).
     pub io: Arc<dyn Io>,
+    /// Open a damaged store anyway: keep each shard's valid prefix, set aside what follows
+    /// (`<file>.dropped`), and report exactly what was dropped (files, offsets, revisions:
+    /// `Engine::recovery_report`, and a log line each). Without it, damage to acknowledged
+    /// data fails the open with `Error::Corrupt` and changes nothing.
+    pub repair: bool,
 }
 
 impl Options {
@@ -74,6 +79,7 @@ impl Options {
             rewrite_live_ratio: crate::limits::REWRITE_LIVE_RATIO_DEFAULT,
             limits: Limits::default(),
             io: Arc::new(RealIo),
+            repair: false,
         }
     }
 }

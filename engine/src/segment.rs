@@ -34,6 +34,19 @@ pub struct Segment {
     pub max_rev: AtomicU64,
     /// (first revision of a batch, batch offset), ascending, sparse.
     pub checkpoints: Mutex<Vec<(Revision, u64)>>,
+    /// How far the data is known to be on disk (synced, or read back at open), and the
+    /// revisions up to there: what the manifest may record. One lock so that the three agree.
+    durable: Mutex<Extent>,
+}
+
+/// A prefix of a segment's data and the revisions in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extent {
+    /// End of the prefix (at least the header's end).
+    pub end: u64,
+    /// Lowest and highest revision in it; 0 when it holds none.
+    pub first: Revision,
+    pub last: Revision,
 }
 
 impl Backing for Segment {
@@ -77,20 +90,16 @@ impl Segment {
         path: Option<PathBuf>,
     ) -> io::Result<Segment> {
         let path = path.unwrap_or_else(|| dir.join(segment_file_name(header.seq)));
+        let header = SegmentHeader { size, ..header };
         let file = io.create(&path, true)?;
         file.set_len(size)?;
         file.write_all_at(&header.encode(), 0)?;
         file.sync_all()?;
         io.sync_dir(dir)?;
         let map = file.map()?;
-        Ok(Segment::from_parts(
-            id,
-            header,
-            path,
-            file,
-            map,
-            SEGMENT_HEADER_LEN as u64,
-        ))
+        let seg = Segment::from_parts(id, header, path, file, map, SEGMENT_HEADER_LEN as u64);
+        seg.durable.lock().end = SEGMENT_HEADER_LEN as u64;
+        Ok(seg)
     }
 
     /// Opens an existing segment; the caller scans and verifies it.
@@ -99,8 +108,9 @@ impl Segment {
         let map = file.map()?;
         let header =
             SegmentHeader::decode(map.bytes()).map_err(|reason| crate::Error::Corrupt {
-                segment: path.to_path_buf(),
+                file: path.to_path_buf(),
                 offset: 0,
+                revisions: None,
                 reason,
             })?;
         Ok(Segment::from_parts(
@@ -132,6 +142,10 @@ impl Segment {
             min_rev: AtomicU64::new(u64::MAX),
             max_rev: AtomicU64::new(0),
             checkpoints: Mutex::new(Vec::new()),
+            durable: Mutex::new(Extent {
+                end: SEGMENT_HEADER_LEN as u64,
+                ..Extent::default()
+            }),
         }
     }
 
@@ -174,6 +188,60 @@ impl Segment {
         }
         drop(cps);
         self.data_end.fetch_max(end, Ordering::Release);
+    }
+
+    /// Records that the batches up to `end`, the last holding revisions up to `last`, are on
+    /// disk (synced). `first` is the first revision of the batch that ends at `end`.
+    pub fn mark_durable(&self, end: u64, first: Revision, last: Revision) {
+        let mut d = self.durable.lock();
+        assert!(
+            end >= d.end,
+            "durable end of {} moved back",
+            self.path.display()
+        );
+        if d.first == Revision::ZERO {
+            d.first = first;
+        }
+        d.end = end;
+        d.last = d.last.max(last);
+    }
+
+    /// Syncs the segment (if `sync`) and records all its data as durable: a rollover or a
+    /// clean close, nothing is being written to it. (Without `sync`, `SyncMode::None`, durable
+    /// means against a process crash.)
+    pub fn seal(&self, sync: bool) -> io::Result<()> {
+        if sync {
+            self.file.sync_data()?;
+        }
+        let end = self.data_end.load(Ordering::Acquire);
+        let (min, max) = (
+            self.min_rev.load(Ordering::Relaxed),
+            self.max_rev.load(Ordering::Relaxed),
+        );
+        if max > 0 {
+            self.mark_durable(end, Revision(min), Revision(max));
+        } else {
+            self.durable.lock().end = end;
+        }
+        Ok(())
+    }
+
+    /// Records all its data as durable without syncing (recovery: read back from disk, and
+    /// synced before the run that wrote it went on to a later segment).
+    pub fn assume_durable(&self) {
+        let end = self.data_end.load(Ordering::Acquire);
+        let max = self.max_rev.load(Ordering::Relaxed);
+        let mut d = self.durable.lock();
+        d.end = end;
+        if max > 0 {
+            d.first = Revision(self.min_rev.load(Ordering::Relaxed));
+            d.last = Revision(max);
+        }
+    }
+
+    /// What `mark_durable` recorded.
+    pub fn durable(&self) -> Extent {
+        *self.durable.lock()
     }
 
     /// Offset of a batch at or before the first batch that can hold a revision > `after`.

@@ -16,6 +16,7 @@
 //! shard A done 10, 12           → pop 10 11 12 13, publish in order            visible = 13
 //! ```
 
+use crate::keeper::Ceiling;
 use crate::pending::Completion;
 use crate::watch::Hub;
 use crate::{Error, Event, Revision, Written};
@@ -53,19 +54,33 @@ pub struct Sequencer {
     visible: AtomicU64,
     visible_changed: Condvar,
     hub: Arc<Hub>,
+    /// Revisions are handed out only at or below the durable ceiling (`keeper.rs`).
+    ceiling: Arc<Ceiling>,
 }
 
 impl Sequencer {
-    /// `current`: the newest revision already durable.
-    pub fn new(current: Revision, hub: Arc<Hub>) -> Sequencer {
+    /// `current`: the newest revision already durable. `next`: the first revision to hand
+    /// out, above every revision an earlier run may have handed out (after an unclean
+    /// shutdown it is above `current + 1`: the revisions between stay unused).
+    pub fn new(
+        current: Revision,
+        next: Revision,
+        hub: Arc<Hub>,
+        ceiling: Arc<Ceiling>,
+    ) -> Sequencer {
+        assert!(
+            next > current,
+            "next revision {next} not above current {current}"
+        );
         Sequencer {
             state: Mutex::new(State {
-                base: current.0 + 1,
+                base: next.0,
                 slots: VecDeque::new(),
             }),
             visible: AtomicU64::new(current.0),
             visible_changed: Condvar::new(),
             hub,
+            ceiling,
         }
     }
 
@@ -74,12 +89,25 @@ impl Sequencer {
     }
 
     /// Allocates the next revision. Callers hold their shard's writer lock, so revisions are
-    /// increasing within each shard's log.
-    pub fn allocate(&self) -> Revision {
-        let mut st = self.state.lock();
-        let rev = st.base + st.slots.len() as u64;
-        st.slots.push_back(Slot::InFlight);
-        Revision(rev)
+    /// increasing within each shard's log. Waits if the revision is above the durable ceiling
+    /// (only when writers outrun the keeper's raise); fails if the engine stopped meanwhile.
+    pub fn allocate(&self) -> Result<Revision, Error> {
+        loop {
+            let mut st = self.state.lock();
+            let rev = Revision(st.base + st.slots.len() as u64);
+            if self.ceiling.admit(rev) {
+                st.slots.push_back(Slot::InFlight);
+                return Ok(rev);
+            }
+            drop(st);
+            self.ceiling.wait_for(rev)?;
+        }
+    }
+
+    /// The revision the next allocation gets (unless another shard's comes first).
+    pub fn next(&self) -> Revision {
+        let st = self.state.lock();
+        Revision(st.base + st.slots.len() as u64)
     }
 
     pub fn abort(&self, rev: Revision) {

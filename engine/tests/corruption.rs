@@ -4,13 +4,19 @@
 //!   segment, a segment header, anything in a segment that is not the newest of its shard)
 //!   must fail the open with `Error::Corrupt` naming the segment file and an offset at or
 //!   before the damaged byte.
-//! - Damage confined to the last batch of the newest segment is a torn tail: the store opens
-//!   without that batch's writes, with everything before it, zeroes the tail, and keeps working
-//!   across further writes and reopens.
+//! - Damage confined to the last batch of the newest segment is a torn tail only if that batch
+//!   was never synced: the manifest (rewritten on a timer, not per batch) records the shard's
+//!   synced data as ending before it, and the store was not closed cleanly. The store then
+//!   opens without that batch's writes, with everything before it, zeroes the tail, notes it
+//!   (with its revisions), hands out no revision of it again, and keeps working across further
+//!   writes and reopens. After a clean close the same damage is refused: it hit acknowledged
+//!   data (`tests/damage.rs` has the whole matrix).
 //! - `format::scan_segment` on thousands of randomly damaged segment images never panics and
 //!   only ever reports a prefix of the original records, byte for byte.
 
 use keel_engine::format::{self, Op, ScanEnd, SegmentHeader};
+use keel_engine::manifest::{Manifest, ENTRY_ACTIVE};
+use keel_engine::RecoveryNote;
 use keel_engine::{
     Engine, Error, ListRequest, Options, ReadAt, Revision, Store, StoreExt, SyncMode,
 };
@@ -229,9 +235,10 @@ fn expect_corrupt(store: &Path, segment: &Path, min: usize, max: usize) {
             );
         }
         Err(Error::Corrupt {
-            segment: named,
+            file: named,
             offset,
             reason,
+            ..
         }) => {
             assert!(
                 named.ends_with(&expected_name),
@@ -420,12 +427,32 @@ fn check_contents(engine: &Engine, writes: &[Wrote], torn_from: Revision) {
     }
 }
 
+/// The manifest as a crash leaves it when the newest segment's last batch (`last`) was being
+/// written: the last manifest write recorded the shard's synced data as ending where that batch
+/// starts, and no clean close followed.
+fn crash_during_last_batch(store: &Path, last: &Batch, before: Revision) {
+    let path = store.join("MANIFEST");
+    let mut m = Manifest::decode(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(m.clean, "the fixture was closed cleanly");
+    m.clean = false;
+    let e = m.shards[0].last_mut().unwrap();
+    assert!(
+        e.is(ENTRY_ACTIVE) && e.end == last.end as u64,
+        "{e:?} {last:?}"
+    );
+    e.end = last.start as u64;
+    e.last = before;
+    std::fs::write(&path, m.encode()).unwrap();
+}
+
 fn torn_tail_case(what: &str, damage: impl FnOnce(&mut Vec<u8>, &Batch)) {
     let fx = fixture();
     let store = fx.dir.as_path();
     let seg = segments(store).last().unwrap().clone();
     let (batches, _) = layout(&seg);
     let last = batches.last().unwrap().clone();
+    let before = batches[batches.len() - 2].records.last().unwrap().revision;
+    crash_during_last_batch(store, &last, before);
     edit(&seg, |b| damage(b, &last));
     let torn_from = last.records[0].revision;
     let writes = &fx.writes;
@@ -444,6 +471,32 @@ fn torn_tail_case(what: &str, damage: impl FnOnce(&mut Vec<u8>, &Batch)) {
         engine.current_revision()
     );
     check_contents(&engine, writes, torn_from);
+    // The drop is noted, with the batch's revisions when its header survived.
+    let torn: Vec<_> = engine
+        .recovery_report()
+        .notes
+        .iter()
+        .filter_map(|n| match n {
+            RecoveryNote::TornTail {
+                segment,
+                offset,
+                revisions,
+            } => Some((segment.clone(), *offset, revisions.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(torn.len(), 1, "{what}: {:?}", engine.recovery_report());
+    assert_eq!((&torn[0].0, torn[0].1), (&seg, last.start as u64), "{what}");
+    if let Some(r) = &torn[0].2 {
+        assert_eq!(*r.start(), torn_from, "{what}: revisions of the torn batch");
+    }
+    // Its revisions are never handed out again, although nothing of it is left.
+    let newest = writes.last().unwrap().rev;
+    assert!(
+        engine.next_revision() > newest,
+        "{what}: next revision {} would reuse the torn batch's {newest}",
+        engine.next_revision()
+    );
     engine.close().unwrap();
 
     // Recovery zeroed the torn bytes: the segment now scans clean, ending where the torn
@@ -467,11 +520,11 @@ fn torn_tail_case(what: &str, damage: impl FnOnce(&mut Vec<u8>, &Batch)) {
         "{what}: torn bytes left behind"
     );
 
-    // The store keeps working: new writes get revisions above everything that survived, and
-    // they, and the old data, survive another reopen.
+    // The store keeps working: new writes get revisions above every revision ever handed out,
+    // and they, and the old data, survive another reopen.
     let engine = Engine::open(options(store)).unwrap();
     check_contents(&engine, writes, torn_from);
-    let mut prev = engine.current_revision().max(survived);
+    let mut prev = engine.current_revision().max(writes.last().unwrap().rev);
     let mut new = Vec::new();
     for n in 0..20 {
         let i = 100_000 + n;
@@ -590,6 +643,7 @@ fn random_segment(rng: &mut Rng) -> (Vec<u8>, Vec<OwnedRecord>, Vec<usize>) {
         seq: 1 + rng.below(100) as u64,
         flags: 0,
         compacted: Revision(0),
+        size: 0,
     }
     .encode()
     .to_vec();
@@ -881,6 +935,8 @@ fn torn_tail_followed_by_an_empty_new_segment_is_a_torn_tail() {
     let seg = segments(store).last().unwrap().clone();
     let (batches, _) = layout(&seg);
     let last = batches.last().unwrap().clone();
+    let before = batches[batches.len() - 2].records.last().unwrap().revision;
+    crash_during_last_batch(store, &last, before);
     // The torn batch: its first half reached the file, the rest did not.
     let mid = format::align_up(last.start + (last.end - last.start) / 2);
     edit(&seg, |b| b[mid..].fill(0));
@@ -892,6 +948,7 @@ fn torn_tail_followed_by_an_empty_new_segment_is_a_torn_tail() {
         seq: seq + 1,
         flags: 0,
         compacted: Revision(0),
+        size: SEGMENT_BYTES,
     }
     .encode()
     .to_vec();
@@ -908,7 +965,7 @@ fn torn_tail_followed_by_an_empty_new_segment_is_a_torn_tail() {
     });
     check_contents(&engine, &fx.writes, torn_from);
     let w = engine.create(b"/corrupt/after", b"x").wait().unwrap();
-    assert!(w.revision.0 >= torn_from.0);
+    assert!(w.revision > fx.writes.last().unwrap().rev);
     engine.close().unwrap();
     let engine = Engine::open(options(store)).unwrap();
     check_contents(&engine, &fx.writes, torn_from);

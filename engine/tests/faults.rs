@@ -414,7 +414,7 @@ fn a_failed_shard_stops_every_shard() {
         Err(Error::Failed(_))
     ));
     let f = engine.health().unwrap_err();
-    assert_eq!((f.shard, f.errno), (0, Some(libc::ENOSPC)));
+    assert_eq!((f.shard, f.errno), (Some(0), Some(libc::ENOSPC)));
     assert_eq!(f.operation, "pwrite");
     let path = f
         .path

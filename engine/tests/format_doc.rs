@@ -2,6 +2,7 @@
 //! document and the code cannot drift apart.
 
 use keel_engine::format::*;
+use keel_engine::manifest::*;
 use std::collections::HashMap;
 
 fn doc() -> String {
@@ -58,6 +59,7 @@ fn segment_header_matches_doc() {
     check(&t, "seq", SEG_OFF_SEQ, 8);
     check(&t, "flags", SEG_OFF_FLAGS, 4);
     check(&t, "compacted", SEG_OFF_COMPACTED, 8);
+    check(&t, "size", SEG_OFF_SIZE, 8);
     check(
         &t,
         "reserved",
@@ -67,6 +69,10 @@ fn segment_header_matches_doc() {
     check(&t, "crc", SEG_OFF_CRC, 4);
     assert_eq!(&SEGMENT_MAGIC, b"KEELSEG\0");
     assert!(d.contains(&format!("format version, currently `{FORMAT_VERSION}`")));
+    assert!(
+        d.contains(&format!("| {FORMAT_VERSION} | ")),
+        "version {FORMAT_VERSION} in the version log"
+    );
     assert!(d.contains("bit 0 `REWRITTEN`") && SEG_FLAG_REWRITTEN == 1);
 }
 
@@ -109,4 +115,80 @@ fn record_matches_doc() {
         Op::Delete as u8
     )));
     assert!(d.contains(&format!("multiples of\n**{ALIGN}**")));
+}
+
+#[test]
+fn manifest_matches_doc() {
+    let d = doc();
+    assert!(d.contains(&format!(
+        "### MANIFEST header ({MANIFEST_HEADER_LEN} bytes)"
+    )));
+    let t = table(&d, "### MANIFEST header");
+    check(&t, "magic", MAN_OFF_MAGIC, 8);
+    check(&t, "version", MAN_OFF_VERSION, 4);
+    check(&t, "shards", MAN_OFF_SHARDS, 4);
+    check(&t, "generation", MAN_OFF_GENERATION, 8);
+    check(&t, "ceiling", MAN_OFF_CEILING, 8);
+    check(&t, "compacted", MAN_OFF_COMPACTED, 8);
+    check(&t, "flags", MAN_OFF_FLAGS, 4);
+    check(&t, "entries", MAN_OFF_ENTRIES, 4);
+    assert_eq!(&MANIFEST_MAGIC, b"KEELMAN\0");
+    assert!(d.contains("bit 0 `CLEAN`") && MAN_FLAG_CLEAN == 1);
+    assert!(d.contains(&format!(
+        "`{MANIFEST_HEADER_LEN} + {ENTRY_LEN} × entries + {MANIFEST_TRAILER_LEN}`"
+    )));
+
+    assert!(d.contains(&format!("### MANIFEST entry ({ENTRY_LEN} bytes)")));
+    let t = table(&d, "### MANIFEST entry");
+    check(&t, "shard", ENT_OFF_SHARD, 4);
+    check(&t, "flags", ENT_OFF_FLAGS, 4);
+    check(&t, "seq", ENT_OFF_SEQ, 8);
+    check(&t, "end", ENT_OFF_END, 8);
+    check(&t, "size", ENT_OFF_SIZE, 8);
+    check(&t, "first_rev", ENT_OFF_FIRST_REV, 8);
+    check(&t, "last_rev", ENT_OFF_LAST_REV, 8);
+    let flags = [
+        (0, "ACTIVE", ENTRY_ACTIVE),
+        (1, "REWRITTEN", ENTRY_REWRITTEN),
+        (2, "PENDING", ENTRY_PENDING),
+        (3, "REMOVING", ENTRY_REMOVING),
+    ];
+    for (bit, name, value) in flags {
+        assert_eq!(value, 1 << bit, "{name}");
+        assert!(
+            d.contains(&format!("bit {bit} `{name}`")),
+            "{name} documented"
+        );
+    }
+}
+
+/// `SHARDS` is documented as the count, a newline, and `crc32 ` with the CRC-32 of that line.
+#[test]
+fn shards_file_matches_doc() {
+    let d = doc();
+    assert!(d.contains("\"N\\ncrc32 XXXXXXXX\\n\""));
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = keel_engine::Options::new(dir.path());
+    o.shards = 3;
+    keel_engine::Engine::open(o).unwrap().close().unwrap();
+    let got = std::fs::read_to_string(dir.path().join("SHARDS")).unwrap();
+    let crc = crc32fast_hash(b"3\n");
+    assert_eq!(got, format!("3\ncrc32 {crc:08x}\n"));
+}
+
+/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320), bit by bit: the document's
+/// definition, independent of the engine's implementation.
+fn crc32fast_hash(b: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &x in b {
+        crc ^= x as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }

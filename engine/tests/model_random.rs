@@ -465,6 +465,9 @@ fn limits(cfg: &Config) -> Limits {
         l.watcher_backlog_events_max = 16;
     }
     l.segment_bytes = cfg.segment_bytes;
+    // Raise the revision ceiling often (a manifest write every few revisions), and keep the
+    // jump after a power cut small (the checks read at every revision).
+    l.revision_reserve = 256;
     l
 }
 
@@ -884,6 +887,12 @@ impl Runner {
         let positions = self.take_watches();
         self.eng.reopen();
         self.check_all()?;
+        // A clean close records the last revision handed out: the reopened engine skips none.
+        ensure_eq!(
+            self.eng.next_revision(),
+            self.model.next_revision(),
+            "next revision after a clean reopen"
+        );
         self.resume_watches(positions)
     }
 
@@ -957,12 +966,29 @@ impl Runner {
                 other => unreachable!("not a write: {other:?}"),
             })
             .collect();
+        // The revision the first admitted write gets (after an earlier cut, above r0 + 1).
+        let first = self.eng.next_revision();
         self.eng.fault_io().cut_after(after_calls, mode);
+        // The highest revision a value builder was told: handed out, if not acknowledged.
+        let told = std::cell::Cell::new(Revision::ZERO);
         let pending: Vec<_> = writes
             .iter()
-            .map(|(k, op, v)| self.eng.write(k, *op, value(v)))
+            .map(|(k, op, v)| {
+                self.eng
+                    .write(k, *op, |ctx: &WriteContext<'_>, out: &mut Vec<u8>| {
+                        told.set(told.get().max(ctx.revision.unwrap_or_default()));
+                        out.extend_from_slice(v);
+                        Ok(())
+                    })
+            })
             .collect();
         let results: Vec<Result<Written, Error>> = pending.into_iter().map(ack).collect();
+        let handed_out = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|w| w.revision))
+            .chain([told.get()])
+            .max()
+            .unwrap_or_default();
         let shard_of: Vec<usize> = writes
             .iter()
             .map(|(k, _, _)| self.eng.shard_of(k))
@@ -980,7 +1006,7 @@ impl Runner {
                 )
             })
             .collect();
-        let mut next = r0.next();
+        let mut next = first;
         let mut admitted: Vec<Option<Revision>> = Vec::new();
         for (i, ((k, op, _), res)) in writes.iter().zip(&results).enumerate() {
             let cur = state[k];
@@ -1104,7 +1130,7 @@ impl Runner {
 
         // The model replays the survivors; a lost write's revision is skipped (consumed by
         // a write whose value builder refuses).
-        let mut r = r0.next();
+        let mut r = first;
         while r <= cur {
             let done = match by_rev.get(&r) {
                 Some(&i) if survived[i] => {
@@ -1143,6 +1169,14 @@ impl Runner {
             r = r.next();
         }
         self.check_all()?;
+        // The engine hands out no revision it handed out before the cut (to a value builder or
+        // in an acknowledgement), whatever the cut kept.
+        ensure!(
+            self.eng.next_revision() > handed_out,
+            "next revision {} after the cut would reuse {handed_out}, handed out before it",
+            self.eng.next_revision()
+        );
+        self.model.skip_revisions_below(self.eng.next_revision());
         self.resume_watches(positions)
     }
 

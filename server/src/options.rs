@@ -95,6 +95,16 @@ pub struct Options {
     #[arg(long)]
     pub shards: Option<usize>,
 
+    /// Start on a damaged store anyway. Without it, damage to acknowledged data in
+    /// `<data-dir>/store` (a cut, erased or overwritten segment, a missing or extra segment
+    /// file, a bad SHARDS, COMPACTED or MANIFEST) stops the start with an error naming the
+    /// file, the offset and the revisions affected, and changes nothing. With it, each shard
+    /// keeps the data before the first damage, the rest is set aside as `<file>.dropped`,
+    /// every drop is logged (file, offset, revisions), and the server starts; objects in the
+    /// dropped ranges are gone, or back to an older version. Copy the data directory first.
+    #[arg(long)]
+    pub storage_repair: bool,
+
     /// Serving threads, one pinned runtime per core (default: number of cores).
     #[arg(long)]
     pub cores: Option<usize>,
@@ -275,6 +285,13 @@ pub fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_repair_is_off_unless_asked_for() {
+        use clap::Parser;
+        assert!(!Options::parse_from(["apiserver"]).storage_repair);
+        assert!(Options::parse_from(["apiserver", "--storage-repair"]).storage_repair);
+    }
 
     #[test]
     fn durations() {

@@ -71,12 +71,17 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     let (cidr, ports, catalog) = validate(&opts)?;
     let data = opts.data_dir.clone();
-    std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
+    // Private: the data directory holds the store (Secrets), keys, tokens, a kubeconfig.
+    make_private(&data, true)?;
 
     // Credentials.
     let pki = data.join("pki");
+    make_private(&pki, true)?;
     let tls = keel_http::tls::load_or_create(&pki, &[opts.bind_address.to_string()])
         .map_err(|e| format!("certificates in {}: {e}", pki.display()))?;
+    for key in [&tls.ca_key, &tls.key] {
+        make_private(key, false)?;
+    }
     let (cert, key) = match (&opts.tls_cert_file, &opts.tls_private_key_file) {
         (Some(c), Some(k)) => (c.clone(), k.clone()),
         _ => (tls.cert.clone(), tls.key.clone()),
@@ -88,8 +93,12 @@ pub fn run(opts: Options) -> Result<(), String> {
     let server_tls = keel_http::tls::server_config(&cert, &key, Some(&client_ca))?;
     let token_path = match &opts.token_auth_file {
         Some(p) => p.clone(),
-        None => crate::controllers::bootstrap::ensure_token_file(&data)
-            .map_err(|e| format!("token file: {e}"))?,
+        None => {
+            let p = crate::controllers::bootstrap::ensure_token_file(&data)
+                .map_err(|e| format!("token file: {e}"))?;
+            make_private(&p, false)?;
+            p
+        }
     };
     let tokens = TokenFile::load(&token_path)?;
 
@@ -236,6 +245,99 @@ fn open_backend(opts: &Options, data: &Path) -> Result<Arc<dyn Store>, String> {
             .max(MAINTENANCE_INTERVAL_MIN),
     );
     eo.limits.value_bytes_max = opts.max_request_bytes.max(eo.limits.value_bytes_max);
-    let engine = keel_engine::Engine::open(eo).map_err(|e| format!("opening the store: {e}"))?;
+    eo.repair = opts.storage_repair;
+    let dir = eo.dir.clone();
+    let engine = keel_engine::Engine::open(eo).map_err(|e| match e {
+        keel_engine::Error::Corrupt { .. } => format!(
+            "opening the store: {e}\nTo start anyway with the data before the damage, copy {} \
+             and start with --storage-repair: what it drops is logged and kept aside as \
+             *.dropped.",
+            data.display()
+        ),
+        e => format!("opening the store in {}: {e}", dir.display()),
+    })?;
+    if engine.recovery_report().dropped_data() {
+        eprintln!(
+            "apiserver: --storage-repair dropped acknowledged data from {} (the keel-engine \
+             lines above say which files, offsets and revisions)",
+            dir.display()
+        );
+    }
     Ok(Arc::new(engine))
+}
+
+/// Makes `path` private to its owner: a directory (created if missing) 0700, a file 0600.
+/// A looser mode left by an older version or an operator is reduced, and logged.
+fn make_private(path: &Path, dir: bool) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    if dir {
+        keel_engine::io::create_private_dir_all(path).map_err(fail)?;
+    }
+    let max = if dir {
+        keel_engine::io::DIR_MODE
+    } else {
+        keel_engine::io::FILE_MODE
+    };
+    if let Some(was) = keel_engine::io::restrict_mode(path, max).map_err(fail)? {
+        eprintln!(
+            "apiserver: {} had mode {:04o}; set to {:04o} (it holds secrets)",
+            path.display(),
+            was & 0o7777,
+            was & max
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn make_private_creates_0700_and_reduces_looser_modes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("a/data");
+        make_private(&data, true).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let key = data.join("key");
+        std::fs::write(&key, "secret").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        make_private(&data, true).unwrap();
+        make_private(&key, false).unwrap();
+        assert_eq!((mode(&data), mode(&key)), (0o700, 0o600));
+    }
+
+    /// A damaged store stops the start with the error and how to get past it; with
+    /// `--storage-repair` it opens.
+    #[test]
+    fn a_damaged_store_needs_storage_repair() {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path();
+        let args = |repair: bool| {
+            let mut a = vec!["apiserver", "--data-dir", data.to_str().unwrap()];
+            if repair {
+                a.push("--storage-repair");
+            }
+            Options::parse_from(a)
+        };
+        drop(open_backend(&args(false), data).unwrap());
+        let manifest = data.join("store/MANIFEST");
+        let mut b = std::fs::read(&manifest).unwrap();
+        b[20] ^= 1;
+        std::fs::write(&manifest, b).unwrap();
+        let e = open_backend(&args(false), data).err().expect("refused");
+        assert!(
+            e.contains("MANIFEST") && e.contains("--storage-repair"),
+            "{e}"
+        );
+        drop(open_backend(&args(true), data).expect("repaired"));
+        drop(open_backend(&args(false), data).expect("whole again"));
+    }
 }

@@ -9,6 +9,7 @@ pub fn header() -> [u8; format::SEGMENT_HEADER_LEN] {
         seq: 1,
         flags: 0,
         compacted: Revision(0),
+        size: 0,
     }
     .encode()
 }

@@ -5,12 +5,18 @@
 //! The first input byte picks how the file is made: bit 2 set builds a valid segment from the
 //! input (records cut from it, see `common::build_segment`) and damages it as the rest of the
 //! input says; otherwise bit 0 set prefixes a valid segment header (shard 0, seq 1) to the raw
-//! input. Bit 1 set pads the file with zeros to the configured segment size.
+//! input. Bit 1 set pads the file with zeros to the configured segment size. Bit 3 set opens
+//! with `Options::repair`, which must always open.
+//!
+//! The store's manifest lists the segment as active and empty, written by a run that did not
+//! close cleanly: data after its header is what a crash may leave (verified batches, then at
+//! most a torn one); anything else is refused.
 #![no_main]
 
 mod common;
 
-use keel_engine::{Engine, ListRequest, Options, ReadAt, Store, SyncMode};
+use keel_engine::manifest::Manifest;
+use keel_engine::{Engine, ListRequest, Options, ReadAt, Store, StoreExt, SyncMode};
 use libfuzzer_sys::fuzz_target;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -41,6 +47,11 @@ fn template() -> &'static Path {
             .expect("create template store")
             .close()
             .unwrap();
+        // As a crash leaves it: not closed cleanly.
+        let path = dir.join("MANIFEST");
+        let mut m = Manifest::decode(&std::fs::read(&path).unwrap()).unwrap();
+        m.clean = false;
+        std::fs::write(&path, m.encode()).unwrap();
         dir
     })
 }
@@ -88,8 +99,12 @@ fuzz_target!(|data: &[u8]| {
     }
     std::fs::write(shard.join(format!("{:016x}.seg", 1)), &file).unwrap();
 
-    let Ok(engine) = Engine::open(options(&dir)) else {
-        return;
+    let mut o = options(&dir);
+    o.repair = mode & 8 != 0;
+    let engine = match Engine::open(o) {
+        Ok(e) => e,
+        Err(e) if mode & 8 != 0 => panic!("a repair did not open: {e}"),
+        Err(_) => return,
     };
     let all = engine
         .list(&ListRequest::prefix(b""))

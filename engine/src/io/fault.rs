@@ -154,14 +154,15 @@ impl Image {
         Some(b)
     }
 
-    /// Materializes the image under `dir` (which must not hold a store already).
+    /// Materializes the image under `dir` (which must not hold a store already), with the
+    /// modes the engine gives its files (the model keeps no modes).
     pub fn write_to(&self, dir: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(dir)?;
+        super::create_private_dir_all(dir)?;
         for d in &self.dirs {
-            std::fs::create_dir_all(dir.join(d))?;
+            super::create_private_dir_all(&dir.join(d))?;
         }
         for (rel, f) in &self.files {
-            let file = File::create(dir.join(rel))?;
+            let file = super::create_private_file(&dir.join(rel), false)?;
             file.set_len(f.len)?;
             for (&p, page) in &f.pages {
                 let n = (page.len() as u64).min(f.len.saturating_sub(p * PAGE)) as usize;
@@ -672,7 +673,7 @@ impl Io for FaultIo {
                 if let Some(f) = st.call(IoOp::Create, &at)? {
                     return Err(err(f.errno()));
                 }
-                std::fs::create_dir(st.root.join(&at))?;
+                super::create_private_dir(&st.root.join(&at))?;
                 let name = c.as_os_str().to_string_lossy().into_owned();
                 let p = st.dirs.get_mut(&parent).expect("parents come first");
                 p.live.insert(name.clone(), Entry::Dir);
@@ -681,6 +682,14 @@ impl Io for FaultIo {
             }
             Ok(())
         })
+    }
+
+    fn restrict_mode(&self, path: &Path, max: u32) -> io::Result<Option<u32>> {
+        // Permissions are not part of the power-loss model: the real file's.
+        if self.state.lock().image.is_some() {
+            return Err(powered_off());
+        }
+        super::restrict_mode(path, max)
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -707,14 +716,7 @@ impl Io for FaultIo {
             if let Some(f) = st.call(IoOp::Create, &rel)? {
                 return Err(err(f.errno()));
             }
-            let mut o = OpenOptions::new();
-            o.read(true).write(true);
-            if exclusive {
-                o.create_new(true);
-            } else {
-                o.create(true).truncate(true);
-            }
-            let file = o.open(path)?;
+            let file = super::create_private_file(path, exclusive)?;
             // Truncating an existing file is modelled as replacing it with a new one.
             let id = st.new_node(&rel, file.try_clone()?, 0);
             let (dir, name) = st.parent(&rel)?;

@@ -10,6 +10,10 @@
 //! no dynamic call; every implementation therefore backs files with real files (the fault
 //! injector intercepts writes, syncs and the namespace, never the bytes readers see).
 //!
+//! Everything the engine creates is private: files mode `FILE_MODE` (0600), directories
+//! `DIR_MODE` (0700), set explicitly after creation so the process's umask cannot widen (or
+//! narrow) them; `restrict_mode` tightens what an older version or an operator left looser.
+//!
 //! This module holds the engine's one `unsafe` mapping call.
 
 pub mod fault;
@@ -19,8 +23,13 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+
+/// Mode of every file the engine creates: the store holds Secrets.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every directory the engine creates.
+pub const DIR_MODE: u32 = 0o700;
 
 /// A read-only, shared mapping of a whole file, as long as the file was when mapped.
 ///
@@ -65,9 +74,14 @@ pub trait DirLock: Send + Sync {}
 impl DirLock for File {}
 
 /// The directory operations the engine performs. Paths are absolute or relative to the
-/// process's working directory, as the engine's `Options::dir` gives them.
+/// process's working directory, as the engine's `Options::dir` gives them. Files are created
+/// with mode `FILE_MODE` and directories with `DIR_MODE`, whatever the umask.
 pub trait Io: Send + Sync + fmt::Debug {
+    /// Creates `dir` and its missing parents, each `DIR_MODE`.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Clears the permission bits of `path` outside `max` (`chmod`); returns the mode it had
+    /// when it changed it. A symbolic link is followed.
+    fn restrict_mode(&self, path: &Path, max: u32) -> io::Result<Option<u32>>;
     /// The names of the entries of `dir` (files and directories).
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// The whole content of a (small) file: `SHARDS`, `COMPACTED`, a segment being checked.
@@ -111,9 +125,58 @@ impl FileIo for RealFile {
     }
 }
 
+/// `create_dir_all` with `DIR_MODE` for every directory it creates, set explicitly.
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir_all(parent)?;
+    }
+    match create_private_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        r => r,
+    }
+}
+
+/// Creates the directory `dir` (its parent must exist), mode exactly `DIR_MODE`.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new().mode(DIR_MODE).create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))
+}
+
+/// `Io::restrict_mode` on the real file system.
+pub fn restrict_mode(path: &Path, max: u32) -> io::Result<Option<u32>> {
+    let mode = std::fs::metadata(path)?.permissions().mode() & 0o7777;
+    if mode & !max == 0 {
+        return Ok(None);
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & max))?;
+    Ok(Some(mode))
+}
+
+/// Opens `path` for reading and writing as `Io::create` does, mode `FILE_MODE`.
+pub fn create_private_file(path: &Path, exclusive: bool) -> io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true).mode(FILE_MODE);
+    if exclusive {
+        o.create_new(true);
+    } else {
+        o.create(true).truncate(true);
+    }
+    let f = o.open(path)?;
+    // The umask may have cleared bits of FILE_MODE; an existing file keeps its old mode.
+    f.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))?;
+    Ok(f)
+}
+
 impl Io for RealIo {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        std::fs::create_dir_all(dir)
+        create_private_dir_all(dir)
+    }
+
+    fn restrict_mode(&self, path: &Path, max: u32) -> io::Result<Option<u32>> {
+        restrict_mode(path, max)
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -127,14 +190,7 @@ impl Io for RealIo {
     }
 
     fn create(&self, path: &Path, exclusive: bool) -> io::Result<Box<dyn FileIo>> {
-        let mut o = OpenOptions::new();
-        o.read(true).write(true);
-        if exclusive {
-            o.create_new(true);
-        } else {
-            o.create(true).truncate(true);
-        }
-        Ok(Box::new(RealFile(o.open(path)?)))
+        Ok(Box::new(RealFile(create_private_file(path, exclusive)?)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FileIo>> {
@@ -155,11 +211,13 @@ impl Io for RealIo {
     }
 
     fn lock_dir(&self, dir: &Path) -> io::Result<Box<dyn DirLock>> {
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("LOCK"))?;
+        let path = dir.join("LOCK");
+        let f = match create_private_file(&path, true) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                OpenOptions::new().write(true).open(&path)?
+            }
+            r => r?,
+        };
         // SAFETY: flock on a file descriptor we own; no memory is involved.
         let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc != 0 {

@@ -6,6 +6,7 @@ use super::recovery::corrupt;
 use super::Shard;
 use crate::format::{self, Op, BATCH_HEADER_LEN, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use crate::index::{compact_chain, IndexKey};
+use crate::manifest::{Entry, ENTRY_REWRITTEN};
 use crate::segment::{self, Segment};
 use crate::{Error, Revision};
 use std::ops::Bound;
@@ -62,7 +63,8 @@ impl Shard {
     /// history at or below `compacted`, live bytes below `ratio` of their data.
     pub fn rewrite_candidates(&self, compacted: Revision, ratio: f64) -> Vec<(Arc<Segment>, bool)> {
         let w = self.w.lock();
-        let busy: Vec<u32> = std::iter::once(w.active.id)
+        let busy: Vec<u32> = [w.active.id, w.listed.id]
+            .into_iter()
             .chain(w.pending.iter().map(|c| c.seg.id))
             .chain(w.inflight.iter().map(|c| c.seg.id))
             .collect();
@@ -129,20 +131,24 @@ impl Shard {
             }
             pos = batch_end;
         }
+        let seq = old.header.seq;
         if keep.is_empty() {
+            self.keeper.remove_begin(self.id, seq)?;
             self.retire(old, None)?;
             self.io.remove_file(&old.path)?;
             self.io.sync_dir(&self.dir)?;
+            self.keeper.remove_end(self.id, seq)?;
             self.counters.rewritten.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
         // 2. Write the new file: batches of up to 1 MiB of copied records.
         const BATCH_BYTES: usize = 1 << 20;
-        let header = format::SegmentHeader {
+        let mut header = format::SegmentHeader {
             shard: self.id as u32,
             seq: old.header.seq,
             flags: format::SEG_FLAG_REWRITTEN,
             compacted,
+            size: 0,
         };
         let mut image = header.encode().to_vec();
         let mut new_offsets = Vec::with_capacity(keep.len());
@@ -164,6 +170,9 @@ impl Shard {
             format::seal_batch(&mut image[start..], count, first, last);
             batches.push((start as u64, first, last, image.len() as u64));
         }
+        // A rewritten segment is exactly as long as its content.
+        header.size = image.len() as u64;
+        image[..SEGMENT_HEADER_LEN].copy_from_slice(&header.encode());
         let tmp = self.dir.join(format!(
             "{}.tmp",
             segment::segment_file_name(old.header.seq)
@@ -173,8 +182,19 @@ impl Shard {
             f.write_all_at(&image, 0)?;
             f.sync_all()?;
         }
+        // The manifest allows the old file or this one while the rename is in flight.
+        let entry = Entry {
+            flags: ENTRY_REWRITTEN,
+            seq,
+            end: image.len() as u64,
+            size: image.len() as u64,
+            first: keep[0].2,
+            last: keep[keep.len() - 1].2,
+        };
+        self.keeper.rewrite_begin(self.id, seq, entry)?;
         self.io.rename(&tmp, &old.path)?;
         self.io.sync_dir(&self.dir)?;
+        self.keeper.rewrite_end(self.id, seq)?;
         // 3. Swap it in and move the index entries over, a step at a time.
         let new_id = {
             let mut w = self.w.lock();
@@ -186,6 +206,7 @@ impl Shard {
         for &(off, first, last, bend) in &batches {
             new.note_batch(off, first, last, bend);
         }
+        new.assume_durable();
         let live: u64 = keep.iter().map(|k| k.1 as u64).sum();
         new.live_bytes.store(live, Ordering::Relaxed);
         self.index.write().add_segment(new.clone());

@@ -5,7 +5,7 @@
 
 use super::write::{Meta, Sealed};
 use super::{Shard, ShardIndex};
-use crate::format::{self, Op, RECORD_HEADER_LEN};
+use crate::format::{self, Op, BATCH_HEADER_LEN, RECORD_HEADER_LEN};
 use crate::health::Failure;
 use crate::index::{Loc, Version};
 use crate::limits::{
@@ -68,7 +68,7 @@ impl Shard {
         let mut gain = LingerGain::default();
         let mut batches: u64 = 0;
         loop {
-            let batch: Vec<(Arc<Sealed>, Vec<Meta>)> = {
+            let batch: (Flush, Arc<Segment>) = {
                 let mut w = self.w.lock();
                 if w.pending.is_empty() {
                     let idle_from = Instant::now();
@@ -103,9 +103,18 @@ impl Shard {
                     gain.record(w.pending_records - before);
                 }
                 busy = w.pending_records > 1;
-                w.pending_bytes = 0;
-                w.pending_records = 0;
-                let chunks = std::mem::take(&mut w.pending);
+                let chunks = if w.pending.len() > 1 {
+                    // One segment per flush, so that a rollover's manifest write comes after
+                    // the old segment's last batch is synced and before the new one's first.
+                    let c = w.pending.remove(0);
+                    w.pending_bytes -= c.buf.len() - BATCH_HEADER_LEN;
+                    w.pending_records -= c.count as usize;
+                    vec![c]
+                } else {
+                    w.pending_bytes = 0;
+                    w.pending_records = 0;
+                    std::mem::take(&mut w.pending)
+                };
                 let mut out = Vec::with_capacity(chunks.len());
                 for mut c in chunks {
                     format::seal_batch(&mut c.buf, c.count, c.first, c.last);
@@ -119,8 +128,13 @@ impl Shard {
                     w.inflight.push(s.clone());
                     out.push((s, c.metas));
                 }
-                out
+                (out, w.listed.clone())
             };
+            let (batch, listed) = batch;
+            if let Err(e) = self.roll_if_new(&listed, &batch) {
+                self.fail(e, batch);
+                continue;
+            }
             if let Err(e) = self.write_batches(&batch) {
                 self.fail(e, batch);
                 continue;
@@ -128,6 +142,10 @@ impl Shard {
             for (s, _) in &batch {
                 let end = s.offset + s.buf.len() as u64;
                 s.seg.note_batch(s.offset, s.first, s.last, end);
+                if self.sync == SyncMode::Always {
+                    // Synced: the manifest may record it (`Keeper::refresh`).
+                    s.seg.mark_durable(end, s.first, s.last);
+                }
             }
             {
                 let mut w = self.w.lock();
@@ -143,6 +161,32 @@ impl Shard {
             }
             self.seq.finish_slots(finished);
         }
+    }
+
+    /// Before the first batch goes into a new segment: the manifest records the segment it
+    /// had as active (`listed`) sealed, and the new one as active (`Keeper::roll`).
+    fn roll_if_new(
+        &self,
+        listed: &Arc<Segment>,
+        batch: &[(Arc<Sealed>, Vec<Meta>)],
+    ) -> Result<(), WriteFailure> {
+        let seg = &batch[0].0.seg;
+        if Arc::ptr_eq(seg, listed) {
+            return Ok(());
+        }
+        self.keeper
+            .roll(self.id, listed, seg)
+            .map_err(|e| WriteFailure {
+                attempted: 0,
+                failure: Failure::io(
+                    self.id,
+                    "rolling over to a new segment",
+                    Some(seg.path.clone()),
+                    &e,
+                ),
+            })?;
+        self.w.lock().listed = seg.clone();
+        Ok(())
     }
 
     /// Writes and syncs the batches in order; stops at the first error.
@@ -269,6 +313,9 @@ impl Shard {
         })
     }
 }
+
+/// The batches of one flush, each with its records' metadata.
+type Flush = Vec<(Arc<Sealed>, Vec<Meta>)>;
 
 /// Why a flush failed, and how many of its batches it had started writing.
 struct WriteFailure {

@@ -30,11 +30,12 @@ mod write;
 
 pub use flush::Linger;
 pub use read::{prefix_successor, KeyBounds};
-pub use recovery::{recover, Recovered};
+pub use recovery::{apply, verify, Listing, Plan, Problem, Recovered};
 
 use crate::health::Health;
 use crate::index::KeyMap;
 use crate::io::Io;
+use crate::keeper::Keeper;
 use crate::list::RankCache;
 use crate::segment::Segment;
 use crate::sequencer::Sequencer;
@@ -107,6 +108,8 @@ pub struct ShardSetup {
     /// The engine's fail-stop latch: a shard that fails sets it, and every shard refuses
     /// writes once it is set.
     pub health: Arc<Health>,
+    /// The live manifest: rollovers and rewrites are recorded there.
+    pub keeper: Arc<Keeper>,
 }
 
 pub struct Shard {
@@ -122,6 +125,7 @@ pub struct Shard {
     seq: Arc<Sequencer>,
     io: Arc<dyn Io>,
     health: Arc<Health>,
+    keeper: Arc<Keeper>,
     pub counters: ShardCounters,
     /// Rank marks of recent paginated lists (see `list.rs`).
     ranks: Mutex<RankCache>,
@@ -142,6 +146,7 @@ impl Shard {
             limits: setup.limits.clone(),
             index: RwLock::new(r.index),
             w: Mutex::new(WriterState {
+                listed: r.active.clone(),
                 active: r.active,
                 tail,
                 pending: Vec::new(),
@@ -158,6 +163,7 @@ impl Shard {
             seq: setup.seq.clone(),
             io: setup.io.clone(),
             health: setup.health.clone(),
+            keeper: setup.keeper.clone(),
             counters: ShardCounters::default(),
             ranks: Mutex::new(RankCache::default()),
         }

@@ -52,6 +52,9 @@ pub(super) struct Sealed {
 }
 
 pub(super) struct WriterState {
+    /// The segment the manifest records as active: the flusher's, which lags `active` between
+    /// a rollover and the first flush into the new segment (`Keeper::roll`).
+    pub(super) listed: Arc<Segment>,
     pub(super) active: Arc<Segment>,
     /// Logical end of the active segment, pending records included.
     pub(super) tail: u64,
@@ -166,7 +169,7 @@ impl Shard {
             Op::Put
         };
         let cur_bytes = cur.as_ref().map(|(v, seg)| current_value(&w, seg, v));
-        let rev = self.seq.allocate();
+        let rev = self.seq.allocate()?;
         let ctx = WriteContext {
             revision: Some(rev),
             current: cur_bytes.as_deref(),

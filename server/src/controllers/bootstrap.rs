@@ -34,16 +34,12 @@ pub fn admin_token(path: &Path) -> Option<String> {
         .map(|t| t.trim().to_string())
 }
 
+/// Replaces `path` atomically with `data`, mode 0600 whatever the umask (and whatever mode a
+/// leftover `.tmp` had): tokens and kubeconfigs are credentials.
 fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
+    let mut f = keel_engine::io::create_private_file(&tmp, false)?;
     f.write_all(data)?;
     f.sync_all()?;
     std::fs::rename(tmp, path)
@@ -119,4 +115,28 @@ async fn restore_allocations(st: &State, services: &Resource) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    /// Tokens and the admin kubeconfig are 0600, even over a leftover world-readable `.tmp`.
+    #[test]
+    fn credentials_are_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let leftover = dir.join("admin.tmp");
+        std::fs::write(&leftover, "old").unwrap();
+        std::fs::set_permissions(&leftover, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let kc = write_kubeconfig(dir, "https://127.0.0.1:6443", b"ca", "token").unwrap();
+        let tokens = ensure_token_file(dir).unwrap();
+        assert_eq!((mode(&kc), mode(&tokens)), (0o600, 0o600));
+        assert!(admin_token(&tokens).is_some());
+    }
 }
