@@ -110,6 +110,13 @@ fn aesgcm_secrets_are_encrypted_on_disk_and_keys_rotate() {
     // An update re-encrypts, and the returned object is plaintext.
     s.ok(&["label", "secret", "-n", "enc", "s1", "rotated=no"]);
     assert_eq!(secret_value(&s, "enc", "s1"), SECRET_B64);
+    let metrics = s.get("/metrics").text();
+    for series in [
+        r#"apiserver_storage_transformation_operations_total{resource="secrets",status="OK",transformation_type="to_storage",transformer_prefix="k8s:enc:aesgcm:v1:"} 2"#,
+        r#"apiserver_storage_transformation_operations_total{resource="secrets",status="OK",transformation_type="from_storage",transformer_prefix="k8s:enc:aesgcm:v1:"}"#,
+    ] {
+        assert!(metrics.contains(series), "{series} not in:\n{metrics}");
+    }
     if !persistent_backend() {
         return;
     }

@@ -80,7 +80,9 @@ impl Storage {
 
     /// Values are encrypted at rest as `encryption` says.
     pub fn with_encryption(mut self, encryption: Encryption) -> Storage {
-        self.encryption = Some(Arc::new(encryption));
+        let encryption = Arc::new(encryption);
+        encryption::report_metrics_of(&encryption);
+        self.encryption = Some(encryption);
         self
     }
 
@@ -531,6 +533,99 @@ mod tests {
                 rev.to_string()
             );
             assert_eq!(s.count(b"/core/configmaps/").unwrap(), 1);
+        }
+    }
+
+    fn encrypted(s: Storage) -> Storage {
+        let yaml = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\n\
+                    resources:\n- resources: [secrets]\n  providers:\n  - aesgcm:\n      keys:\n\
+                    \x20     - name: key1\n        secret: MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTI=\n";
+        s.with_encryption(Encryption::parse(yaml.as_bytes()).expect("config"))
+    }
+
+    /// Every path that hands stored bytes out (get, the update read, list, watch events and
+    /// their previous values) opens encrypted values, on backends with and without revisions
+    /// in values, while the backend holds only ciphertext; other resources stay plaintext.
+    #[test]
+    fn every_read_path_decrypts_and_the_backend_holds_ciphertext() {
+        for (backend, sealed) in [
+            (
+                Arc::new(MemStore::new(Limits::default())) as Arc<dyn Store>,
+                true,
+            ),
+            (
+                Arc::new(MemStore::new(Limits::default()).without_revision_before_seal()),
+                false,
+            ),
+        ] {
+            let s = encrypted(Storage::new(backend.clone()));
+            assert_eq!(s.sealed, sealed);
+            let key = b"/core/secrets/ns/a";
+            let mut obj =
+                json!({"kind": "Secret", "metadata": {"name": "a"}, "data": {"k": "djE="}});
+            let sp = Spliced::new(&mut obj);
+            let mut w = s.watch(b"/core/secrets/", Revision::ZERO).expect("watch");
+            let (bytes, rev) = futures_executor::block_on(s.create(key, &sp)).expect("create");
+            assert_eq!(
+                rv_of(&bytes),
+                rev.to_string(),
+                "what create returns is plaintext"
+            );
+            let raw = backend.get(key, StoreReadAt::Latest).unwrap().unwrap();
+            assert!(raw.value().starts_with(b"k8s:enc:aesgcm:v1:key1:"));
+            assert!(!raw.value().windows(4).any(|w| w == b"djE="));
+            assert_eq!(
+                rv_of(s.get_latest(key).unwrap().unwrap().value()),
+                rev.to_string()
+            );
+            let (cur, stale) = s.get_latest_for_update(key).unwrap().unwrap();
+            assert!(!stale);
+            assert_eq!(rv_of(cur.value()), rev.to_string());
+            let l =
+                futures_executor::block_on(s.list(b"/core/secrets/", None, 0, ReadPoint::Latest))
+                    .unwrap();
+            assert_eq!(rv_of(l.items[0].value()), rev.to_string());
+            let (_, rev2) = futures_executor::block_on(s.update(key, rev, &sp)).unwrap();
+            let mut evs = Vec::new();
+            while evs.len() < 2 {
+                assert!(w
+                    .next_batch_timeout(&mut evs, Duration::from_secs(5))
+                    .unwrap());
+            }
+            assert_eq!(rv_of(evs[0].kv.value()), rev.to_string());
+            assert_eq!(rv_of(evs[1].kv.value()), rev2.to_string());
+            assert_eq!(
+                rv_of(evs[1].prev.as_ref().unwrap().value()),
+                rev.to_string()
+            );
+            // A ConfigMap is not in the configuration: stored and served as plaintext.
+            let mut cm = json!({"kind": "ConfigMap", "metadata": {"name": "c"}});
+            let cm = Spliced::new(&mut cm);
+            futures_executor::block_on(s.create(b"/core/configmaps/ns/c", &cm)).unwrap();
+            let raw = backend
+                .get(b"/core/configmaps/ns/c", StoreReadAt::Latest)
+                .unwrap()
+                .unwrap();
+            assert!(raw.value().starts_with(b"{"));
+            // The same store read without the key: a 500 on get, the watch ends.
+            let plain = Storage::new(backend.clone()).with_encryption(
+                Encryption::parse(
+                    b"apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - identity: {}\n",
+                )
+                .unwrap(),
+            );
+            let e = plain.get_latest(key).unwrap_err();
+            assert_eq!(e.code, 500);
+            let mut w = plain.watch(b"/core/secrets/", Revision::ZERO).unwrap();
+            let mut evs = Vec::new();
+            let err = w
+                .next_batch_timeout(&mut evs, Duration::from_secs(5))
+                .unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("identity transformer tried to read encrypted data"),
+                "{err}"
+            );
         }
     }
 }

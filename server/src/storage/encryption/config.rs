@@ -322,7 +322,7 @@ fn validate_keys(keys: &[Key], path: &str, sizes: &[usize], errs: &mut Vec<Field
             continue;
         }
         let secret = format!("{at}.secret");
-        match decode_secret(&key.secret) {
+        match decode_secret(&key.secret).ok_or(()) {
             Err(()) => errs.push(invalid(
                 &secret,
                 "\"REDACTED\"",
@@ -346,9 +346,7 @@ fn validate_keys(keys: &[Key], path: &str, sizes: &[usize], errs: &mut Vec<Field
 }
 
 /// A key's secret: standard base64 with padding, as upstream's `base64.StdEncoding`.
-pub fn decode_secret(s: &str) -> Result<Vec<u8>, ()> {
+pub fn decode_secret(s: &str) -> Option<Vec<u8>> {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .map_err(|_| ())
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
 }

@@ -24,7 +24,9 @@ pub mod providers;
 use config::{EncryptionConfiguration, GroupResource, ProviderConfiguration};
 use foldhash::HashMap;
 use providers::Cipher;
-use std::sync::Arc;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// What every encrypted value starts with (upstream reserves it: its identity provider
 /// refuses to read values that start with it).
@@ -32,7 +34,9 @@ pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 
 /// The configured chains, by the group-resource they apply to.
 pub struct Encryption {
-    exact: HashMap<GroupResource, Arc<Chain>>,
+    /// Few (one per resource named in the file): a scan compares borrowed strings, where a
+    /// map would need an owned key per lookup, and lookups run once per read.
+    rules: Vec<(GroupResource, Arc<Chain>)>,
     /// Resources without a rule: read through identity, written as plaintext.
     unconfigured: Arc<Chain>,
 }
@@ -40,6 +44,13 @@ pub struct Encryption {
 /// The providers of one resource, in order.
 pub struct Chain {
     providers: Vec<Provider>,
+    /// The rule's resource (`secrets`, `*.apps`) for the metrics; `None` for resources
+    /// without a rule (upstream counts no transformations for those either).
+    resource: Option<String>,
+    /// Writes sealed: [ok, failed].
+    to_storage: [AtomicU64; 2],
+    /// Reads by the provider that claimed the value (the last slot: none did): [ok, failed].
+    from_storage: Vec<[AtomicU64; 2]>,
 }
 
 #[derive(Clone)]
@@ -151,20 +162,17 @@ impl Encryption {
                 chains.entry(gr).or_default().extend(&ids);
             }
         }
-        let exact = chains
+        let rules = chains
             .into_iter()
             .map(|(gr, ids)| {
-                let chain = Chain {
-                    providers: ids.iter().map(|&i| providers[i].clone()).collect(),
-                };
+                let providers = ids.iter().map(|&i| providers[i].clone()).collect();
+                let chain = Chain::new(providers, Some(gr.yaml_name()));
                 (gr, Arc::new(chain))
             })
             .collect();
         Ok(Encryption {
-            exact,
-            unconfigured: Arc::new(Chain {
-                providers: vec![Provider::Identity],
-            }),
+            rules,
+            unconfigured: Arc::new(Chain::new(vec![Provider::Identity], None)),
         })
     }
 
@@ -174,21 +182,18 @@ impl Encryption {
     pub fn chain(&self, key: &[u8]) -> Option<&Arc<Chain>> {
         let (group, resource) = resource_of(key)?;
         let group = if group == "core" { "" } else { group };
-        // Lookups by borrowed parts would need a second key type; these strings are short and
-        // the map is asked once per request (per item only for cross-resource lists).
-        let mut gr = GroupResource {
-            group: group.to_string(),
-            resource: resource.to_string(),
+        let find = |g: &str, r: &str| {
+            self.rules
+                .iter()
+                .find(|(gr, _)| gr.group == g && gr.resource == r)
+                .map(|(_, c)| c)
         };
-        if let Some(c) = self.exact.get(&gr) {
-            return Some(c);
-        }
-        gr.resource = "*".into();
-        if let Some(c) = self.exact.get(&gr) {
-            return Some(c);
-        }
-        gr.group = "*".into();
-        Some(self.exact.get(&gr).unwrap_or(&self.unconfigured))
+        Some(
+            find(group, resource)
+                .or_else(|| find(group, "*"))
+                .or_else(|| find("*", "*"))
+                .unwrap_or(&self.unconfigured),
+        )
     }
 }
 
@@ -210,7 +215,7 @@ fn provider(p: &ProviderConfiguration, i: usize, j: usize) -> Result<Provider, S
             .iter()
             .map(|k| {
                 let secret = config::decode_secret(&k.secret)
-                    .map_err(|_| format!("could not obtain secret for named key {}", k.name))?;
+                    .ok_or_else(|| format!("could not obtain secret for named key {}", k.name))?;
                 Ok(NamedKey {
                     tag: format!("{}:", k.name).into_bytes(),
                     cipher: make(&secret),
@@ -236,6 +241,21 @@ fn provider(p: &ProviderConfiguration, i: usize, j: usize) -> Result<Provider, S
 }
 
 impl Chain {
+    fn new(providers: Vec<Provider>, resource: Option<String>) -> Chain {
+        let from_storage = (0..=providers.len()).map(|_| Default::default()).collect();
+        Chain {
+            providers,
+            resource,
+            to_storage: Default::default(),
+            from_storage,
+        }
+    }
+
+    fn count(&self, counter: &[AtomicU64; 2], ok: bool) {
+        if self.resource.is_some() {
+            counter[usize::from(!ok)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
     /// Whether writes store plaintext (the first provider is identity): the value is written
     /// as built, with no copy.
     pub fn writes_plaintext(&self) -> bool {
@@ -259,7 +279,9 @@ impl Chain {
                 let k = keys.first().expect("validated: a provider has a key");
                 out.extend_from_slice(kind.prefix());
                 out.extend_from_slice(&k.tag);
-                k.cipher.seal(key, plain, out)
+                let r = k.cipher.seal(key, plain, out);
+                self.count(&self.to_storage, r.is_ok());
+                r
             }
             _ => {
                 out.extend_from_slice(plain);
@@ -287,6 +309,7 @@ impl Chain {
             match p {
                 Provider::Identity => {
                     if !value.starts_with(ENCRYPTED_PREFIX) {
+                        self.count(&self.from_storage[i], true);
                         return Ok((None, i != 0));
                     }
                     // As upstream: an identity listed before the provider that can read the
@@ -299,19 +322,65 @@ impl Chain {
                     };
                     for (j, k) in keys.iter().enumerate() {
                         if let Some(body) = rest.strip_prefix(k.tag.as_slice()) {
-                            let plain = k.cipher.open(key, body)?;
-                            return Ok((Some(plain), i != 0 || j != 0));
+                            let plain = k.cipher.open(key, body);
+                            self.count(&self.from_storage[i], plain.is_ok());
+                            return Ok((Some(plain?), i != 0 || j != 0));
                         }
                     }
+                    self.count(&self.from_storage[i], false);
                     return Err(kind.no_key().into());
                 }
             }
         }
+        self.count(&self.from_storage[self.providers.len()], false);
         Err(if identity_failed {
             "identity transformer tried to read encrypted data".into()
         } else {
             "no matching prefix found".into()
         })
+    }
+}
+
+/// The configuration `/metrics` reports on (the process's one; set at start).
+static METRICS_SOURCE: OnceLock<Arc<Encryption>> = OnceLock::new();
+
+/// Has `/metrics` report `encryption`'s transformations (the first one set stays).
+pub fn report_metrics_of(encryption: &Arc<Encryption>) {
+    let _ = METRICS_SOURCE.set(encryption.clone());
+}
+
+/// Appends upstream's `apiserver_storage_transformation_operations_total` (labels as
+/// upstream: `resource`, `status` `OK` or `Unknown`, `transformation_type` `to_storage` or
+/// `from_storage`, `transformer_prefix` the provider's prefix, `identity` or `unknown`). A
+/// wildcard rule's series carry the rule (`*.apps`) as their resource.
+pub fn render_metrics(out: &mut String) {
+    let Some(enc) = METRICS_SOURCE.get() else {
+        return;
+    };
+    out.push_str("# HELP apiserver_storage_transformation_operations_total [ALPHA] Total number of transformations. Successful transformation will have a status 'OK' and a varied status string when the transformation fails.\n# TYPE apiserver_storage_transformation_operations_total counter\n");
+    let mut chains: Vec<_> = enc.rules.iter().map(|(_, c)| c).collect();
+    chains.sort_by(|a, b| a.resource.cmp(&b.resource));
+    for c in chains {
+        let resource = c.resource.as_deref().unwrap_or("");
+        let name = |p: Option<&Provider>| match p {
+            Some(Provider::Keyed { kind, .. }) => {
+                std::str::from_utf8(kind.prefix()).expect("ASCII")
+            }
+            Some(Provider::Identity) => "identity",
+            None => "unknown",
+        };
+        let mut series = vec![("to_storage", name(c.providers.first()), &c.to_storage)];
+        for (i, counter) in c.from_storage.iter().enumerate() {
+            series.push(("from_storage", name(c.providers.get(i)), counter));
+        }
+        for (kind, prefix, counter) in series {
+            for (slot, status) in ["OK", "Unknown"].into_iter().enumerate() {
+                let n = counter[slot].load(Ordering::Relaxed);
+                if n > 0 {
+                    let _ = writeln!(out, "apiserver_storage_transformation_operations_total{{resource=\"{resource}\",status=\"{status}\",transformation_type=\"{kind}\",transformer_prefix=\"{prefix}\"}} {n}");
+                }
+            }
+        }
     }
 }
 

@@ -38,7 +38,7 @@ const SHORT: &str = "the stored data was shorter than the required size";
 #[derive(Clone)]
 pub enum Cipher {
     Gcm(Gcm),
-    Cbc(Cbc),
+    Cbc(Box<Cbc>),
     Secretbox(Box<XSalsa20Poly1305>),
 }
 
@@ -71,14 +71,14 @@ impl Cipher {
 
     /// An AES-CBC key; `key` has one of `AES_KEY_BYTES` lengths (validated before).
     pub fn aes_cbc(key: &[u8]) -> Cipher {
-        Cipher::Cbc(match key.len() {
+        Cipher::Cbc(Box::new(match key.len() {
             16 => Cbc::A128(aes::Aes128::new_from_slice(key).expect("16 bytes")),
             24 => Cbc::A192(aes::Aes192::new_from_slice(key).expect("24 bytes")),
             n => {
                 assert_eq!(n, 32, "AES key of {n} bytes passed validation");
                 Cbc::A256(aes::Aes256::new_from_slice(key).expect("32 bytes"))
             }
-        })
+        }))
     }
 
     /// A secretbox key of `SECRETBOX_KEY_BYTES` (validated before).
@@ -112,7 +112,7 @@ impl Cipher {
                 let mut buf = Vec::with_capacity(plain.len() + pad);
                 buf.extend_from_slice(plain);
                 buf.resize(plain.len() + pad, pad as u8);
-                let sealed = match c {
+                let sealed = match &**c {
                     Cbc::A128(k) => cbc::Encryptor::inner_iv_init(k.clone(), (&iv).into())
                         .encrypt_padded_vec_mut::<NoPadding>(&buf),
                     Cbc::A192(k) => cbc::Encryptor::inner_iv_init(k.clone(), (&iv).into())
@@ -161,7 +161,7 @@ impl Cipher {
                     return Err("the stored data is not a multiple of the block size".into());
                 }
                 let iv: &[u8; AES_BLOCK_BYTES] = iv.try_into().expect("split at the block");
-                let plain = match c {
+                let plain = match &**c {
                     Cbc::A128(k) => cbc::Decryptor::inner_iv_init(k.clone(), iv.into())
                         .decrypt_padded_vec_mut::<NoPadding>(sealed),
                     Cbc::A192(k) => cbc::Decryptor::inner_iv_init(k.clone(), iv.into())

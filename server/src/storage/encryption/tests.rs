@@ -75,7 +75,7 @@ fn aesgcm_layout_is_nonce_then_sealed_with_the_key_as_additional_data() {
     let c = chain(&keyed("aesgcm", &[("key1", K32A)]));
     let stored = sealed(&c, KEY);
     let body = &stored[b"k8s:enc:aesgcm:v1:key1:".len()..];
-    let key = config::decode_secret(K32A).unwrap();
+    let key = config::decode_secret(K32A).expect("base64");
     let gcm = aes_gcm::Aes256Gcm::new_from_slice(&key).unwrap();
     let payload = Payload {
         msg: &body[12..],
@@ -90,7 +90,7 @@ fn secretbox_layout_is_nacl_nonce_tag_ciphertext() {
     let c = chain(&keyed("secretbox", &[("key1", K32A)]));
     let stored = sealed(&c, KEY);
     let body = &stored[b"k8s:enc:secretbox:v1:key1:".len()..];
-    let key = config::decode_secret(K32A).unwrap();
+    let key = config::decode_secret(K32A).expect("base64");
     let sb = crypto_secretbox::XSalsa20Poly1305::new_from_slice(&key).unwrap();
     assert_eq!(sb.decrypt(body[..24].into(), &body[24..]).unwrap(), PLAIN);
 }
