@@ -41,6 +41,8 @@ fn every_provider_round_trips_with_upstreams_prefix_and_layout() {
     for (kind, secret, overhead) in [
         ("aesgcm", K32A, 12 + 16),
         ("aesgcm", K16, 12 + 16),
+        ("aesgcm", "MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0", 12 + 16), // AES-192: RustCrypto
+        ("aescbc", K16, 16 + (16 - PLAIN.len() % 16)),
         ("aescbc", K32A, 16 + (16 - PLAIN.len() % 16)),
         ("secretbox", K32A, 24 + 16),
     ] {
