@@ -117,6 +117,9 @@ pub const LARGEST_BODIES_IN_FLIGHT_PER_CORE: usize = 16;
 
 /// Largest token file accepted (`--token-auth-file`).
 pub const TOKEN_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+/// Largest `--encryption-provider-config` accepted: a rule with a few keys is well under a
+/// kilobyte, so a megabyte holds thousands of keys, and anything bigger is not a config.
+pub const ENCRYPTION_CONFIG_BYTES_MAX: u64 = 1024 * 1024;
 /// Distinct request metric label sets kept; beyond it new series are folded into
 /// `resource="other"`.
 pub const METRIC_SERIES_MAX: usize = 10_000;

@@ -310,6 +310,7 @@ impl Metrics {
                 g.load(Ordering::Relaxed)
             );
         }
+        crate::storage::encryption::render_metrics(&mut out);
         out
     }
 }

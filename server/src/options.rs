@@ -95,6 +95,13 @@ pub struct Options {
     #[arg(long)]
     pub shards: Option<usize>,
 
+    /// Encryption at rest: an `apiserver.config.k8s.io/v1` `EncryptionConfiguration` file
+    /// (YAML or JSON) naming, per resource, the providers (`aesgcm`, `aescbc`, `secretbox`,
+    /// `identity`; `kms` is refused) and their keys. Writes use the first provider's first
+    /// key; reads accept every listed one. A bad file stops the start.
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
+
     /// Start on a damaged store anyway. Without it, damage to acknowledged data in
     /// `<data-dir>/store` (a cut, erased or overwritten segment, a missing or extra segment
     /// file, a bad SHARDS, COMPACTED or MANIFEST) stops the start with an error naming the

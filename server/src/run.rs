@@ -70,6 +70,12 @@ pub fn run(opts: Options) -> Result<(), String> {
         });
     }
     let (cidr, ports, catalog) = validate(&opts)?;
+    // Before the data directory is touched: a bad file must not leave a half-started server.
+    let encryption = opts
+        .encryption_provider_config
+        .as_deref()
+        .map(crate::storage::encryption::Encryption::load)
+        .transpose()?;
     let data = opts.data_dir.clone();
     // Private: the data directory holds the store (Secrets), keys, tokens, a kubeconfig.
     make_private(&data, true)?;
@@ -108,7 +114,10 @@ pub fn run(opts: Options) -> Result<(), String> {
         .lookup("", "v1", "namespaces")
         .map(|ns| Location::of(&catalog, ns))
         .ok_or("namespaces are always served")?;
-    let storage = Storage::new(backend);
+    let mut storage = Storage::new(backend);
+    if let Some(encryption) = encryption {
+        storage = storage.with_encryption(encryption);
+    }
     crate::storage::compactor::spawn_if_needed(
         storage.clone(),
         opts.storage_maintenance_interval

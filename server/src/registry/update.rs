@@ -59,7 +59,7 @@ impl Registry {
         let key = res.loc.key(namespace, name);
         let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
-            let Some(current) = self.storage.get_latest(&key)? else {
+            let Some((current, stale)) = self.storage.get_latest_for_update(&key)? else {
                 return self
                     .create_on_update(res, namespace, name, opts, try_update)
                     .await;
@@ -98,8 +98,9 @@ impl Registry {
             } else {
                 objects::meta_mut(&mut new).shift_remove("resourceVersion");
             }
-            // No change: nothing is written and the current object is returned.
-            if same_object(&new, &old) {
+            // No change: nothing is written and the current object is returned (unless its
+            // stored bytes use an old encryption key: then they are rewritten, as upstream).
+            if same_object(&new, &old) && !stale {
                 return Ok(Updated {
                     bytes: current.value().to_vec(),
                     created: false,
