@@ -60,6 +60,9 @@ fn damaged_stores_refuse_naming_the_file_and_repairs_reuse_no_revision() {
         .map(|c| c["refused_naming_file"].as_u64().unwrap())
         .sum();
     assert!(refused >= 4, "{text}");
-    assert_eq!(named, refused, "every refusal names the damaged file\n{text}");
+    assert_eq!(
+        named, refused,
+        "every refusal names the damaged file\n{text}"
+    );
     assert_eq!(r["repairs"].as_u64().unwrap(), refused, "{text}");
 }

@@ -47,7 +47,12 @@ struct Cli {
     #[arg(long, default_value = "1500ms", value_parser = parse_duration)]
     load_max: Duration,
     /// Damages to choose from after a kill (comma separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "truncate,zero-range,overwrite,flip-bit,delete-segment,extra-segment")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "truncate,zero-range,overwrite,flip-bit,delete-segment,extra-segment"
+    )]
     damage: Vec<Damage>,
     /// Probability that a kill is followed by a damage.
     #[arg(long, default_value_t = 0.5)]

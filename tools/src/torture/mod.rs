@@ -301,17 +301,18 @@ struct Phase {
     diverged: Mutex<Vec<String>>,
 }
 
-/// One writer: its keys, one write at a time, until a request fails (the kill) or `stop`.
-async fn writer(
-    c: KubeClient,
+/// What the writers of one phase share.
+struct Shared {
     model: Arc<Mutex<Model>>,
-    phase: Arc<Phase>,
-    stop: Arc<AtomicBool>,
-    w: u32,
+    phase: Phase,
+    stop: AtomicBool,
     keys: u32,
-    pad: Arc<String>,
-    seed: u64,
-) {
+    pad: String,
+}
+
+/// One writer: its keys, one write at a time, until a request fails (the kill) or `stop`.
+async fn writer(c: KubeClient, sh: Arc<Shared>, w: u32, seed: u64) {
+    let (model, phase, stop, keys, pad) = (&sh.model, &sh.phase, &sh.stop, sh.keys, &sh.pad);
     let mut rng = StdRng::seed_from_u64(seed);
     let coll = format!("/api/v1/namespaces/{NAMESPACE}/configmaps");
     while !stop.load(Ordering::Relaxed) {
@@ -322,13 +323,16 @@ async fn writer(
         let (acked, delete) = {
             let m = model.lock().expect("model");
             let a = m.acked(key);
-            (a, matches!(a, Value::Present { .. }) && rng.random_bool(0.25))
+            (
+                a,
+                matches!(a, Value::Present { .. }) && rng.random_bool(0.25),
+            )
         };
         let seq = model.lock().expect("model").begin(key, delete);
         let one = format!("{coll}/{}", model::name(key));
         let sent = match acked {
             Value::Absent => {
-                c.request(Method::POST, &coll, Some(body(key, seq, None, &pad)))
+                c.request(Method::POST, &coll, Some(body(key, seq, None, pad)))
                     .await
             }
             Value::Present { rv, .. } if delete => {
@@ -340,7 +344,7 @@ async fn writer(
                     .await
             }
             Value::Present { rv, .. } => {
-                c.request(Method::PUT, &one, Some(body(key, seq, Some(rv), &pad)))
+                c.request(Method::PUT, &one, Some(body(key, seq, Some(rv), pad)))
                     .await
             }
         };
@@ -409,7 +413,6 @@ pub async fn run(spec: &Spec, mut progress: impl FnMut(&Report)) -> Result<Repor
     let began = Instant::now();
     let mut rng = StdRng::seed_from_u64(spec.seed);
     let model = Arc::new(Mutex::new(Model::new(spec.writers, spec.keys_per_writer)));
-    let pad = Arc::new("x".repeat(spec.value_bytes));
     let mut report = Report {
         seed: spec.seed,
         ..Report::default()
@@ -487,18 +490,19 @@ pub async fn run(spec: &Spec, mut progress: impl FnMut(&Report)) -> Result<Repor
             break;
         }
         // Load, then the kill in the middle of it.
-        let phase = Arc::new(Phase::default());
-        let stop = Arc::new(AtomicBool::new(false));
+        let sh = Arc::new(Shared {
+            model: model.clone(),
+            phase: Phase::default(),
+            stop: AtomicBool::new(false),
+            keys: spec.keys_per_writer,
+            pad: "x".repeat(spec.value_bytes),
+        });
         let mut tasks = Vec::new();
         for w in 0..spec.writers {
             tasks.push(tokio::spawn(writer(
                 server.client.clone(),
-                model.clone(),
-                phase.clone(),
-                stop.clone(),
+                sh.clone(),
                 w,
-                spec.keys_per_writer,
-                pad.clone(),
                 rng.random(),
             )));
         }
@@ -506,7 +510,8 @@ pub async fn run(spec: &Spec, mut progress: impl FnMut(&Report)) -> Result<Repor
         tokio::time::sleep(load).await;
         let _ = server.child.kill();
         let _ = server.child.wait();
-        stop.store(true, Ordering::Relaxed);
+        sh.stop.store(true, Ordering::Relaxed);
+        let phase = &sh.phase;
         for t in tasks {
             let _ = t.await;
         }

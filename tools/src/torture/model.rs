@@ -28,7 +28,9 @@ pub enum Value {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pending {
     /// A create or an update carrying `seq`.
-    Put { seq: u64 },
+    Put {
+        seq: u64,
+    },
     Delete,
 }
 
@@ -274,7 +276,10 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        assert_eq!(parse_name(&name(Key { w: 3, k: 17 })), Some(Key { w: 3, k: 17 }));
+        assert_eq!(
+            parse_name(&name(Key { w: 3, k: 17 })),
+            Some(Key { w: 3, k: 17 })
+        );
         assert_eq!(parse_name("t-3"), None);
         assert_eq!(parse_name("x-1-2"), None);
     }
@@ -344,9 +349,14 @@ mod tests {
         assert!(v
             .iter()
             .any(|x| matches!(x, Violation::RevisionReused { rv: 10, .. })));
-        assert!(v
-            .iter()
-            .any(|x| matches!(x, Violation::RevisionNotAbove { rv: 10, floor: 10, .. })));
+        assert!(v.iter().any(|x| matches!(
+            x,
+            Violation::RevisionNotAbove {
+                rv: 10,
+                floor: 10,
+                ..
+            }
+        )));
         // Above the floor: fine.
         let u = m.begin(B, false);
         assert!(m.ack_put(B, u, 11).is_empty());
