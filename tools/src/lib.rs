@@ -1,6 +1,7 @@
 //! keel-tools: `loadgen`, a load generator for any Kubernetes API server and for etcd shaped
 //! the way the upstream API server uses it, and `loadgen compare`, which measures keel and etcd
-//! side by side in one run.
+//! side by side in one run, and `keel-torture`, which kills a server under write load,
+//! damages its files and checks every acknowledged write after the restart.
 //!
 //! Layers: `keel_client` (its own crate: kubeconfig, pooled HTTP/1.1 over rustls, watch
 //! streams) -> `driver` (concurrency, pacing, latency histograms, progress) -> `kube::*` and
@@ -25,6 +26,7 @@ pub mod limits;
 pub mod objects;
 pub mod procstat;
 pub mod report;
+pub mod torture;
 pub mod watchcheck;
 pub mod watchrun;
 

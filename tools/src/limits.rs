@@ -30,3 +30,17 @@ pub const ETCD_MESSAGE_BYTES_MAX: usize = 1 << 30;
 pub const WATCH_LATENCY_BATCH: usize = 256;
 /// Shared delivery-latency histograms of one `watch` run (watchers spread over them).
 pub const WATCH_LATENCY_SHARDS: usize = 8;
+
+// ------------------------------------------------------------------------- keel-torture
+
+/// Most writers of one torture run (each keeps a connection and one write in flight).
+pub const TORTURE_WRITERS_MAX: usize = 1_000;
+/// Longest a server start may take (recovery of a large store on a busy machine) before the
+/// run stops with an error.
+pub const TORTURE_START_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// How often a starting server is asked whether it is ready.
+pub const TORTURE_START_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+/// Pause of a writer answered 429 before it writes again.
+pub const TORTURE_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
+/// Largest `--value-bytes` (the API server's object limit is ~1.5 MiB).
+pub const TORTURE_VALUE_BYTES_MAX: usize = 1 << 20;
