@@ -82,10 +82,20 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     // What a draining shutdown waits for: every request but watches.
     let _in_flight = (!watch).then(|| st.lifecycle.track());
     let target = request_info::classify(req.method.as_str(), &req.path, watch);
-    let (resp, labels) = match route(&st, &req, &target, user).await {
+    // Priority and fairness: the seat is held while the handler runs (a watch's until it is
+    // established: its handler returns the stream).
+    let ticket = match flow_control(&st, &req, &target, user.as_ref()).await {
+        Ok(t) => t,
+        Err(refused) => return refused,
+    };
+    let (mut resp, labels) = match route(&st, &req, &target, user).await {
         Ok(r) => r,
         Err((e, labels)) => (respond::error(&e), labels),
     };
+    if let Some(t) = ticket {
+        resp.headers
+            .extend(flow_control_headers(&t.schema_uid, &t.level_uid));
+    }
     if let Some(l) = labels {
         let code = resp.status;
         st.metrics.observe(
@@ -105,6 +115,74 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
 }
 
 type Labels = (&'static str, String, String, String, String, &'static str);
+
+/// Classifies the request and waits for its seat (`crate::flowcontrol`); `Ok(None)` when
+/// priority and fairness is off. A refusal is upstream's: 429, plain text, `Retry-After`.
+async fn flow_control(
+    st: &State,
+    req: &Request,
+    target: &Target,
+    user: Option<&User>,
+) -> Result<Option<crate::flowcontrol::Ticket>, Response> {
+    use crate::flowcontrol::classify::{Digest, ResourceAttrs};
+    let fc = &st.flowcontrol;
+    if !fc.enabled {
+        return Ok(None);
+    }
+    let method = req.method.as_str().to_ascii_lowercase();
+    let (verb, resource) = match target {
+        Target::Resource(rr) => (
+            rr.verb,
+            Some(ResourceAttrs {
+                group: &rr.group,
+                resource: &rr.resource,
+                subresource: &rr.subresource,
+                namespace: &rr.namespace,
+            }),
+        ),
+        _ => (method.as_str(), None),
+    };
+    let digest = Digest {
+        user: user.map_or("", |u| u.name.as_str()),
+        groups: user.map_or(&[], |u| u.groups.as_slice()),
+        authenticated: user.is_some(),
+        verb,
+        resource,
+        path: req.path.trim_end_matches('/'),
+    };
+    let never_reject = health::is_health_path(req.path.trim_end_matches('/'));
+    match fc.admit(&digest, never_reject).await {
+        Ok(ticket) => Ok(Some(ticket)),
+        Err(r) => {
+            let mut resp = Response::full(
+                429,
+                "text/plain; charset=utf-8",
+                b"Too many requests, please try again later.\n".to_vec(),
+            );
+            resp.headers
+                .extend(flow_control_headers(&r.schema_uid, &r.level_uid));
+            resp.headers.extend([
+                ("X-Content-Type-Options".into(), "nosniff".into()),
+                ("Retry-After".into(), r.retry_after_seconds.to_string()),
+            ]);
+            Err(resp)
+        }
+    }
+}
+
+/// Upstream's response headers naming the schema and level a request was classified into.
+fn flow_control_headers(schema_uid: &str, level_uid: &str) -> [(String, String); 2] {
+    [
+        (
+            "X-Kubernetes-PF-FlowSchema-UID".into(),
+            schema_uid.to_string(),
+        ),
+        (
+            "X-Kubernetes-PF-PriorityLevel-UID".into(),
+            level_uid.to_string(),
+        ),
+    ]
+}
 
 /// Whether `path` is served without authentication or authorization.
 fn is_public(st: &State, path: &str) -> bool {
