@@ -43,8 +43,16 @@ impl Reply {
 }
 
 fn request(s: &Server, token: Option<&str>, path: &str) -> Option<Reply> {
+    request_at(s, token, path, None)
+}
+
+/// As `request`, reading the response at most `rate` bytes a second (a slow client).
+fn request_at(s: &Server, token: Option<&str>, path: &str, rate: Option<&str>) -> Option<Reply> {
     let url = format!("https://127.0.0.1:{}{path}", s.port);
     let mut cmd = Command::new("curl");
+    if let Some(r) = rate {
+        cmd.args(["--limit-rate", r]);
+    }
     cmd.args(["-s", "-i", "--max-time", "30", "-o", "-"])
         .args(["--cacert", s.ca_file().to_str().unwrap()]);
     if let Some(t) = token {
@@ -81,16 +89,17 @@ fn uid(s: &Server, kind: &str, name: &str) -> String {
 const FS: &str = "x-kubernetes-pf-flowschema-uid";
 const PL: &str = "x-kubernetes-pf-prioritylevel-uid";
 
+/// A server whose token file (in its data directory, where the server keeps it) has an
+/// admin, the flooder and the victim; one core and a concurrency limit of 8 seats.
 fn start() -> Server {
     let tmp = tempfile::tempdir().unwrap();
-    let t = tokens(tmp.path());
     let dir = tmp.path().join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    tokens(&dir);
     Server::start_at(
         tmp,
         dir,
         &[
-            "--token-auth-file",
-            t.to_str().unwrap(),
             "--cores",
             "1",
             "--max-requests-inflight",
@@ -168,10 +177,11 @@ fn bootstrap_objects_headers_and_flood_isolation() {
         .status
         .success()));
 
-    // Slow lists: 1,500 configmaps of 2 KiB.
-    let value = "x".repeat(2048);
+    // Slow lists: 1,000 configmaps of 10 KiB, a 10 MB list, more than the socket buffers
+    // hold, so that a client reading it slowly keeps the list (and its seat) busy.
+    let value = "x".repeat(10 * 1024);
     let mut yaml = String::new();
-    for i in 0..1500 {
+    for i in 0..1000 {
         yaml.push_str(&format!(
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: default\ndata:\n  v: {value}\n"
         ));
@@ -231,7 +241,8 @@ spec:
         "the applied FlowSchema does not classify the flooder"
     );
 
-    // Flood: 12 clients listing everything, back to back, for 6 s.
+    // Flood: 12 clients listing everything back to back, each reading at 1 MB/s, so that
+    // every list holds its seat for seconds.
     let s = Arc::new(s);
     let stop = Arc::new(AtomicBool::new(false));
     let (ok, refused, bad_refusals) = (
@@ -250,7 +261,8 @@ spec:
             );
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let Some(r) = request(&s, Some(FLOODER), "/api/v1/configmaps") else {
+                    let Some(r) = request_at(&s, Some(FLOODER), "/api/v1/configmaps", Some("1M"))
+                    else {
                         continue;
                     };
                     match r.status {

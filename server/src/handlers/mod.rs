@@ -95,6 +95,11 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     if let Some(t) = ticket {
         resp.headers
             .extend(flow_control_headers(&t.schema_uid, &t.level_uid));
+        // A streamed list keeps its seat until its last chunk is written; a watch is
+        // established once its handler has returned, and lets its seat go (as upstream).
+        if !watch {
+            resp.body = hold_seat(resp.body, t);
+        }
     }
     if let Some(l) = labels {
         let code = resp.status;
@@ -167,6 +172,34 @@ async fn flow_control(
             ]);
             Err(resp)
         }
+    }
+}
+
+/// A streamed body that holds `ticket` (its seat) until the stream ends or is dropped.
+fn hold_seat(body: keel_http::Body, ticket: crate::flowcontrol::Ticket) -> keel_http::Body {
+    use keel_http::Body;
+    match body {
+        Body::Full(b) => Body::Full(b),
+        Body::Stream(inner) => Body::Stream(Box::pin(Holding { inner, ticket })),
+        Body::Chunks(inner) => Body::Chunks(Box::pin(Holding { inner, ticket })),
+    }
+}
+
+/// A stream and the seat it holds.
+struct Holding<S: ?Sized> {
+    inner: Pin<Box<S>>,
+    ticket: crate::flowcontrol::Ticket,
+}
+
+impl<S: futures_core::Stream + ?Sized> futures_core::Stream for Holding<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        let _held = &self.ticket;
+        self.inner.as_mut().poll_next(cx)
     }
 }
 
