@@ -102,7 +102,7 @@ async fn run(st: Arc<State>) {
 pub async fn reconcile(st: &State) -> Result<(), String> {
     let routes = st.routes.load();
     let (levels, schemas) = resources(&routes).ok_or("")?;
-    pass(st, &levels, &schemas).await.map_err(|e| e.message)
+    pass(st, levels, schemas).await.map_err(|e| e.message)
 }
 
 /// One reconciliation: bootstrap objects, then the configuration and the conditions.
@@ -187,7 +187,7 @@ async fn ensure(st: &State, res: &Resource, wanted: Value) -> Result<bool, ApiEr
             st.registry
                 .guaranteed_update(res, "", &name, &opts, &mut |current| {
                     let mut new = current
-                        .ok_or_else(|| ApiError::not_found(GROUP, &res.info.plural, &name))?
+                        .ok_or_else(|| ApiError::not_found(GROUP, res.info.plural, &name))?
                         .clone();
                     new["spec"] = wanted["spec"].clone();
                     let meta = &mut new["metadata"];
