@@ -7,13 +7,14 @@
 //!   run                 start-up: options, backend, layers, serving, controllers
 //!   handlers/           HTTP: routing, authn/authz, query, negotiation, bodies, responses,
 //!                       watch streams, subresources, reviews, discovery, OpenAPI, health
-//!   controllers/        bootstrap and the namespace controller (registry clients)
+//!   controllers/        bootstrap, the namespace and flow-control controllers (registry clients)
 //!   state               the shared state: registry, live routes, auth, metrics, settings
 //!   registry/           typed get/list/watch/create/guaranteed_update/delete/deletecollection
 //!   routes              live resource table: catalog snapshot + storage location per resource
 //!   watch_feed/         per-core shared watch fan-out (log, pacing, task, subscription)
 //!   selection, repr     selectors and watch-event rules; media types and encodings
 //!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
+//!   flowcontrol/        priority and fairness: classification, fair queuing, per-core seats
 //!   objects, alloc, auth, metrics, options, limits, schema_meta   (leaves)
 //! ```
 //!
@@ -33,6 +34,7 @@ pub type Allocator = mimalloc::MiMalloc;
 pub mod alloc;
 pub mod auth;
 pub mod controllers;
+pub mod flowcontrol;
 pub mod handlers;
 pub mod lifecycle;
 pub mod limits;

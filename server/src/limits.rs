@@ -136,3 +136,19 @@ const _: () = assert!(BOOKMARK_INTERVAL_MIN.as_millis() <= WATCH_BOOKMARK_INTERV
 /// (upstream's default request timeout) before closing the listener anyway.
 pub const SHUTDOWN_DRAIN_POLL: Duration = Duration::from_millis(10);
 pub const SHUTDOWN_DRAIN_MAX: Duration = Duration::from_secs(60);
+
+// ------------------------------------------------------------------------- flow control
+
+/// How long a request may wait in a priority level's queue before it is refused with 429
+/// (`time-out`): upstream allows a quarter of the request's deadline, capped at a minute;
+/// with kube-apiserver's default `--request-timeout` of 60 s that is 15 s.
+pub const FLOWCONTROL_QUEUE_WAIT_MAX: Duration = Duration::from_secs(15);
+/// `Retry-After` of a request refused by priority and fairness (upstream starts at 1 s).
+pub const FLOWCONTROL_RETRY_AFTER_SECONDS: u32 = 1;
+/// How often the flow-control controller re-reads every FlowSchema and
+/// PriorityLevelConfiguration even without a change seen on its watches (restores deleted
+/// mandatory objects that a missed event would leave absent).
+pub const FLOWCONTROL_RESYNC: Duration = Duration::from_secs(30);
+/// Least time between two passes of the flow-control controller, so that a burst of changes
+/// to the objects is read in one pass.
+pub const FLOWCONTROL_PASS_INTERVAL_MIN: Duration = Duration::from_millis(50);

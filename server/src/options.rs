@@ -129,9 +129,22 @@ pub struct Options {
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
-    /// Maximum non-mutating requests in flight per core (then 429).
+    /// Maximum non-mutating requests in flight. With priority and fairness it is part of the
+    /// server's concurrency limit (with --max-mutating-requests-inflight) that the priority
+    /// levels share; without it, the per-core in-flight cap (then 429).
     #[arg(long, default_value_t = 400)]
     pub max_requests_inflight: usize,
+
+    /// Maximum mutating requests in flight: the rest of the concurrency limit that priority
+    /// and fairness shares among the priority levels.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// API Priority and Fairness: classify requests by the FlowSchemas, queue them fairly
+    /// per priority level, exempt `system:masters` and health probes. `false` keeps the
+    /// per-core in-flight cap for every request alike.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub enable_priority_and_fairness: bool,
 
     /// Maximum request body size in bytes (then 413).
     #[arg(long, default_value_t = 3 * 1024 * 1024)]

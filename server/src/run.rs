@@ -125,6 +125,11 @@ pub fn run(opts: Options) -> Result<(), String> {
         opts.watch_history,
     );
     let registry = Registry::new(storage, Allocators::new(cidr, ports), namespaces);
+    let cores = opts.cores.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
     let st = Arc::new(State::new(StateParts {
         registry,
         routes: LiveRoutes::new(catalog),
@@ -134,6 +139,11 @@ pub fn run(opts: Options) -> Result<(), String> {
         min_request_timeout: opts.min_request_timeout,
         bookmark_interval: opts.watch_bookmark_interval.max(BOOKMARK_INTERVAL_MIN),
         livez_grace: opts.livez_grace_period,
+        flowcontrol: crate::flowcontrol::FlowControl::new(
+            opts.enable_priority_and_fairness,
+            opts.max_requests_inflight + opts.max_mutating_requests_inflight,
+            cores,
+        ),
     }));
 
     // Serve.
@@ -152,14 +162,16 @@ pub fn run(opts: Options) -> Result<(), String> {
         body_bytes_in_flight_per_core_max: opts
             .max_request_bytes
             .saturating_mul(crate::limits::LARGEST_BODIES_IN_FLIGHT_PER_CORE),
-        in_flight_per_core_max: opts.max_requests_inflight,
+        // With priority and fairness the levels' seats and queues bound the work; the HTTP
+        // layer's cap then only backs them up (one request per connection), so that it never
+        // refuses what APF exempts (health probes, system:masters).
+        in_flight_per_core_max: if opts.enable_priority_and_fairness {
+            keel_http::Limits::default().connections_per_core_max
+        } else {
+            opts.max_requests_inflight
+        },
         ..Default::default()
     };
-    let cores = opts.cores.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
     let server = keel_http::serve(
         keel_http::ServeConfig {
             listeners,
@@ -179,7 +191,16 @@ pub fn run(opts: Options) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
+    if st.flowcontrol.enabled {
+        // Errors are logged and retried by the controller; the built-in bootstrap applies.
+        if let Err(e) = rt.block_on(crate::controllers::flowcontrol::reconcile(&st)) {
+            eprintln!("flow-control controller: {e}");
+        }
+    }
     crate::controllers::namespace::spawn(st.clone());
+    if st.flowcontrol.enabled {
+        crate::controllers::flowcontrol::spawn(st.clone());
+    }
     let host = match secure.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),
         IpAddr::V6(ip) if ip.is_unspecified() => "127.0.0.1".to_string(),

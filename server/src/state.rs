@@ -3,6 +3,7 @@
 //! the catalog), authentication and authorization, metrics, and the settings requests need.
 
 use crate::auth::{Authorizer, TokenFile};
+use crate::flowcontrol::FlowControl;
 use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
@@ -28,6 +29,8 @@ pub struct State {
     pub started: Instant,
     /// The livez grace period and graceful shutdown.
     pub lifecycle: Lifecycle,
+    /// API Priority and Fairness (`--enable-priority-and-fairness`).
+    pub flowcontrol: FlowControl,
 }
 
 /// What `State::new` needs.
@@ -41,6 +44,7 @@ pub struct StateParts {
     pub bookmark_interval: Duration,
     /// `--livez-grace-period`.
     pub livez_grace: Duration,
+    pub flowcontrol: FlowControl,
 }
 
 impl State {
@@ -57,6 +61,7 @@ impl State {
             ready: AtomicBool::new(false),
             started: Instant::now(),
             lifecycle: Lifecycle::new(p.livez_grace),
+            flowcontrol: p.flowcontrol,
         }
     }
 

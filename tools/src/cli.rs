@@ -219,6 +219,9 @@ pub enum Cmd {
     SlowBodies(SlowBodiesArgs),
     /// Measure keel and etcd side by side and write a markdown report (see tools/README.md).
     Compare(crate::compare::CompareArgs),
+    /// One user floods lists while another user's GETs, /readyz and a system:masters client
+    /// are measured (rate, p50/p99, 429s): priority and fairness on vs off (API servers only).
+    ApfFlood(crate::apfflood::ApfFloodArgs),
 }
 
 /// `slow-bodies` flags.
@@ -405,7 +408,7 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         | Cmd::List { run, .. }
         | Cmd::Watch { run, .. } => Some(run),
         Cmd::Get(a) | Cmd::Update(a) | Cmd::Patch(a) => Some(&a.run),
-        Cmd::Nodes { .. } | Cmd::Churn { .. } | Cmd::SlowBodies(_) => None,
+        Cmd::Nodes { .. } | Cmd::Churn { .. } | Cmd::SlowBodies(_) | Cmd::ApfFlood(_) => None,
         Cmd::Compare(_) => return Err("compare is run by main".into()),
     };
     if let Cmd::SlowBodies(a) = cmd {
@@ -420,6 +423,9 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         Cmd::SlowBodies(_) => crate::kube::slowbodies::PROBE_CONCURRENCY,
         _ => run.map_or(1, |r| r.concurrency),
     };
+    if let Cmd::ApfFlood(a) = cmd {
+        return crate::apfflood::apf_flood(&conn.endpoint()?, a).await;
+    }
     let target = conn.target(pool).await?;
     match (cmd, &target) {
         (Cmd::Create { obj, run, count }, t) => {
@@ -565,6 +571,7 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         (Cmd::Nodes { .. }, Target::Etcd(_)) => Err(kube_only("nodes")),
         (Cmd::Churn { .. }, Target::Etcd(_)) => Err(kube_only("churn")),
         (Cmd::Compare(_), _) => Err("compare is run by main".into()),
+        (Cmd::ApfFlood(_), _) => Err("apf-flood is run above".into()),
     }
 }
 

@@ -15,6 +15,7 @@
 //!
 //! Every buffer and count has a named bound in `limits`.
 
+pub mod apfflood;
 pub mod ceiling;
 pub mod cli;
 pub mod compare;

@@ -3,4 +3,5 @@
 //! controllers (garbage collection, service accounts, ...) plug in here.
 
 pub mod bootstrap;
+pub mod flowcontrol;
 pub mod namespace;

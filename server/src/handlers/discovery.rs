@@ -93,6 +93,9 @@ fn metrics_text(st: &State) -> String {
     if let Some(stats) = st.registry.storage().stats() {
         crate::metrics::render_store(&mut text, &stats);
     }
+    if st.flowcontrol.enabled {
+        crate::metrics::render_flowcontrol(&mut text, &st.flowcontrol.snapshot());
+    }
     text
 }
 

@@ -82,10 +82,25 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     // What a draining shutdown waits for: every request but watches.
     let _in_flight = (!watch).then(|| st.lifecycle.track());
     let target = request_info::classify(req.method.as_str(), &req.path, watch);
-    let (resp, labels) = match route(&st, &req, &target, user).await {
+    // Priority and fairness: the seat is held while the handler runs (a watch's until it is
+    // established: its handler returns the stream).
+    let ticket = match flow_control(&st, &req, &target, user.as_ref()).await {
+        Ok(t) => t,
+        Err(refused) => return refused,
+    };
+    let (mut resp, labels) = match route(&st, &req, &target, user).await {
         Ok(r) => r,
         Err((e, labels)) => (respond::error(&e), labels),
     };
+    if let Some(t) = ticket {
+        resp.headers
+            .extend(flow_control_headers(&t.schema_uid, &t.level_uid));
+        // A streamed list keeps its seat until its last chunk is written; a watch is
+        // established once its handler has returned, and lets its seat go (as upstream).
+        if !watch {
+            resp.body = hold_seat(resp.body, t);
+        }
+    }
     if let Some(l) = labels {
         let code = resp.status;
         st.metrics.observe(
@@ -105,6 +120,102 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
 }
 
 type Labels = (&'static str, String, String, String, String, &'static str);
+
+/// Classifies the request and waits for its seat (`crate::flowcontrol`); `Ok(None)` when
+/// priority and fairness is off. A refusal is upstream's: 429, plain text, `Retry-After`.
+async fn flow_control(
+    st: &State,
+    req: &Request,
+    target: &Target,
+    user: Option<&User>,
+) -> Result<Option<crate::flowcontrol::Ticket>, Response> {
+    use crate::flowcontrol::classify::{Digest, ResourceAttrs};
+    let fc = &st.flowcontrol;
+    if !fc.enabled {
+        return Ok(None);
+    }
+    let method = req.method.as_str().to_ascii_lowercase();
+    let (verb, resource) = match target {
+        Target::Resource(rr) => (
+            rr.verb,
+            Some(ResourceAttrs {
+                group: &rr.group,
+                resource: &rr.resource,
+                subresource: &rr.subresource,
+                namespace: &rr.namespace,
+            }),
+        ),
+        _ => (method.as_str(), None),
+    };
+    let digest = Digest {
+        user: user.map_or("", |u| u.name.as_str()),
+        groups: user.map_or(&[], |u| u.groups.as_slice()),
+        authenticated: user.is_some(),
+        verb,
+        resource,
+        path: req.path.trim_end_matches('/'),
+    };
+    let never_reject = health::is_health_path(req.path.trim_end_matches('/'));
+    match fc.admit(&digest, never_reject).await {
+        Ok(ticket) => Ok(Some(ticket)),
+        Err(r) => {
+            let mut resp = Response::full(
+                429,
+                "text/plain; charset=utf-8",
+                b"Too many requests, please try again later.\n".to_vec(),
+            );
+            resp.headers
+                .extend(flow_control_headers(&r.schema_uid, &r.level_uid));
+            resp.headers.extend([
+                ("X-Content-Type-Options".into(), "nosniff".into()),
+                ("Retry-After".into(), r.retry_after_seconds.to_string()),
+            ]);
+            Err(resp)
+        }
+    }
+}
+
+/// A streamed body that holds `ticket` (its seat) until the stream ends or is dropped.
+fn hold_seat(body: keel_http::Body, ticket: crate::flowcontrol::Ticket) -> keel_http::Body {
+    use keel_http::Body;
+    match body {
+        Body::Full(b) => Body::Full(b),
+        Body::Stream(inner) => Body::Stream(Box::pin(Holding { inner, ticket })),
+        Body::Chunks(inner) => Body::Chunks(Box::pin(Holding { inner, ticket })),
+    }
+}
+
+/// A stream and the seat it holds.
+struct Holding<S: ?Sized> {
+    inner: Pin<Box<S>>,
+    ticket: crate::flowcontrol::Ticket,
+}
+
+impl<S: futures_core::Stream + ?Sized> futures_core::Stream for Holding<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        let _held = &self.ticket;
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// Upstream's response headers naming the schema and level a request was classified into.
+fn flow_control_headers(schema_uid: &str, level_uid: &str) -> [(String, String); 2] {
+    [
+        (
+            "X-Kubernetes-PF-FlowSchema-UID".into(),
+            schema_uid.to_string(),
+        ),
+        (
+            "X-Kubernetes-PF-PriorityLevel-UID".into(),
+            level_uid.to_string(),
+        ),
+    ]
+}
 
 /// Whether `path` is served without authentication or authorization.
 fn is_public(st: &State, path: &str) -> bool {
