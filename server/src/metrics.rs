@@ -380,6 +380,62 @@ pub fn render_store(out: &mut String, st: &keel_engine::Stats) {
     );
 }
 
+/// Appends priority and fairness's metrics (`apiserver_flowcontrol_*`, upstream's names and
+/// labels) to `out`.
+pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
+    use crate::flowcontrol::WAIT_BUCKETS;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+    out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total Number of requests rejected by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
+    for (fs, pl, st) in &s.schemas {
+        for (i, reason) in ["queue-full", "concurrency-limit", "time-out"]
+            .iter()
+            .enumerate()
+        {
+            let n = load(&st.rejected[i]);
+            if n > 0 {
+                let _ = writeln!(out, "apiserver_flowcontrol_rejected_requests_total{{flow_schema=\"{fs}\",priority_level=\"{pl}\",reason=\"{reason}\"}} {n}");
+            }
+        }
+    }
+    out.push_str("# HELP apiserver_flowcontrol_dispatched_requests_total Number of requests executed by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_dispatched_requests_total counter\n");
+    for (fs, pl, st) in &s.schemas {
+        let _ = writeln!(out, "apiserver_flowcontrol_dispatched_requests_total{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", load(&st.dispatched));
+    }
+    out.push_str("# HELP apiserver_flowcontrol_current_inqueue_requests Number of requests currently pending in queues of the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\n");
+    for (fs, pl, st) in &s.schemas {
+        let _ = writeln!(out, "apiserver_flowcontrol_current_inqueue_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.inqueue.load(Ordering::Relaxed));
+    }
+    out.push_str("# HELP apiserver_flowcontrol_current_executing_requests Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_requests gauge\n");
+    for (fs, pl, st) in &s.schemas {
+        let _ = writeln!(out, "apiserver_flowcontrol_current_executing_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing.load(Ordering::Relaxed));
+    }
+    out.push_str("# HELP apiserver_flowcontrol_request_wait_duration_seconds Length of time a request spent waiting in its queue\n# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram\n");
+    for (fs, pl, st) in &s.schemas {
+        let labels = format!("execute=\"true\",flow_schema=\"{fs}\",priority_level=\"{pl}\"");
+        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+            let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}", load(&st.wait_buckets[i]));
+        }
+        let count = load(&st.wait_count);
+        let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "apiserver_flowcontrol_request_wait_duration_seconds_sum{{{labels}}} {}",
+            load(&st.wait_sum_micros) as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "apiserver_flowcontrol_request_wait_duration_seconds_count{{{labels}}} {count}"
+        );
+    }
+    out.push_str("# HELP apiserver_flowcontrol_nominal_limit_seats Nominal number of execution seats configured for each priority level\n# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\n");
+    for (pl, n) in &s.levels {
+        let _ = writeln!(
+            out,
+            "apiserver_flowcontrol_nominal_limit_seats{{priority_level=\"{pl}\"}} {n}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -486,61 +542,5 @@ mod tests {
         assert_eq!(held, SERIES_MAX + 1);
         let text = m.render(&[]);
         assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
-    }
-}
-
-/// Appends priority and fairness's metrics (`apiserver_flowcontrol_*`, upstream's names and
-/// labels) to `out`.
-pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
-    use crate::flowcontrol::WAIT_BUCKETS;
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total Number of requests rejected by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
-    for (fs, pl, st) in &s.schemas {
-        for (i, reason) in ["queue-full", "concurrency-limit", "time-out"]
-            .iter()
-            .enumerate()
-        {
-            let n = load(&st.rejected[i]);
-            if n > 0 {
-                let _ = writeln!(out, "apiserver_flowcontrol_rejected_requests_total{{flow_schema=\"{fs}\",priority_level=\"{pl}\",reason=\"{reason}\"}} {n}");
-            }
-        }
-    }
-    out.push_str("# HELP apiserver_flowcontrol_dispatched_requests_total Number of requests executed by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_dispatched_requests_total counter\n");
-    for (fs, pl, st) in &s.schemas {
-        let _ = writeln!(out, "apiserver_flowcontrol_dispatched_requests_total{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", load(&st.dispatched));
-    }
-    out.push_str("# HELP apiserver_flowcontrol_current_inqueue_requests Number of requests currently pending in queues of the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\n");
-    for (fs, pl, st) in &s.schemas {
-        let _ = writeln!(out, "apiserver_flowcontrol_current_inqueue_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.inqueue.load(Ordering::Relaxed));
-    }
-    out.push_str("# HELP apiserver_flowcontrol_current_executing_requests Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_requests gauge\n");
-    for (fs, pl, st) in &s.schemas {
-        let _ = writeln!(out, "apiserver_flowcontrol_current_executing_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing.load(Ordering::Relaxed));
-    }
-    out.push_str("# HELP apiserver_flowcontrol_request_wait_duration_seconds Length of time a request spent waiting in its queue\n# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram\n");
-    for (fs, pl, st) in &s.schemas {
-        let labels = format!("execute=\"true\",flow_schema=\"{fs}\",priority_level=\"{pl}\"");
-        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-            let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}", load(&st.wait_buckets[i]));
-        }
-        let count = load(&st.wait_count);
-        let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}");
-        let _ = writeln!(
-            out,
-            "apiserver_flowcontrol_request_wait_duration_seconds_sum{{{labels}}} {}",
-            load(&st.wait_sum_micros) as f64 / 1e6
-        );
-        let _ = writeln!(
-            out,
-            "apiserver_flowcontrol_request_wait_duration_seconds_count{{{labels}}} {count}"
-        );
-    }
-    out.push_str("# HELP apiserver_flowcontrol_nominal_limit_seats Nominal number of execution seats configured for each priority level\n# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\n");
-    for (pl, n) in &s.levels {
-        let _ = writeln!(
-            out,
-            "apiserver_flowcontrol_nominal_limit_seats{{priority_level=\"{pl}\"}} {n}"
-        );
     }
 }
