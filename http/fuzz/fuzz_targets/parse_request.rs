@@ -8,7 +8,9 @@
 //! request line also goes through `parse_query` (the server's query parser).
 #![no_main]
 
-use keel_http::{decode_chunked, parse_query, parse_request_head, ChunkedDecoder, ChunkedError, Limits};
+use keel_http::{
+    decode_chunked, parse_query, parse_request_head, ChunkedDecoder, ChunkedError, Limits,
+};
 use libfuzzer_sys::fuzz_target;
 
 const BODY_BYTES_MAX: usize = 256;
@@ -72,7 +74,10 @@ fn check_chunked(body: &[u8]) {
         Err(ChunkedError::TooLarge) => Err(413),
         Err(ChunkedError::Malformed(_)) => Err(400),
     };
-    assert_eq!(whole, pieces, "decoding in pieces differs from decoding whole");
+    assert_eq!(
+        whole, pieces,
+        "decoding in pieces differs from decoding whole"
+    );
 }
 
 /// Decodes `body` as the connection does: span by span over reads of varying sizes, until the
@@ -91,7 +96,11 @@ fn decode_in_pieces(body: &[u8]) -> Result<(Vec<u8>, usize, bool), ChunkedError>
             let (n, payload) = decoder.decode_span(&body[at..read_end])?;
             // The connection loops while bytes remain and the body is not done: a span that
             // consumes nothing there would spin it forever.
-            assert!(n > 0, "decode_span consumed nothing of {} bytes", read_end - at);
+            assert!(
+                n > 0,
+                "decode_span consumed nothing of {} bytes",
+                read_end - at
+            );
             out.extend_from_slice(payload);
             at += n;
         }

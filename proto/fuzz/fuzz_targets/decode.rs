@@ -46,7 +46,10 @@ fn check(body: &[u8]) -> Option<Value> {
     let again2 = keel_proto::encode(&second).expect("a re-decoded object encodes");
     assert_eq!(again, again2, "encode -> decode -> encode is not stable");
     let third = keel_proto::decode(&again2).expect("our own encoding decodes");
-    assert_eq!(second, third, "a second decode -> encode -> decode is not stable");
+    assert_eq!(
+        second, third,
+        "a second decode -> encode -> decode is not stable"
+    );
     Some(first)
 }
 

@@ -47,5 +47,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(v) => v,
         Err(e) => panic!("YAML of {value} does not parse: {e}\n{yaml}"),
     };
-    assert!(same(&value, &back), "YAML of {value} reads back as {back}\n{yaml}");
+    assert!(
+        same(&value, &back),
+        "YAML of {value} reads back as {back}\n{yaml}"
+    );
 });

@@ -35,7 +35,11 @@ fuzz_target!(|data: &[u8]| {
             (value, found)
         }
         (Err(p), Err(c)) => {
-            assert_eq!(p.to_string(), c, "decode_checked's error is not serde_json's");
+            assert_eq!(
+                p.to_string(),
+                c,
+                "decode_checked's error is not serde_json's"
+            );
             assert!(report.is_err(), "check accepts what serde_json refuses");
             return;
         }
@@ -43,7 +47,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let report = report.expect("check accepts what serde_json accepts");
     assert_eq!(found, report, "decode_checked's report is not check's");
-    assert!(report.strict.len() <= STRICT_ERRORS_MAX, "{}", report.strict.len());
+    assert!(
+        report.strict.len() <= STRICT_ERRORS_MAX,
+        "{}",
+        report.strict.len()
+    );
     for m in &report.strict {
         assert!(
             report.unknown.contains(m) || report.duplicate.contains(m),

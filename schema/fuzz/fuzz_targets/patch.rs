@@ -99,11 +99,17 @@ fuzz_target!(|data: &[u8]| {
     match strategic_merge_patch(&current, &patch, &SchemaMerge(gvk)) {
         Ok(out) => {
             if !has_list_or_directive(&patch) {
-                assert_eq!(out, merged, "strategic merge of a plain map patch is not a merge patch");
+                assert_eq!(
+                    out, merged,
+                    "strategic merge of a plain map patch is not a merge patch"
+                );
             }
         }
         Err(e) => {
-            assert!([400, 422, 500].contains(&e.code), "strategic merge error {e:?}");
+            assert!(
+                [400, 422, 500].contains(&e.code),
+                "strategic merge error {e:?}"
+            );
             assert!(!e.message.is_empty());
         }
     }
