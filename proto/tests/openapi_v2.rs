@@ -447,3 +447,18 @@ fn floats_keep_their_exact_value() {
     let v: Value = serde_json::from_str("-9.223372037440737e+23").unwrap();
     assert_eq!(v.to_string(), "-9.223372037440737e+23");
 }
+
+/// Found by the `openapi_yaml` fuzz target: a string that starts like a timestamp and breaks
+/// off inside a multi-byte character (`2024-01-31 10:0н00`) panicked the YAML writer, which
+/// sliced the string at the byte where the time stopped parsing.
+#[test]
+fn a_broken_timestamp_with_a_multibyte_character_is_a_plain_string() {
+    let text = r#"{"swagger":"2.0","info":{"title":"t","version":"v"},"paths":{},
+        "x-t":"2024-01-31 10:0н00","x-u":"2024-01-31Tн"}"#;
+    let doc = Document::decode(encode_document(text.as_bytes()).unwrap().as_slice()).unwrap();
+    assert_eq!(
+        yaml_of(&doc.vendor_extension, "x-t"),
+        "2024-01-31 10:0н00\n"
+    );
+    assert_eq!(yaml_of(&doc.vendor_extension, "x-u"), "2024-01-31Tн\n");
+}
