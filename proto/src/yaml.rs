@@ -382,13 +382,17 @@ fn timestamp(s: &str) -> bool {
         }
         (hour < 24 && minute < 60 && second < 60).then_some(())
     })();
+    // A failed time may stop inside a multi-byte character: only a parsed time (ASCII up to
+    // `r.i`) leaves a char boundary to slice at.
+    if time.is_none() {
+        return false;
+    }
     let rest = &s[r.i..];
-    time.is_some()
-        && if sep == b' ' {
-            rest.is_empty()
-        } else {
-            rest == "Z" || zone_offset(rest)
-        }
+    if sep == b' ' {
+        rest.is_empty()
+    } else {
+        rest == "Z" || zone_offset(rest)
+    }
 }
 
 /// A cursor over ASCII bytes for [`timestamp`].

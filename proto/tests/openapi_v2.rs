@@ -428,3 +428,37 @@ fn scalar_leniency_matches_gnostic() {
         ("2", "")
     );
 }
+
+/// Found by the `openapi_yaml` fuzz target: serde_json's default float parser is best-effort
+/// and may land one unit in the last place off, so a number in the document (here an `x-`
+/// extension, but equally in any request body) came back as a different number than the
+/// client wrote: `-9.223372037440737e+23` was served as `-9.223372037440736e+23`. Go parses
+/// floats exactly; keel builds serde_json with `float_roundtrip`.
+#[test]
+fn floats_keep_their_exact_value() {
+    let text = br#"{"swagger":"2.0","info":{"title":"t","version":"v"},"paths":{},
+        "x-n":-9.223372037440737e+23,"x-m":6854775744073.0}"#;
+    let doc = Document::decode(encode_document(text).unwrap().as_slice()).unwrap();
+    assert_eq!(
+        yaml_of(&doc.vendor_extension, "x-n"),
+        "-9.223372037440737e+23\n"
+    );
+    assert_eq!(yaml_of(&doc.vendor_extension, "x-m"), "6854775744073.0\n");
+    let v: Value = serde_json::from_str("-9.223372037440737e+23").unwrap();
+    assert_eq!(v.to_string(), "-9.223372037440737e+23");
+}
+
+/// Found by the `openapi_yaml` fuzz target: a string that starts like a timestamp and breaks
+/// off inside a multi-byte character (`2024-01-31 10:0н00`) panicked the YAML writer, which
+/// sliced the string at the byte where the time stopped parsing.
+#[test]
+fn a_broken_timestamp_with_a_multibyte_character_is_a_plain_string() {
+    let text = r#"{"swagger":"2.0","info":{"title":"t","version":"v"},"paths":{},
+        "x-t":"2024-01-31 10:0н00","x-u":"2024-01-31Tн"}"#;
+    let doc = Document::decode(encode_document(text.as_bytes()).unwrap().as_slice()).unwrap();
+    assert_eq!(
+        yaml_of(&doc.vendor_extension, "x-t"),
+        "2024-01-31 10:0н00\n"
+    );
+    assert_eq!(yaml_of(&doc.vendor_extension, "x-u"), "2024-01-31Tн\n");
+}
