@@ -211,7 +211,10 @@ fn check_shard(
     for p in f.leftovers.drain(..) {
         report.add(
             Severity::Note,
-            problem(p, "a leftover the next open deletes (never held acknowledged data)"),
+            problem(
+                p,
+                "a leftover the next open deletes (never held acknowledged data)",
+            ),
         );
     }
     let mut after = std::mem::take(&mut f.after_damage);
@@ -247,7 +250,10 @@ fn check_shard(
         else {
             return Ok(());
         };
-        let from = entries.iter().position(|e| e.seq == seq).unwrap_or(entries.len());
+        let from = entries
+            .iter()
+            .position(|e| e.seq == seq)
+            .unwrap_or(entries.len());
         let rest = &entries[from..];
         let ours: HashSet<PathBuf> = rest
             .iter()
@@ -286,7 +292,11 @@ fn check_modes(dir: &Path, shards: usize, report: &mut CheckReport) -> Result<()
             continue;
         };
         paths.push((sdir.clone(), crate::io::DIR_MODE));
-        paths.extend(names.into_iter().map(|n| (sdir.join(n), crate::io::FILE_MODE)));
+        paths.extend(
+            names
+                .into_iter()
+                .map(|n| (sdir.join(n), crate::io::FILE_MODE)),
+        );
     }
     for (p, max) in paths {
         let mode = std::fs::metadata(&p)?.permissions().mode() & 0o7777;

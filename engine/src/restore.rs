@@ -293,13 +293,26 @@ fn write_shard<'a>(
         let (key, value) = record_at(snap, p.offset);
         let span = format::record_span(key.len(), value.len());
         // The batch is full, or would not fit the segment's room: write it out first.
-        let room = seg.as_ref().map_or(
-            limits.segment_bytes - SEGMENT_HEADER_LEN as u64,
-            |s| s.size - s.end,
-        ) as usize;
+        let room = seg
+            .as_ref()
+            .map_or(limits.segment_bytes - SEGMENT_HEADER_LEN as u64, |s| {
+                s.size - s.end
+            }) as usize;
         let cap = crate::limits::RESTORE_BATCH_BYTES.min(room);
         if count > 0 && batch.len() + span > cap {
-            put_batch(io, shard, dir, limits, &mut seg, &mut entries, &mut next_seq, &mut batch, count, first, last)?;
+            put_batch(
+                io,
+                shard,
+                dir,
+                limits,
+                &mut seg,
+                &mut entries,
+                &mut next_seq,
+                &mut batch,
+                count,
+                first,
+                last,
+            )?;
             count = 0;
         }
         format::encode_record::<std::convert::Infallible>(
@@ -321,7 +334,19 @@ fn write_shard<'a>(
         count += 1;
     }
     if count > 0 {
-        put_batch(io, shard, dir, limits, &mut seg, &mut entries, &mut next_seq, &mut batch, count, first, last)?;
+        put_batch(
+            io,
+            shard,
+            dir,
+            limits,
+            &mut seg,
+            &mut entries,
+            &mut next_seq,
+            &mut batch,
+            count,
+            first,
+            last,
+        )?;
     }
     let open = match seg {
         Some(s) => s,

@@ -214,7 +214,11 @@ enum Want {
     Header,
     Tag,
     RecordHead,
-    RecordBody { key: usize, value: usize, rev: Revision },
+    RecordBody {
+        key: usize,
+        value: usize,
+        rev: Revision,
+    },
     EndBody,
     AbortLen,
     AbortBody(usize),
@@ -399,7 +403,10 @@ impl SnapshotDecoder {
                 if count != self.count {
                     return self.fail(
                         self.item_at,
-                        format!("the end says {count} records, the snapshot holds {}", self.count),
+                        format!(
+                            "the end says {count} records, the snapshot holds {}",
+                            self.count
+                        ),
                     );
                 }
                 let digest: [u8; 32] = std::mem::take(&mut self.hash).finalize().into();
@@ -561,7 +568,12 @@ mod tests {
         let mut e = SnapshotEncoder::new(&h, &mut out);
         for i in 0..n {
             let key = format!("/k/{i:04}");
-            e.record(&mut out, key.as_bytes(), &vec![b'v'; i as usize], Revision(i + 1));
+            e.record(
+                &mut out,
+                key.as_bytes(),
+                &vec![b'v'; i as usize],
+                Revision(i + 1),
+            );
         }
         e.finish(&mut out);
         out
@@ -599,7 +611,10 @@ mod tests {
         for bit in 0..b.len() * 8 {
             let mut d = b.clone();
             d[bit / 8] ^= 1 << (bit % 8);
-            assert!(decode_in(&d, 13).is_err(), "bit {bit} flipped went unnoticed");
+            assert!(
+                decode_in(&d, 13).is_err(),
+                "bit {bit} flipped went unnoticed"
+            );
         }
         for len in 0..b.len() {
             assert!(decode_in(&b[..len], 13).is_err(), "cut at {len} unnoticed");

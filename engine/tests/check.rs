@@ -74,7 +74,11 @@ fn batches(path: &Path) -> Vec<(usize, usize, Vec<usize>)> {
     spans
         .into_iter()
         .map(|(s, e)| {
-            let recs = records.iter().copied().filter(|&r| s < r && r < e).collect();
+            let recs = records
+                .iter()
+                .copied()
+                .filter(|&r| s < r && r < e)
+                .collect();
             (s, e, recs)
         })
         .collect()
@@ -162,7 +166,11 @@ fn apply(d: Damage, store: &Path, seg: &Path, seed: u64) {
     match d {
         Damage::TruncateHalf | Damage::TruncateFewBytes => {
             let len = std::fs::metadata(seg).unwrap().len();
-            let to = if d == Damage::TruncateHalf { len / 2 } else { len - 5 };
+            let to = if d == Damage::TruncateHalf {
+                len / 2
+            } else {
+                len - 5
+            };
             let f = std::fs::OpenOptions::new().write(true).open(seg).unwrap();
             f.set_len(to).unwrap();
         }
@@ -194,7 +202,9 @@ fn apply(d: Damage, store: &Path, seg: &Path, seed: u64) {
         Damage::DeleteSegment => std::fs::remove_file(seg).unwrap(),
         Damage::ExtraSegment => {
             let segs = segment_files(store);
-            let extra = store.join("shard-000").join(format!("{:016x}.seg", segs.len() + 7));
+            let extra = store
+                .join("shard-000")
+                .join(format!("{:016x}.seg", segs.len() + 7));
             std::fs::copy(seg, extra).unwrap();
         }
     }
@@ -236,7 +246,10 @@ fn every_damage_is_named_as_the_open_names_it_and_nothing_changes() {
             apply(d, &store, &seg, 7 + n as u64);
             let before = image(&store);
             let report = check(&store).unwrap_or_else(|e| panic!("{cell}: {e}"));
-            assert!(image(&store) == before, "{cell}: the check changed the store");
+            assert!(
+                image(&store) == before,
+                "{cell}: the check changed the store"
+            );
             for f in &report.findings {
                 eprintln!("{cell}: {f}");
             }
@@ -249,7 +262,9 @@ fn every_damage_is_named_as_the_open_names_it_and_nothing_changes() {
                 Some((file, offset)) => {
                     refused += 1;
                     assert!(
-                        report.damage().any(|f| f.file == file && f.offset == offset),
+                        report
+                            .damage()
+                            .any(|f| f.file == file && f.offset == offset),
                         "{cell}: the open names {} at {offset}; the check found {:?}",
                         file.display(),
                         report.findings
@@ -292,14 +307,21 @@ fn reports_every_damaged_place_not_just_the_first() {
         "{damage:?}"
     );
     assert!(
-        damage.iter().any(|f| f.file == segs[1] && f.offset == rec as u64),
+        damage
+            .iter()
+            .any(|f| f.file == segs[1] && f.offset == rec as u64),
         "segment 1's damaged record at {rec}: {damage:?}"
     );
     assert!(
-        damage.iter().any(|f| f.file == segs[3] && f.offset == last3 as u64),
+        damage
+            .iter()
+            .any(|f| f.file == segs[3] && f.offset == last3 as u64),
         "segment 3's damaged batch at {last3}: {damage:?}"
     );
-    assert!(!damage.iter().any(|f| f.file == segs[2]), "segment 2 is whole: {damage:?}");
+    assert!(
+        !damage.iter().any(|f| f.file == segs[2]),
+        "segment 2 is whole: {damage:?}"
+    );
 }
 
 #[test]
@@ -322,7 +344,11 @@ fn notes_are_not_damage() {
     build(&store, 2);
     let seg = segment_files(&store)[0].clone();
     std::fs::set_permissions(&seg, std::fs::Permissions::from_mode(0o644)).unwrap();
-    std::fs::write(store.join("shard-000").join("0000000000000001.seg.tmp"), b"x").unwrap();
+    std::fs::write(
+        store.join("shard-000").join("0000000000000001.seg.tmp"),
+        b"x",
+    )
+    .unwrap();
     let report = check(&store).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
     let notes: Vec<_> = report
@@ -330,8 +356,18 @@ fn notes_are_not_damage() {
         .iter()
         .filter(|f| f.severity == Severity::Note)
         .collect();
-    assert!(notes.iter().any(|f| f.file == seg && f.reason.contains("0644")), "{notes:?}");
-    assert!(notes.iter().any(|f| f.file.to_string_lossy().ends_with(".tmp")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|f| f.file == seg && f.reason.contains("0644")),
+        "{notes:?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|f| f.file.to_string_lossy().ends_with(".tmp")),
+        "{notes:?}"
+    );
     assert_eq!(
         std::fs::metadata(&seg).unwrap().permissions().mode() & 0o777,
         0o644,

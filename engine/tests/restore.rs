@@ -92,7 +92,11 @@ fn round_trip_keeps_every_revision_and_new_writes_go_above() {
     let done = restore(&o).unwrap();
     assert_eq!(done.summary.header.revision, r);
     assert_eq!(done.summary.records as usize, state.len());
-    assert!(done.segments > 3, "several segments per shard: {}", done.segments);
+    assert!(
+        done.segments > 3,
+        "several segments per shard: {}",
+        done.segments
+    );
     assert_eq!(done.next_revision, Revision(r.0 + 1));
 
     let mut opts = options(&dir, 1);
@@ -157,8 +161,12 @@ fn saved_while_written_is_the_state_at_its_revision() {
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let k = format!("/registry/configmaps/ns{}/cm{:05}", i % 3, i % 2000);
-                let _ = src.update(k.as_bytes(), Precondition::None, b"during").wait();
-                let _ = src.create(format!("/registry/during/{i}").as_bytes(), b"d").wait();
+                let _ = src
+                    .update(k.as_bytes(), Precondition::None, b"during")
+                    .wait();
+                let _ = src
+                    .create(format!("/registry/during/{i}").as_bytes(), b"d")
+                    .wait();
                 i += 1;
             }
             i
@@ -272,4 +280,101 @@ fn refuses_a_damaged_or_cut_snapshot_and_writes_nothing() {
             .collect();
         assert!(leftovers.is_empty(), "{what}: {leftovers:?}");
     }
+}
+
+/// Measures (run with `--release --ignored --nocapture`): saving and restoring a store of
+/// `KEEL_SNAPSHOT_KEYS` (default 100,000) ConfigMap-sized values, and the throughput of a
+/// writer while a save runs against it without one.
+#[test]
+#[ignore]
+fn measure_save_and_restore() {
+    let n: usize = std::env::var("KEEL_SNAPSHOT_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut o = options(&tmp.path().join("src"), 2);
+    o.limits.segment_bytes = 64 << 20;
+    o.sync = SyncMode::Always;
+    let src = std::sync::Arc::new(Engine::open(o).unwrap());
+    let value = |i: usize| {
+        let mut v = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}","namespace":"bench","resourceVersion":"0"}},"data":{{"k":""#
+        )
+        .into_bytes();
+        v.resize(900, b'x');
+        v.extend_from_slice(b"\"}}");
+        v
+    };
+    let t = std::time::Instant::now();
+    let pendings: Vec<_> = (0..n)
+        .map(|i| {
+            src.create(
+                format!("/registry/configmaps/bench/cm-{i:07}").as_bytes(),
+                &value(i),
+            )
+        })
+        .collect();
+    for p in pendings {
+        p.wait().unwrap();
+    }
+    eprintln!("filled {n} keys in {:.2} s", t.elapsed().as_secs_f64());
+
+    // Writer throughput: 4 threads of sequential creates, 2 s without a save, then during one.
+    let rate = |src: &std::sync::Arc<Engine>, tag: &str, during: &dyn Fn()| {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|w| {
+                let (src, stop, count, tag) =
+                    (src.clone(), stop.clone(), count.clone(), tag.to_string());
+                std::thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let k = format!("/registry/configmaps/w/{tag}-{w}-{i}");
+                        src.create(k.as_bytes(), b"{}").wait().unwrap();
+                        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        during();
+        if t.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_secs(2) - t.elapsed());
+        }
+        let secs = t.elapsed().as_secs_f64();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
+        count.load(std::sync::atomic::Ordering::Relaxed) as f64 / secs
+    };
+    let idle = rate(&src, "idle", &|| {});
+    let snap = tmp.path().join("snap.db");
+    let save_secs = std::sync::Mutex::new(0.0);
+    let busy = rate(&src, "busy", &|| {
+        let t = std::time::Instant::now();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&snap).unwrap());
+        snapshot::save(&*src, &mut f, 0).unwrap();
+        f.into_inner().unwrap().sync_all().unwrap();
+        *save_secs.lock().unwrap() = t.elapsed().as_secs_f64();
+    });
+    let bytes = std::fs::metadata(&snap).unwrap().len();
+    eprintln!(
+        "save: {:.2} s for {} MB; writer: {idle:.0} creates/s without a save, {busy:.0} during \
+         ({:+.0}%)",
+        save_secs.lock().unwrap(),
+        bytes / 1_000_000,
+        (busy / idle - 1.0) * 100.0
+    );
+    let t = std::time::Instant::now();
+    let r = restore(&RestoreOptions::new(&snap, tmp.path().join("restored"))).unwrap();
+    eprintln!(
+        "restore: {:.2} s for {} keys ({} segments), verified by an open",
+        t.elapsed().as_secs_f64(),
+        r.summary.records,
+        r.segments
+    );
 }

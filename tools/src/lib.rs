@@ -14,6 +14,7 @@
 //!
 //! Every buffer and count has a named bound in `limits`.
 
+pub mod admin;
 pub mod ceiling;
 pub mod cli;
 pub mod compare;
