@@ -97,7 +97,7 @@ fn create_configmap(st: &Arc<State>, name: &str) -> u64 {
     );
     let (code, text) = full(request(
         st,
-        Method::POST,
+        Method::Post,
         "/api/v1/namespaces/default/configmaps",
         ADMIN,
         &body,
@@ -114,7 +114,7 @@ fn create_configmap(st: &Arc<State>, name: &str) -> u64 {
 #[test]
 fn only_users_the_authorizer_allows_get_a_snapshot() {
     let st = state(Arc::new(MemStore::new(Limits::default())));
-    let (code, text) = full(request(&st, Method::GET, "/keel/v1/snapshot", ALICE, ""));
+    let (code, text) = full(request(&st, Method::Get, "/keel/v1/snapshot", ALICE, ""));
     assert_eq!(code, 403, "{text}");
     let status: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(status["kind"], "Status");
@@ -123,11 +123,11 @@ fn only_users_the_authorizer_allows_get_a_snapshot() {
         status["message"].as_str().unwrap().contains("alice"),
         "{status}"
     );
-    let (code, _) = full(request(&st, Method::GET, "/keel/v1/snapshot", "", ""));
+    let (code, _) = full(request(&st, Method::Get, "/keel/v1/snapshot", "", ""));
     assert_eq!(code, 401);
-    let (code, text) = full(request(&st, Method::POST, "/keel/v1/snapshot", ADMIN, ""));
+    let (code, text) = full(request(&st, Method::Post, "/keel/v1/snapshot", ADMIN, ""));
     assert_eq!(code, 405, "{text}");
-    let resp = request(&st, Method::GET, "/keel/v1/snapshot", ADMIN, "");
+    let resp = request(&st, Method::Get, "/keel/v1/snapshot", ADMIN, "");
     assert_eq!(resp.status, 200);
     assert_eq!(
         resp.headers
@@ -150,21 +150,20 @@ fn drain(
     let mut dec = SnapshotDecoder::new();
     let mut recs = Vec::new();
     let mut n = 0;
-    run(async {
-        while let Some(chunk) = stream.next().await {
-            before_each(n);
-            n += 1;
-            dec.feed(&chunk, &mut |r| {
-                recs.push((
-                    String::from_utf8_lossy(r.key).into_owned(),
-                    r.mod_revision.0,
-                ));
-                Ok(())
-            })
-            .map_err(|e| e.to_string())?;
-        }
-        Ok::<_, String>(())
-    })?;
+    // One chunk at a time, each polled on its own runtime, so that `before_each` can make
+    // requests (which run their own) between chunks.
+    while let Some(chunk) = run(stream.next()) {
+        before_each(n);
+        n += 1;
+        dec.feed(&chunk, &mut |r| {
+            recs.push((
+                String::from_utf8_lossy(r.key).into_owned(),
+                r.mod_revision.0,
+            ));
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    }
     let s = dec.finish().map_err(|e| e.to_string())?;
     Ok((s.header.revision.0, recs))
 }
@@ -178,7 +177,7 @@ fn the_stream_is_the_state_at_its_revision_while_writes_go_on() {
         let rv = create_configmap(&st, &name);
         before.push((format!("/default/{name}"), rv));
     }
-    let resp = request(&st, Method::GET, "/keel/v1/snapshot", ADMIN, "");
+    let resp = request(&st, Method::Get, "/keel/v1/snapshot", ADMIN, "");
     let r: u64 = resp
         .headers
         .iter()
@@ -215,7 +214,7 @@ fn a_revision_compacted_half_way_ends_the_stream_with_an_abort() {
     for i in 0..3000 {
         create_configmap(&st, &format!("cm-{i:04}"));
     }
-    let resp = request(&st, Method::GET, "/keel/v1/snapshot", ADMIN, "");
+    let resp = request(&st, Method::Get, "/keel/v1/snapshot", ADMIN, "");
     let e = drain(resp, |n| {
         if n == 2 {
             create_configmap(&st, "after");

@@ -136,10 +136,19 @@ impl Snap {
                     self.pending.extend(p.items);
                 }
                 Err(e) => {
-                    let why = format!(
-                        "reading revision {} failed (HTTP {} {}): {}",
-                        self.revision, e.code, e.reason, e.message
-                    );
+                    let why = if e.code == 410 {
+                        format!(
+                            "revision {} was compacted while the snapshot was read (it took \
+                             longer than the history the store keeps, --watch-history); take \
+                             it again ({})",
+                            self.revision, e.message
+                        )
+                    } else {
+                        format!(
+                            "reading revision {} failed (HTTP {} {}): {}",
+                            self.revision, e.code, e.reason, e.message
+                        )
+                    };
                     eprintln!("apiserver: snapshot aborted: {why}");
                     self.enc.take().expect("present").abort(&mut out, &why);
                     return Some(out);
