@@ -188,13 +188,14 @@ pub const STORE_SUBDIR: &str = "store";
 /// its certificates, tokens and kubeconfig there on its first start.
 pub fn restore_to(file: &Path, data_dir: &Path, shards: Option<usize>) -> Result<Restored, String> {
     match std::fs::read_dir(data_dir) {
-        Ok(mut d) if d.next().is_some() => {
-            return Err(format!(
-                "{} exists and is not empty: restore writes a new data directory",
-                data_dir.display()
-            ))
+        Ok(mut d) => {
+            if d.next().is_some() {
+                return Err(format!(
+                    "{} exists and is not empty: restore writes a new data directory",
+                    data_dir.display()
+                ));
+            }
         }
-        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             keel_engine::io::create_private_dir(data_dir)
                 .map_err(|e| format!("{}: {e}", data_dir.display()))?;
