@@ -122,12 +122,17 @@ fn snapshot_while_writing_then_restore_and_serve() {
         }
     });
     let writer = {
-        let (acked, stop, client) = (acked.clone(), stop.clone(), client.clone());
+        let (acked, stop) = (acked.clone(), stop.clone());
+        let kubeconfig = keel.kubeconfig.clone();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap();
+            // A client of this runtime: pooled connections belong to the runtime that made
+            // them, and the first one is no longer driven.
+            let ep = keel_client::kubeconfig::load(&kubeconfig, None).unwrap();
+            let client = keel_tools::kube_client(&ep, 1).unwrap();
             rt.block_on(async {
                 let mut i = 0;
                 while !stop.load(Ordering::Relaxed) {
