@@ -47,6 +47,7 @@
 //! Dependencies: no HTTP server, no async runtime. `Pending` (a std `Future` that can also be
 //! waited on by a thread) and `Watcher::poll_batch` (std `Waker`) are the only async seams.
 
+pub mod check;
 pub mod engine;
 pub mod error;
 pub mod format;
@@ -62,10 +63,12 @@ pub mod model;
 pub mod options;
 pub mod pending;
 pub mod report;
+pub mod restore;
 mod sched;
 pub mod segment;
 pub mod sequencer;
 pub mod shard;
+pub mod snapshot;
 pub mod store;
 pub mod value;
 pub mod watch;

@@ -72,6 +72,12 @@ pub const REVISION_RESERVE_DEFAULT: u64 = 1 << 20;
 pub const MANIFEST_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 /// History kept for exact-revision reads, paginated lists and watch resumption.
 pub const HISTORY_DEFAULT: Duration = Duration::from_secs(5 * 60);
+/// Bytes read from a snapshot file at a time (`snapshot::read_snapshot`): large enough that
+/// a read costs little per record, small next to the records a decoder may hold.
+pub const SNAPSHOT_READ_BYTES: usize = 1 << 20;
+/// A restore writes each shard's records in batches of at most this many bytes (one larger
+/// record makes a batch of its own): the memory a restore holds besides 24 bytes a key.
+pub const RESTORE_BATCH_BYTES: usize = 1 << 20;
 /// A segment whose live bytes fall below this fraction of its size is rewritten.
 pub const REWRITE_LIVE_RATIO_DEFAULT: f64 = 0.5;
 

@@ -20,13 +20,13 @@ pub fn shards_bytes(n: usize) -> Vec<u8> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shards {
+pub(crate) enum Shards {
     Missing,
     V1(usize),
     V2(usize),
 }
 
-fn read_shards(io: &dyn Io, dir: &Path) -> Result<Shards, Error> {
+pub(crate) fn read_shards(io: &dyn Io, dir: &Path) -> Result<Shards, Error> {
     let path = dir.join(SHARDS_FILE);
     let b = match io.read(&path) {
         Ok(b) => b,
@@ -63,7 +63,7 @@ pub fn compacted_bytes(rev: Revision) -> Vec<u8> {
     b
 }
 
-fn read_compacted(io: &dyn Io, dir: &Path) -> Result<Option<Revision>, Error> {
+pub(crate) fn read_compacted(io: &dyn Io, dir: &Path) -> Result<Option<Revision>, Error> {
     let path = dir.join(COMPACTED_FILE);
     match io.read(&path) {
         Ok(b) if b.len() == 12 && crc32fast::hash(&b[..8]) == crate::format::get_u32(&b, 8) => {
@@ -79,7 +79,7 @@ pub fn write_compacted(io: &dyn Io, dir: &Path, rev: Revision) -> std::io::Resul
     write_atomically(io, dir, COMPACTED_FILE, &compacted_bytes(rev))
 }
 
-fn read_manifest(io: &dyn Io, dir: &Path) -> Result<Option<Manifest>, Error> {
+pub(crate) fn read_manifest(io: &dyn Io, dir: &Path) -> Result<Option<Manifest>, Error> {
     let path = dir.join(MANIFEST_FILE);
     match io.read(&path) {
         Ok(b) => Manifest::decode(&b)

@@ -41,6 +41,15 @@ pub const LIST_CHUNK_PIECES_MAX: usize = 500;
 /// Bytes of a body quoted in a decoding error.
 pub const BODY_SUMMARY_BYTES: usize = 30;
 
+// ------------------------------------------------------------------------- snapshots
+
+/// Bytes gathered into one chunk of a snapshot stream (`GET /keel/v1/snapshot`) before it is
+/// handed to the connection: as a watch chunk, large enough that framing costs nothing.
+pub const SNAPSHOT_CHUNK_BYTES: usize = 256 * 1024;
+/// Keys a snapshot reads per page at its revision: the page's handles (views of stored
+/// values, not copies) are what a running snapshot holds besides its chunk.
+pub const SNAPSHOT_PAGE_KEYS: usize = 500;
+
 // ------------------------------------------------------------------------- watches
 
 /// Bytes gathered into one chunk of a watch stream before it is handed to the connection.

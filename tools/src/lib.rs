@@ -1,7 +1,8 @@
 //! keel-tools: `loadgen`, a load generator for any Kubernetes API server and for etcd shaped
 //! the way the upstream API server uses it, and `loadgen compare`, which measures keel and etcd
 //! side by side in one run, and `keel-torture`, which kills a server under write load,
-//! damages its files and checks every acknowledged write after the restart.
+//! damages its files and checks every acknowledged write after the restart, and `keel-admin`
+//! (`admin`): online snapshots, restore into a new data directory, and an offline check.
 //!
 //! Layers: `keel_client` (its own crate: kubeconfig, pooled HTTP/1.1 over rustls, watch
 //! streams) -> `driver` (concurrency, pacing, latency histograms, progress) -> `kube::*` and
@@ -11,10 +12,12 @@
 //!
 //! Dependencies: keel-client for every API request; keel-server only for the
 //! `keel-apiserver-under-test` binary the tests start, its duration parser and the watch
-//! pacing constants `keel-ceiling` imitates; keel-http for `keel-ceiling`.
+//! pacing constants `keel-ceiling` imitates; keel-http for `keel-ceiling`; keel-engine for
+//! `keel-admin`'s snapshot format, restore and check.
 //!
 //! Every buffer and count has a named bound in `limits`.
 
+pub mod admin;
 pub mod apfflood;
 pub mod ceiling;
 pub mod cli;

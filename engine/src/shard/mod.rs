@@ -30,7 +30,7 @@ mod write;
 
 pub use flush::Linger;
 pub use read::{prefix_successor, KeyBounds};
-pub use recovery::{apply, verify, Listing, Plan, Problem, Recovered};
+pub use recovery::{apply, verify, Findings, Listing, Plan, Problem, Recovered};
 
 use crate::health::Health;
 use crate::index::KeyMap;

@@ -135,6 +135,43 @@ pub struct Plan {
     synced: bool,
 }
 
+/// What a plan found, for the read-only check (`check.rs`): everything an open would refuse,
+/// drop or tidy, without doing it.
+#[derive(Clone, Debug, Default)]
+pub struct Findings {
+    /// Damage to acknowledged data, in the order found: a wrong length, the first damage in
+    /// the log, segment files the manifest does not list.
+    pub damage: Vec<Problem>,
+    /// A torn, never acknowledged last batch an open would drop.
+    pub torn: Option<Problem>,
+    /// The segments after the first damage in the shard's log: not judged here.
+    pub after_damage: Vec<(PathBuf, Revisions)>,
+    /// Files an open would delete: unfinished rewrites, segments that never received data.
+    pub leftovers: Vec<PathBuf>,
+}
+
+impl Plan {
+    pub fn findings(&self) -> Findings {
+        let mut f = Findings::default();
+        f.damage.extend(self.resize.iter().map(|r| r.2.clone()));
+        if let Some(c) = &self.cut {
+            f.damage.push(c.problem.clone());
+            f.after_damage.clone_from(&c.rest);
+        }
+        f.damage.extend(self.aside.iter().cloned());
+        f.torn = self.torn.as_ref().map(|(i, offset, revisions)| Problem {
+            file: self.kept[*i].seg.path.clone(),
+            offset: *offset,
+            revisions: revisions.clone(),
+            reason: "a torn last batch past what the manifest records as synced: written by \
+                     a crash, never acknowledged; the next open drops it"
+                .into(),
+        });
+        f.leftovers = self.remove.iter().map(|r| r.0.clone()).collect();
+        f
+    }
+}
+
 /// Verifies a shard directory (read only). `Err` on damage to acknowledged data unless
 /// `repair`, which plans to keep the valid prefix instead.
 pub fn verify(

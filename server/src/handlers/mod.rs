@@ -14,6 +14,7 @@ pub mod request_info;
 mod resource;
 mod respond;
 mod reviews;
+mod snapshot;
 mod subresources;
 mod watch;
 
@@ -253,6 +254,11 @@ async fn route(
         } => discovery::discovery(st, req, &user, *core, group.as_deref(), version.as_deref())
             .map(|r| (r, None))
             .map_err(|e| (e, None)),
+        Target::NonResource if snapshot::is_snapshot_path(&req.path) => {
+            snapshot::serve(st, req, &user)
+                .map(|r| (r, None))
+                .map_err(|e| (e, None))
+        }
         Target::NonResource => discovery::non_resource(st, req, &user)
             .map(|r| (r, None))
             .map_err(|e| (e, None)),
