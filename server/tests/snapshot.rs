@@ -54,6 +54,7 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
         min_request_timeout: 1800,
         bookmark_interval: std::time::Duration::from_secs(60),
         livez_grace: std::time::Duration::ZERO,
+        flowcontrol: keel_server::flowcontrol::FlowControl::new(true, 600, 1),
     }));
     run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
     st.mark_ready();
