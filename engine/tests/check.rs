@@ -4,7 +4,10 @@
 //! clean store checks clean; and it never changes a byte, a name or a mode of what it checks.
 
 use keel_engine::check::{check, Severity};
-use keel_engine::format::{self, ScanEnd, BATCH_OFF_LEN, REC_OFF_REV, SEG_OFF_SEQ};
+mod disk;
+
+use disk::{apply, batches, copy_dir, edit, segment_files, Rng, DAMAGES};
+use keel_engine::format::{BATCH_OFF_LEN, REC_OFF_REV};
 use keel_engine::{Engine, Error, Options, Precondition, Revision, Store, StoreExt, SyncMode};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -45,58 +48,6 @@ fn build(dir: &Path, segments: usize) {
     engine.close().unwrap();
 }
 
-fn segment_files(store: &Path) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(store.join("shard-000")) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = rd
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    v.sort();
-    v
-}
-
-/// (start, end, record offsets) of each batch of a segment.
-fn batches(path: &Path) -> Vec<(usize, usize, Vec<usize>)> {
-    let b = std::fs::read(path).unwrap();
-    let mut spans = Vec::new();
-    let mut records = Vec::new();
-    let end = format::scan_segment(
-        &b,
-        |off, h| {
-            let s = off as usize;
-            spans.push((s, s + format::BATCH_HEADER_LEN + h.len as usize))
-        },
-        |r| records.push(r.offset as usize),
-    );
-    assert!(matches!(end, ScanEnd::Clean { .. }), "{path:?}: {end:?}");
-    spans
-        .into_iter()
-        .map(|(s, e)| {
-            let recs = records
-                .iter()
-                .copied()
-                .filter(|&r| s < r && r < e)
-                .collect();
-            (s, e, recs)
-        })
-        .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
 /// Every entry under `dir`: its bytes (files) and its mode, to show a check changed nothing.
 fn image(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
     let mut m = BTreeMap::new();
@@ -111,103 +62,6 @@ fn image(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
         }
     }
     m
-}
-
-fn edit(path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
-    let mut b = std::fs::read(path).unwrap();
-    f(&mut b);
-    std::fs::write(path, &b).unwrap();
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Damage {
-    TruncateHalf,
-    TruncateFewBytes,
-    ZeroLastBatch,
-    ZeroMiddle,
-    OverwriteRandom,
-    FlipSegmentHeader,
-    FlipRecord,
-    FlipBatchHeader,
-    FlipCompacted,
-    FlipShards,
-    FlipManifest,
-    DeleteSegment,
-    ExtraSegment,
-}
-
-const DAMAGES: [Damage; 13] = [
-    Damage::TruncateHalf,
-    Damage::TruncateFewBytes,
-    Damage::ZeroLastBatch,
-    Damage::ZeroMiddle,
-    Damage::OverwriteRandom,
-    Damage::FlipSegmentHeader,
-    Damage::FlipRecord,
-    Damage::FlipBatchHeader,
-    Damage::FlipCompacted,
-    Damage::FlipShards,
-    Damage::FlipManifest,
-    Damage::DeleteSegment,
-    Damage::ExtraSegment,
-];
-
-/// Applies `d` to `seg` (or a store file).
-fn apply(d: Damage, store: &Path, seg: &Path, seed: u64) {
-    let bs = batches(seg);
-    let last = bs.last().unwrap().clone();
-    let mut x = seed | 1;
-    let mut rnd = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    match d {
-        Damage::TruncateHalf | Damage::TruncateFewBytes => {
-            let len = std::fs::metadata(seg).unwrap().len();
-            let to = if d == Damage::TruncateHalf {
-                len / 2
-            } else {
-                len - 5
-            };
-            let f = std::fs::OpenOptions::new().write(true).open(seg).unwrap();
-            f.set_len(to).unwrap();
-        }
-        Damage::ZeroLastBatch => edit(seg, |b| b[last.0..last.1].fill(0)),
-        Damage::ZeroMiddle => {
-            let mid = &bs[bs.len() / 2];
-            edit(seg, |b| b[mid.0 + 8..mid.1 - 8].fill(0))
-        }
-        Damage::OverwriteRandom => edit(seg, |b| {
-            for x in &mut b[last.0..last.1] {
-                *x = rnd() as u8;
-            }
-        }),
-        Damage::FlipSegmentHeader => edit(seg, |b| b[SEG_OFF_SEQ + 1] ^= 0x10),
-        Damage::FlipRecord => {
-            let rec = *last.2.last().unwrap();
-            edit(seg, |b| b[rec + REC_OFF_REV] ^= 0x01)
-        }
-        Damage::FlipBatchHeader => edit(seg, |b| b[last.0 + BATCH_OFF_LEN] ^= 0x08),
-        Damage::FlipCompacted => edit(&store.join("COMPACTED"), |b| b[2] ^= 0x04),
-        Damage::FlipShards => edit(&store.join("SHARDS"), |b| b[0] ^= 0x02),
-        Damage::FlipManifest => {
-            let p = store.join("MANIFEST");
-            let n = std::fs::metadata(&p).unwrap().len() as usize;
-            let at = rnd() as usize % n;
-            let bit = rnd() % 8;
-            edit(&p, |b| b[at] ^= 1 << bit);
-        }
-        Damage::DeleteSegment => std::fs::remove_file(seg).unwrap(),
-        Damage::ExtraSegment => {
-            let segs = segment_files(store);
-            let extra = store
-                .join("shard-000")
-                .join(format!("{:016x}.seg", segs.len() + 7));
-            std::fs::copy(seg, extra).unwrap();
-        }
-    }
 }
 
 /// What `Engine::open` says of a copy of `store`: `None` if it opens.
@@ -243,7 +97,7 @@ fn every_damage_is_named_as_the_open_names_it_and_nothing_changes() {
             let store = tmp.path().join(format!("cell-{n}-{w}"));
             copy_dir(&fixture, &store);
             let seg = segment_files(&store)[pick].clone();
-            apply(d, &store, &seg, 7 + n as u64);
+            apply(d, &store, &seg, &mut Rng((7 + n as u64) | 1));
             let before = image(&store);
             let report = check(&store).unwrap_or_else(|e| panic!("{cell}: {e}"));
             assert!(

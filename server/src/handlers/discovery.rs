@@ -10,7 +10,8 @@ use crate::state::State;
 use keel_api::status::ApiError;
 use keel_http::{Request, Response};
 
-fn authorize_path(st: &State, user: &User, path: &str) -> Result<(), ApiError> {
+/// Authorizes a `get` of the non-resource path `path` for `user`.
+pub(super) fn authorize_path(st: &State, user: &User, path: &str) -> Result<(), ApiError> {
     authorize(
         st,
         &Attributes {

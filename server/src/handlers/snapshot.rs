@@ -18,8 +18,8 @@
 //! the default `AlwaysAllow` everyone authenticated; with RBAC, whoever is granted the path,
 //! which `system:masters` always is).
 
-use super::authorize;
-use crate::auth::{Attributes, User};
+use super::discovery::authorize_path;
+use crate::auth::User;
 use crate::limits::{SNAPSHOT_CHUNK_BYTES, SNAPSHOT_PAGE_KEYS};
 use crate::state::State;
 use crate::storage::{ReadPoint, Storage};
@@ -40,19 +40,7 @@ pub fn is_snapshot_path(path: &str) -> bool {
 
 /// Serves `GET /keel/v1/snapshot`.
 pub fn serve(st: &State, req: &Request, user: &User) -> Result<Response, ApiError> {
-    authorize(
-        st,
-        &Attributes {
-            user,
-            verb: "get",
-            group: "",
-            resource: "",
-            subresource: "",
-            namespace: "",
-            name: "",
-            path: Some(SNAPSHOT_PATH),
-        },
-    )?;
+    authorize_path(st, user, SNAPSHOT_PATH)?;
     if req.method.as_str() != "GET" {
         return Err(ApiError::method_not_allowed());
     }
