@@ -15,12 +15,17 @@
 //! explicit `? key` form, and a U+2028/U+2029 raw inside single quotes (which a YAML 1.1
 //! reader such as kubectl's folds into a space); this module double-quotes all of them
 //! (`"a\nb"`, `"a\Lb"`), which reads back as the same string everywhere. Keys longer than 128
-//! characters are written as ordinary keys, not in go-yaml's explicit form.
+//! bytes are written in go-yaml's explicit form (`? key` then `: value`); when the value is a
+//! non-empty collection it starts on the line after the `:`, which reads back the same but has
+//! not been compared with go-yaml's bytes.
 
 use serde_json::{Map, Value};
 
 /// go-yaml v3's default indentation.
 const INDENT: usize = 4;
+/// Longest key go-yaml writes as a simple key (`key: value`); a longer one is written in the
+/// explicit form (`? key` / `: value`). YAML readers refuse simple keys past 1,024 characters.
+const SIMPLE_KEY_BYTES_MAX: usize = 128;
 
 /// The YAML text of `v`, ending in a line break.
 pub(crate) fn to_yaml(v: &Value) -> String {
@@ -68,7 +73,15 @@ fn mapping(out: &mut String, m: &Map<String, Value>, indent: usize, continued: b
         if i > 0 || !continued {
             pad(out, indent);
         }
-        out.push_str(&string(k, true));
+        if k.len() > SIMPLE_KEY_BYTES_MAX {
+            // go-yaml's explicit form: `? key`, then `:` and the value on the next line.
+            out.push_str("? ");
+            out.push_str(&string(k, false));
+            out.push('\n');
+            pad(out, indent);
+        } else {
+            out.push_str(&string(k, true));
+        }
         out.push(':');
         value_after_key(out, v, indent);
     }
@@ -492,6 +505,22 @@ mod tests {
         for (value, want) in cases {
             assert_eq!(to_yaml(&value), want, "{value}");
         }
+    }
+
+    /// Found by the `openapi_yaml` fuzz target: a key past 1,024 characters was written as a
+    /// simple key, which YAML readers refuse.
+    #[test]
+    fn long_keys_take_the_explicit_form() {
+        let long = "k".repeat(1100);
+        let got = to_yaml(&json!({ "a": 1, long.clone(): "it's" }));
+        assert_eq!(got, format!("a: 1\n? {long}\n: it's\n"));
+        let nested = to_yaml(&json!([{ long.clone(): {"b": 2} }]));
+        assert_eq!(nested, format!("- ? {long}\n  :\n    b: 2\n"));
+        let at_limit = "k".repeat(128);
+        assert_eq!(
+            to_yaml(&json!({ at_limit.clone(): 1 })),
+            format!("{at_limit}: 1\n")
+        );
     }
 
     #[test]

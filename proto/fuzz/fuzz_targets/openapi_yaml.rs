@@ -45,6 +45,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(yaml.ends_with('\n'), "{yaml:?}");
     let back: Value = match serde_yaml_ng::from_str(yaml) {
         Ok(v) => v,
+        // A string such as "0o1722222222222222222222" is written plain, as Go's YAML writes
+        // it: Go resolves a plain scalar whose integer does not fit 64 bits as a string.
+        // serde_yaml_ng refuses such a scalar instead; Go's reading is the one that counts.
+        Err(e) if e.to_string().contains("out of range") => return,
         Err(e) => panic!("YAML of {value} does not parse: {e}\n{yaml}"),
     };
     assert!(
