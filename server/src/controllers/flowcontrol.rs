@@ -13,12 +13,9 @@ use crate::flowcontrol::bootstrap::{self, AUTOUPDATE_ANNOTATION, MANDATORY};
 use crate::flowcontrol::config;
 use crate::limits::{FLOWCONTROL_PASS_INTERVAL_MIN, FLOWCONTROL_RESYNC};
 use crate::objects;
-use crate::registry::{CreateOptions, Source, Step, UpdateOptions};
-use crate::repr::{Encoder, Format};
+use crate::registry::{CreateOptions, Step, UpdateOptions};
 use crate::routes::{Resource, Snapshot};
-use crate::selection::{Filter, Selection};
 use crate::state::State;
-use keel_api::rv::WatchStart;
 use keel_api::status::ApiError;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,28 +45,16 @@ fn resources(routes: &Snapshot) -> Option<(&Resource, &Resource)> {
     ))
 }
 
-async fn watch(st: &State, res: &Resource) -> Option<(Source, Selection)> {
-    let sel = Selection::new(
-        Filter::everything(res.strategy),
-        None,
-        Encoder::new(Format::Json, res.info.clone()),
-    );
-    let from = st.registry.current_revision();
-    let w = st
-        .registry
-        .watch(res, "", WatchStart::After(from), &sel)
-        .await
-        .ok()?;
-    Some((w.source, sel))
-}
-
 async fn run(st: Arc<State>) {
     let routes = st.routes.load();
     let Some((levels, schemas)) = resources(&routes) else {
         // The group is switched off (--runtime-config): the built-in bootstrap stays in force.
         return;
     };
-    let mut watches = [watch(&st, levels).await, watch(&st, schemas).await];
+    let mut watches = [
+        super::watch_all(&st, levels).await,
+        super::watch_all(&st, schemas).await,
+    ];
     loop {
         let pass_started = tokio::time::Instant::now();
         if let Err(e) = pass(&st, levels, schemas).await {
@@ -92,7 +77,10 @@ async fn run(st: Arc<State>) {
             Err(_) => watches.iter().any(Option::is_none),
         };
         if ended {
-            watches = [watch(&st, levels).await, watch(&st, schemas).await];
+            watches = [
+                super::watch_all(&st, levels).await,
+                super::watch_all(&st, schemas).await,
+            ];
         }
     }
 }

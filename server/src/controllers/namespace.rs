@@ -6,11 +6,9 @@
 use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, NAMESPACE_RESYNC};
 use crate::objects;
 use crate::registry::{DeleteOptions, Source, Step, UpdateOptions};
-use crate::repr::{Encoder, Format};
 use crate::routes::Routes;
-use crate::selection::{Filter, Selection};
+use crate::selection::Selection;
 use crate::state::State;
-use keel_api::rv::WatchStart;
 use keel_api::status::ApiError;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -34,20 +32,7 @@ pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
 
 /// A watch of every namespace from now on (only its wake-ups are used).
 async fn watch_namespaces(st: &State) -> Option<(Source, Selection)> {
-    let routes = st.routes.load();
-    let ns = routes.core("namespaces");
-    let sel = Selection::new(
-        Filter::everything(ns.strategy),
-        None,
-        Encoder::new(Format::Json, ns.info.clone()),
-    );
-    let from = st.registry.current_revision();
-    let w = st
-        .registry
-        .watch(ns, "", WatchStart::After(from), &sel)
-        .await
-        .ok()?;
-    Some((w.source, sel))
+    super::watch_all(st, st.routes.load().core("namespaces")).await
 }
 
 async fn run(st: Arc<State>) {
