@@ -161,3 +161,18 @@ pub const FLOWCONTROL_RESYNC: Duration = Duration::from_secs(30);
 /// Least time between two passes of the flow-control controller, so that a burst of changes
 /// to the objects is read in one pass.
 pub const FLOWCONTROL_PASS_INTERVAL_MIN: Duration = Duration::from_millis(50);
+/// The work estimate of a list (upstream's list work estimator): one seat per
+/// `FLOWCONTROL_OBJECTS_PER_SEAT` objects it is expected to go through.
+pub const FLOWCONTROL_OBJECTS_PER_SEAT: u64 = 100;
+/// The most seats one request takes: upstream's `MaximumListSeatsLimit`...
+pub const FLOWCONTROL_MAX_SEATS: u32 = 10;
+/// ...and at most this percentage of its priority level's seats (here: on its core),
+/// rounded up (upstream's `priorityLevelMaxSeatsPercent`).
+pub const FLOWCONTROL_MAX_SEATS_PERCENT: u32 = 15;
+/// How long a core reuses a resource's object count for list estimates before counting
+/// again (upstream's object count tracker refreshes about once a minute; counting is a walk
+/// of the resource's index here, so it is not done on every list).
+pub const FLOWCONTROL_OBJECT_COUNT_MAX_AGE: Duration = Duration::from_secs(10);
+/// Resources whose counts one core keeps for list estimates (beyond it the cache is
+/// cleared and refilled).
+pub const FLOWCONTROL_OBJECT_COUNTS_MAX: usize = 4096;

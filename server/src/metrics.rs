@@ -409,11 +409,17 @@ pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
     for (fs, pl, st) in &s.schemas {
         let _ = writeln!(out, "apiserver_flowcontrol_current_executing_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing.load(Ordering::Relaxed));
     }
+    out.push_str("# HELP apiserver_flowcontrol_current_executing_seats Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_seats gauge\n");
+    for (fs, pl, st) in &s.schemas {
+        let _ = writeln!(out, "apiserver_flowcontrol_current_executing_seats{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing_seats.load(Ordering::Relaxed));
+    }
     out.push_str("# HELP apiserver_flowcontrol_request_wait_duration_seconds Length of time a request spent waiting in its queue\n# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram\n");
     for (fs, pl, st) in &s.schemas {
         let labels = format!("execute=\"true\",flow_schema=\"{fs}\",priority_level=\"{pl}\"");
+        let mut cumulative = 0;
         for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-            let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"{b}\"}} {}", load(&st.wait_buckets[i]));
+            cumulative += load(&st.wait_buckets[i]);
+            let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"{b}\"}} {cumulative}");
         }
         let count = load(&st.wait_count);
         let _ = writeln!(out, "apiserver_flowcontrol_request_wait_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}");
@@ -542,5 +548,36 @@ mod tests {
         assert_eq!(held, SERIES_MAX + 1);
         let text = m.render(&[]);
         assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
+    }
+    /// The wait histogram counts each request once and renders cumulative buckets; the
+    /// executing seats are rendered per schema.
+    #[test]
+    fn flowcontrol_wait_histogram_is_cumulative() {
+        use std::time::Duration;
+        let st = std::sync::Arc::new(crate::flowcontrol::SchemaStats::default());
+        for ms in [0, 3, 30, 100_000] {
+            st.waited(Duration::from_millis(ms));
+        }
+        st.executing_seats.store(4, Ordering::Relaxed);
+        let snap = crate::flowcontrol::Snapshot {
+            schemas: vec![("fs".into(), "pl".into(), st)],
+            levels: vec![("pl".into(), 10)],
+        };
+        let mut out = String::new();
+        render_flowcontrol(&mut out, &snap);
+        let bucket = |le: &str| {
+            let prefix = format!("apiserver_flowcontrol_request_wait_duration_seconds_bucket{{execute=\"true\",flow_schema=\"fs\",priority_level=\"pl\",le=\"{le}\"}} ");
+            out.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .unwrap_or_else(|| panic!("no bucket {le}:\n{out}"))
+                .to_string()
+        };
+        assert_eq!(bucket("0"), "1");
+        assert_eq!(bucket("0.005"), "2");
+        assert_eq!(bucket("0.02"), "2");
+        assert_eq!(bucket("0.05"), "3");
+        assert_eq!(bucket("30"), "3");
+        assert_eq!(bucket("+Inf"), "4");
+        assert!(out.contains("apiserver_flowcontrol_current_executing_seats{flow_schema=\"fs\",priority_level=\"pl\"} 4"));
     }
 }

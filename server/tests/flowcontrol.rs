@@ -285,6 +285,17 @@ spec:
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
+    // The flood holds the level's one seat (a list is as wide as the level allows: 1 here).
+    let seats_line = "apiserver_flowcontrol_current_executing_seats{flow_schema=\"flooder\",priority_level=\"flood\"} 1";
+    assert!(
+        eventually(Duration::from_secs(5), || request(
+            &s,
+            Some(ADMIN),
+            "/metrics"
+        )
+        .is_some_and(|r| r.body.lines().any(|l| l == seats_line))),
+        "no executing seat counted for the flood"
+    );
     // Meanwhile: the victim, /readyz and an admin are always answered.
     let mut victim = Vec::new();
     let mut readyz = Vec::new();

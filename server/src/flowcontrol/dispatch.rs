@@ -9,9 +9,14 @@
 //! core's total (the sum of the nominals). Invariant: `used + Σ max(0, guaranteed - executing)
 //! ≤ total`, so a level's guaranteed seats are free whenever it needs them, and a level's idle
 //! lendable seats are what the others borrow. Exempt levels hold no seats.
+//!
+//! **Width**: a request takes `width` seats (the work estimate), clamped to what its level
+//! could ever hold on this core; a level's next request that does not fit waits for seats
+//! to free, and nothing of that level is dispatched past it.
 
 use super::config::{LimitResponse, Seats};
 use super::queueset::QueueSet;
+use crate::limits::{FLOWCONTROL_MAX_SEATS, FLOWCONTROL_MAX_SEATS_PERCENT};
 
 /// One level on this core.
 #[derive(Clone, Debug)]
@@ -73,6 +78,8 @@ pub enum Admit {
     /// Runs now; `queue` is the queue its seat is counted in (to pass to `finish`).
     Run {
         queue: Option<usize>,
+        /// The seats it holds.
+        width: u32,
     },
     /// Waits in `queue` of its level until `finish` dispatches it (or it is cancelled).
     Wait {
@@ -87,6 +94,8 @@ pub struct Dispatched {
     pub level: usize,
     pub queue: usize,
     pub id: u64,
+    /// The seats it holds.
+    pub width: u32,
 }
 
 /// Every level of one core.
@@ -119,13 +128,34 @@ impl Dispatcher {
         self.used
     }
 
-    /// Whether level `i` may take one more seat now.
-    pub fn can_take(&self, i: usize) -> bool {
+    /// The most seats one request may take at level `i`: 15% of the level's seats on this
+    /// core, rounded up, and at most `FLOWCONTROL_MAX_SEATS` (upstream's bounds on a list's
+    /// estimate: `priorityLevelMaxSeatsPercent`, `MaximumListSeatsLimit`).
+    pub fn max_width(&self, i: usize) -> u32 {
+        let nominal = self.levels[i].seats.nominal;
+        nominal
+            .saturating_mul(FLOWCONTROL_MAX_SEATS_PERCENT)
+            .div_ceil(100)
+            .clamp(1, FLOWCONTROL_MAX_SEATS)
+    }
+
+    /// The seats a request `width` wide takes at level `i`: at least one, at most what the
+    /// level could ever hold here (its cap, and the core's total), so that it can run.
+    pub fn clamp_width(&self, i: usize, width: u32) -> u32 {
         let l = &self.levels[i];
-        if l.exempt || l.executing < l.seats.guaranteed {
+        if l.exempt {
+            return 1;
+        }
+        width.min(l.seats.cap).min(self.total).max(1)
+    }
+
+    /// Whether level `i` may take `width` more seats now.
+    pub fn can_take(&self, i: usize, width: u32) -> bool {
+        let l = &self.levels[i];
+        if l.exempt || l.executing + width <= l.seats.guaranteed {
             return true;
         }
-        if l.executing >= l.seats.cap {
+        if l.executing + width > l.seats.cap {
             return false;
         }
         let reserved_by_others: u32 = self
@@ -135,33 +165,42 @@ impl Dispatcher {
             .filter(|(j, o)| *j != i && !o.exempt)
             .map(|(_, o)| o.seats.guaranteed.saturating_sub(o.executing))
             .sum();
-        self.used + 1 + reserved_by_others <= self.total
+        self.used + width + reserved_by_others <= self.total
     }
 
-    fn take(&mut self, i: usize) {
+    fn take(&mut self, i: usize, width: u32) {
         let l = &mut self.levels[i];
-        l.executing += 1;
+        l.executing += width;
         if !l.exempt {
-            self.used += 1;
+            self.used += width;
         }
     }
 
-    /// Decides on request `id` of flow `flow_hash` at level `i`; also returns the waiting
-    /// requests that got seats meanwhile (never the caller's: that one is `Run`).
-    pub fn admit(&mut self, i: usize, flow_hash: u64, id: u64) -> (Admit, Vec<Dispatched>) {
+    /// Decides on request `id` of flow `flow_hash` at level `i`, `width` seats wide (clamped
+    /// by [`Dispatcher::clamp_width`]; `Admit::Run` and `Dispatched` say the seats it holds);
+    /// also returns the waiting requests that got seats meanwhile (never the caller's: that
+    /// one is `Run`).
+    pub fn admit(
+        &mut self,
+        i: usize,
+        flow_hash: u64,
+        id: u64,
+        width: u32,
+    ) -> (Admit, Vec<Dispatched>) {
+        let width = self.clamp_width(i, width);
         let waiting = self.levels[i].waiting();
-        if waiting == 0 && self.can_take(i) {
-            self.take(i);
+        if waiting == 0 && self.can_take(i, width) {
+            self.take(i, width);
             let queue = self.levels[i]
                 .queues
                 .as_mut()
-                .map(|q| q.start_unqueued(flow_hash));
-            return (Admit::Run { queue }, Vec::new());
+                .map(|q| q.start_unqueued(flow_hash, width));
+            return (Admit::Run { queue, width }, Vec::new());
         }
         let Some(queues) = self.levels[i].queues.as_mut() else {
             return (Admit::Reject(Reason::ConcurrencyLimit), Vec::new());
         };
-        let queue = match queues.enqueue(flow_hash, id) {
+        let queue = match queues.enqueue(flow_hash, id, width) {
             Ok(q) => q,
             Err(_) => return (Admit::Reject(Reason::QueueFull), Vec::new()),
         };
@@ -171,6 +210,7 @@ impl Dispatcher {
             return (
                 Admit::Run {
                     queue: Some(me.queue),
+                    width: me.width,
                 },
                 started,
             );
@@ -178,18 +218,19 @@ impl Dispatcher {
         (Admit::Wait { queue }, started)
     }
 
-    /// A request of level `i` that held a seat finished (`queue` as `Admit::Run` or
-    /// `Dispatched` gave it); returns the waiting requests that get seats now.
-    pub fn finish(&mut self, i: usize, queue: Option<usize>) -> Vec<Dispatched> {
+    /// A request of level `i` that held `width` seats finished (`queue` and `width` as
+    /// `Admit::Run` or `Dispatched` gave them); returns the waiting requests that get seats
+    /// now.
+    pub fn finish(&mut self, i: usize, queue: Option<usize>, width: u32) -> Vec<Dispatched> {
         let Some(l) = self.levels.get_mut(i) else {
             return Vec::new();
         };
-        l.executing = l.executing.saturating_sub(1);
+        l.executing = l.executing.saturating_sub(width);
         if let (Some(qs), Some(q)) = (l.queues.as_mut(), queue) {
-            qs.finish(q);
+            qs.finish(q, width);
         }
         if !l.exempt {
-            self.used = self.used.saturating_sub(1);
+            self.used = self.used.saturating_sub(width);
         }
         self.dispatch_all()
     }
@@ -203,8 +244,8 @@ impl Dispatcher {
             .is_some_and(|qs| qs.remove(queue, id))
     }
 
-    /// Gives free seats to waiting requests: levels below their guarantee first, then the
-    /// others in turn, one request per level per round.
+    /// Gives free seats to waiting requests, the levels in turn, one request per level per
+    /// round; a level whose next request does not fit is passed over.
     fn dispatch_all(&mut self) -> Vec<Dispatched> {
         let mut out = Vec::new();
         let n = self.levels.len();
@@ -212,18 +253,23 @@ impl Dispatcher {
             let mut progressed = false;
             for k in 0..n {
                 let i = (self.next + k) % n;
-                if self.levels[i].waiting() == 0 || !self.can_take(i) {
+                let Some((_, width)) = self.levels[i].queues.as_ref().and_then(|q| q.next()) else {
+                    continue;
+                };
+                if !self.can_take(i, width) {
                     continue;
                 }
-                let Some((queue, id)) = self.levels[i].queues.as_mut().and_then(|q| q.dispatch())
+                let Some((queue, id, width)) =
+                    self.levels[i].queues.as_mut().and_then(|q| q.dispatch())
                 else {
                     continue;
                 };
-                self.take(i);
+                self.take(i, width);
                 out.push(Dispatched {
                     level: i,
                     queue,
                     id,
+                    width,
                 });
                 progressed = true;
             }
@@ -273,18 +319,21 @@ mod tests {
             queued(2, 2),
             Slot::new(seats(1, 1), false, &LimitResponse::Reject),
         ]);
-        assert!(run(d.admit(0, 1, 1).0));
-        assert!(run(d.admit(0, 1, 2).0));
-        let waits: Vec<Admit> = (3..7).map(|id| d.admit(0, 1, id).0).collect();
+        assert!(run(d.admit(0, 1, 1, 1).0));
+        assert!(run(d.admit(0, 1, 2, 1).0));
+        let waits: Vec<Admit> = (3..7).map(|id| d.admit(0, 1, id, 1).0).collect();
         assert!(
             waits.iter().all(|a| matches!(a, Admit::Wait { .. })),
             "{waits:?}"
         );
-        assert_eq!(d.admit(0, 1, 7).0, Admit::Reject(Reason::QueueFull));
-        assert!(run(d.admit(1, 1, 8).0));
-        assert_eq!(d.admit(1, 1, 9).0, Admit::Reject(Reason::ConcurrencyLimit));
+        assert_eq!(d.admit(0, 1, 7, 1).0, Admit::Reject(Reason::QueueFull));
+        assert!(run(d.admit(1, 1, 8, 1).0));
+        assert_eq!(
+            d.admit(1, 1, 9, 1).0,
+            Admit::Reject(Reason::ConcurrencyLimit)
+        );
         // A finished request hands its seat to a waiting one of the same level.
-        let started = d.finish(0, None);
+        let started = d.finish(0, None, 1);
         assert_eq!(started.len(), 1);
         assert_eq!(started[0].level, 0);
     }
@@ -297,10 +346,10 @@ mod tests {
             Slot::new(seats(1, 1), false, &LimitResponse::Reject),
         ]);
         for id in 0..100 {
-            assert!(run(d.admit(0, 0, id).0));
+            assert!(run(d.admit(0, 0, id, 1).0));
         }
         assert_eq!(d.used(), 0);
-        assert!(run(d.admit(1, 0, 100).0));
+        assert!(run(d.admit(1, 0, 100, 1).0));
     }
 
     /// An idle level's lendable seats are borrowed; its guaranteed ones are not, and come
@@ -313,20 +362,21 @@ mod tests {
             Slot::new(seats(2, 2), false, &LimitResponse::Reject),
         ]);
         // Level 1 takes its own 2, then borrows level 0's 2 lendable seats, then stops.
-        let got: Vec<bool> = (0..5).map(|id| run(d.admit(1, 0, id).0)).collect();
+        let got: Vec<bool> = (0..5).map(|id| run(d.admit(1, 0, id, 1).0)).collect();
         assert_eq!(got, vec![true, true, true, true, false]);
         // Level 0 still has its 2 guaranteed seats.
-        assert!(run(d.admit(0, 0, 10).0));
-        assert!(run(d.admit(0, 0, 11).0));
-        assert!(matches!(d.admit(0, 0, 12).0, Admit::Wait { .. }));
+        assert!(run(d.admit(0, 0, 10, 1).0));
+        assert!(run(d.admit(0, 0, 11, 1).0));
+        assert!(matches!(d.admit(0, 0, 12, 1).0, Admit::Wait { .. }));
         // When a borrower finishes, the seat goes to level 0's waiting request.
-        let started = d.finish(1, None);
+        let started = d.finish(1, None, 1);
         assert_eq!(
             started,
             vec![Dispatched {
                 level: 0,
                 queue: started[0].queue,
-                id: 12
+                id: 12,
+                width: 1,
             }]
         );
     }
@@ -343,7 +393,7 @@ mod tests {
             Slot::new(capped, false, &LimitResponse::Reject),
             Slot::new(seats(10, 0), false, &LimitResponse::Reject),
         ]);
-        let got: Vec<bool> = (0..3).map(|id| run(d.admit(0, 0, id).0)).collect();
+        let got: Vec<bool> = (0..3).map(|id| run(d.admit(0, 0, id, 1).0)).collect();
         assert_eq!(got, vec![true, true, false]);
     }
 
@@ -351,13 +401,104 @@ mod tests {
     #[test]
     fn cancelled_waiters_are_not_dispatched() {
         let mut d = Dispatcher::new(vec![queued(1, 1)]);
-        assert!(run(d.admit(0, 0, 1).0));
-        let Admit::Wait { queue } = d.admit(0, 0, 2).0 else {
+        assert!(run(d.admit(0, 0, 1, 1).0));
+        let Admit::Wait { queue } = d.admit(0, 0, 2, 1).0 else {
             panic!("waits")
         };
         assert!(d.cancel(0, queue, 2));
         assert!(!d.cancel(0, queue, 2));
-        assert!(d.finish(0, None).is_empty());
+        assert!(d.finish(0, None, 1).is_empty());
         assert_eq!(d.used(), 0);
+    }
+    /// A wide request takes its width in seats; when it does not fit it waits, and narrow
+    /// requests of its level queued behind it wait too (no starvation of the wide one); a
+    /// request wider than the level could ever hold is clamped so that it can run.
+    #[test]
+    fn wide_requests_take_their_width() {
+        let mut d = Dispatcher::new(vec![Slot::new(
+            seats(4, 4),
+            false,
+            &LimitResponse::Queue {
+                queues: 1,
+                hand_size: 1,
+                queue_length_limit: 10,
+            },
+        )]);
+        assert_eq!(
+            d.admit(0, 1, 1, 3).0,
+            Admit::Run {
+                queue: Some(0),
+                width: 3
+            }
+        );
+        assert_eq!(d.used(), 3);
+        // 1 seat left: a 3-wide request waits, and a 1-wide one behind it too.
+        assert!(matches!(d.admit(0, 1, 2, 3).0, Admit::Wait { .. }));
+        assert!(matches!(d.admit(0, 1, 3, 1).0, Admit::Wait { .. }));
+        // The first finishes: 4 free; the 3-wide one runs, then the 1-wide one fits.
+        let started = d.finish(0, Some(0), 3);
+        let ids: Vec<(u64, u32)> = started.iter().map(|s| (s.id, s.width)).collect();
+        assert_eq!(ids, vec![(2, 3), (3, 1)]);
+        assert_eq!(d.used(), 4);
+        // Wider than the level: clamped to its 4 seats.
+        assert_eq!(d.clamp_width(0, 50), 4);
+        assert_eq!(d.clamp_width(0, 0), 1);
+        d.finish(0, Some(0), 3);
+        d.finish(0, Some(0), 1);
+        assert_eq!(d.used(), 0);
+        assert!(matches!(
+            d.admit(0, 1, 4, 50).0,
+            Admit::Run { width: 4, .. }
+        ));
+    }
+
+    /// Two flows both backlogged at one level, one of 4-wide requests, one of 1-wide: fair
+    /// queuing gives them about the same seats, so the narrow flow gets about four requests
+    /// for each of the wide flow's.
+    #[test]
+    fn fair_queuing_shares_seats_not_requests() {
+        let mut d = Dispatcher::new(vec![Slot::new(
+            seats(4, 4),
+            false,
+            &LimitResponse::Queue {
+                queues: 64,
+                hand_size: 1,
+                queue_length_limit: 1000,
+            },
+        )]);
+        let wide = 0u64;
+        let narrow = (1..)
+            .find(|h| {
+                let qs = d.levels[0].queues.as_ref().unwrap();
+                qs.deal(*h) != qs.deal(wide)
+            })
+            .unwrap();
+        // Fill the level so that everything after queues.
+        let Admit::Run { queue, width } = d.admit(0, 99, 0, 4).0 else {
+            panic!("runs")
+        };
+        for id in 1..=200 {
+            d.admit(0, wide, id, 4);
+            d.admit(0, narrow, 1000 + id, 1);
+        }
+        // Run requests one after another (each finishes before the next is dispatched).
+        let mut running = vec![(queue, width)];
+        let (mut wide_seats, mut narrow_seats) = (0u32, 0u32);
+        for _ in 0..100 {
+            let (q, w) = running.remove(0);
+            for s in d.finish(0, q, w) {
+                if s.id >= 1000 {
+                    narrow_seats += s.width;
+                } else {
+                    wide_seats += s.width;
+                }
+                running.push((Some(s.queue), s.width));
+            }
+        }
+        let ratio = f64::from(narrow_seats) / f64::from(wide_seats);
+        assert!(
+            (0.75..1.34).contains(&ratio),
+            "narrow {narrow_seats} seats, wide {wide_seats}"
+        );
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Pure parts, table-tested: `config` (parsing, seats), `classify` (schemas, flows),
 //! `queueset` (shuffle sharding and fair dispatch of one level), `dispatch` (one core's
-//! seats over all levels, borrowing), `bootstrap` (upstream's objects).
+//! seats over all levels, borrowing, wide requests), `estimate` (the seats a request
+//! takes), `bootstrap` (upstream's objects).
 //!
 //! **Per core, no global lock on the request path.** The configuration (parsed objects and
 //! seat counts) is published by the flow-control controller as an `Arc<Config>` with a
@@ -26,6 +27,7 @@ pub mod bootstrap;
 pub mod classify;
 pub mod config;
 pub mod dispatch;
+pub mod estimate;
 pub mod queueset;
 
 use crate::limits::{FLOWCONTROL_QUEUE_WAIT_MAX, FLOWCONTROL_RETRY_AFTER_SECONDS};
@@ -54,7 +56,10 @@ pub struct SchemaStats {
     pub rejected: [AtomicU64; 3],
     pub inqueue: AtomicI64,
     pub executing: AtomicI64,
-    /// Wait durations of executed requests: bucket counts, then the sum in microseconds.
+    /// Seats held by the executing requests.
+    pub executing_seats: AtomicI64,
+    /// Wait durations of executed requests: how many fell in each bucket (not cumulative:
+    /// the metrics add them up), then the sum in microseconds.
     pub wait_buckets: [AtomicU64; 13],
     pub wait_count: AtomicU64,
     pub wait_sum_micros: AtomicU64,
@@ -72,12 +77,11 @@ impl SchemaStats {
         self.rejected[i].fetch_add(1, Ordering::Relaxed);
     }
 
-    fn waited(&self, d: Duration) {
+    pub(crate) fn waited(&self, d: Duration) {
         let secs = d.as_secs_f64();
-        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                self.wait_buckets[i].fetch_add(1, Ordering::Relaxed);
-            }
+        // One counter per request (beyond the last bucket: only the count).
+        if let Some(i) = WAIT_BUCKETS.iter().position(|b| secs <= *b) {
+            self.wait_buckets[i].fetch_add(1, Ordering::Relaxed);
         }
         self.wait_count.fetch_add(1, Ordering::Relaxed);
         self.wait_sum_micros
@@ -237,7 +241,15 @@ impl FlowControl {
     /// Classifies a request and waits for its seat. `never_reject`: health endpoints, which
     /// run at once whatever their level (upstream's `probes` schema covers only the bare
     /// paths; keel keeps every sub-path out of load shedding too).
-    pub async fn admit(&self, d: &Digest<'_>, never_reject: bool) -> Result<Ticket, Rejected> {
+    ///
+    /// `width`: the seats the request would take by its work estimate (`estimate`); the
+    /// level bounds it (see [`Dispatcher::max_width`]).
+    pub async fn admit(
+        &self,
+        d: &Digest<'_>,
+        never_reject: bool,
+        width: u32,
+    ) -> Result<Ticket, Rejected> {
         let cfg = self.refresh();
         let Some(si) = classify::classify(&cfg.schemas, |l| cfg.level_index.contains_key(l), d)
         else {
@@ -267,13 +279,15 @@ impl FlowControl {
         let waiter = with_core(self, |core| {
             let id = core.next_id;
             core.next_id += 1;
-            let (decision, others) = core.dispatcher.admit(li, flow, id);
+            let width = width.min(core.dispatcher.max_width(li));
+            let (decision, others) = core.dispatcher.admit(li, flow, id, width);
             core.wake(others);
             match decision {
-                Admit::Run { queue } => Ok(Err(Seat::new(self.id, core, li, queue))),
+                Admit::Run { queue, width } => Ok(Err(Seat::new(self.id, core, li, queue, width))),
                 Admit::Wait { queue } => {
                     let w = Rc::new(Waiter {
                         id,
+                        width,
                         level: Cell::new(li),
                         level_name: level.name.clone(),
                         flow,
@@ -329,6 +343,9 @@ impl FlowControl {
         };
         stats.dispatched.fetch_add(1, Ordering::Relaxed);
         stats.executing.fetch_add(1, Ordering::Relaxed);
+        stats
+            .executing_seats
+            .fetch_add(i64::from(seat.width), Ordering::Relaxed);
         stats.waited(started.elapsed());
         Ok(ticket(Some(seat)))
     }
@@ -350,14 +367,16 @@ impl FlowControl {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum WaitState {
     Waiting,
-    /// Got a seat in (level, queue).
-    Dispatched(usize, usize),
+    /// Got `width` seats in (level, queue).
+    Dispatched(usize, usize, u32),
     /// Its seat was taken over by the request.
     Taken,
 }
 
 struct Waiter {
     id: u64,
+    /// The seats it asks for.
+    width: u32,
     level: Cell<usize>,
     level_name: String,
     flow: u64,
@@ -389,7 +408,7 @@ impl WaitGuard<'_> {
 
     /// The seat, if the waiter was dispatched.
     fn take(&mut self) -> Option<Seat> {
-        let WaitState::Dispatched(level, queue) = self.waiter.state.get() else {
+        let WaitState::Dispatched(level, queue, width) = self.waiter.state.get() else {
             return None;
         };
         self.waiter.state.set(WaitState::Taken);
@@ -400,6 +419,7 @@ impl WaitGuard<'_> {
             level,
             level_name: self.waiter.level_name.clone(),
             queue: Some(queue),
+            width,
             stats: None,
         }))
     }
@@ -435,17 +455,20 @@ struct Seat {
     level: usize,
     level_name: String,
     queue: Option<usize>,
+    /// Seats held.
+    width: u32,
     stats: Option<Arc<SchemaStats>>,
 }
 
 impl Seat {
-    fn new(fc: usize, core: &Core, level: usize, queue: Option<usize>) -> Seat {
+    fn new(fc: usize, core: &Core, level: usize, queue: Option<usize>, width: u32) -> Seat {
         Seat {
             fc,
             generation: core.config.generation,
             level,
             level_name: core.config.levels[level].name.clone(),
             queue,
+            width,
             stats: None,
         }
     }
@@ -455,6 +478,8 @@ impl Drop for Seat {
     fn drop(&mut self) {
         if let Some(s) = &self.stats {
             s.executing.fetch_sub(1, Ordering::Relaxed);
+            s.executing_seats
+                .fetch_sub(i64::from(self.width), Ordering::Relaxed);
         }
         CORES.with(|cores| {
             let mut cores = cores.borrow_mut();
@@ -462,11 +487,11 @@ impl Drop for Seat {
                 return;
             };
             let started = if core.config.generation == self.generation {
-                core.dispatcher.finish(self.level, self.queue)
+                core.dispatcher.finish(self.level, self.queue, self.width)
             } else {
                 // Configuration changed while it ran: free a seat of the level of that name.
                 match core.config.level_index.get(&self.level_name) {
-                    Some(&i) => core.dispatcher.finish(i, None),
+                    Some(&i) => core.dispatcher.finish(i, None, self.width),
                     None => Vec::new(),
                 }
             };
@@ -488,7 +513,8 @@ impl Core {
     fn wake(&mut self, started: Vec<Dispatched>) {
         for d in started {
             if let Some(w) = self.waiters.remove(&d.id) {
-                w.state.set(WaitState::Dispatched(d.level, d.queue));
+                w.state
+                    .set(WaitState::Dispatched(d.level, d.queue, d.width));
                 if let Some(waker) = w.waker.take() {
                     waker.wake();
                 }
@@ -539,23 +565,25 @@ impl Core {
                     &config::LimitResponse::Reject,
                 ));
                 let li = self.dispatcher.levels.len() - 1;
-                self.dispatcher.levels[li].executing += 1;
-                w.state.set(WaitState::Dispatched(li, 0));
+                self.dispatcher.levels[li].executing += w.width;
+                w.state.set(WaitState::Dispatched(li, 0, w.width));
                 if let Some(waker) = w.waker.take() {
                     waker.wake();
                 }
                 continue;
             };
             w.level.set(li);
-            let (decision, started) = self.dispatcher.admit(li, w.flow, w.id);
+            let width = w.width.min(self.dispatcher.max_width(li));
+            let (decision, started) = self.dispatcher.admit(li, w.flow, w.id, width);
             self.wake(started);
             match decision {
                 Admit::Wait { queue } => {
                     w.queue.set(queue);
                     self.waiters.insert(w.id, w);
                 }
-                Admit::Run { queue } => {
-                    w.state.set(WaitState::Dispatched(li, queue.unwrap_or(0)));
+                Admit::Run { queue, width } => {
+                    w.state
+                        .set(WaitState::Dispatched(li, queue.unwrap_or(0), width));
                     if let Some(waker) = w.waker.take() {
                         waker.wake();
                     }

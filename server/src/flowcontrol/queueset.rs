@@ -2,8 +2,8 @@
 //! clock that dispatches from the queue that has been served least.
 //!
 //! Pure data (no clock, no I/O): requests are opaque ids; the caller decides when seats are
-//! free (see `dispatch`). Every request is one seat wide (upstream's work estimator, which
-//! makes large lists wider, is not modelled).
+//! free (see `dispatch`). A request is `width` seats wide (the work estimate: a large list
+//! takes several seats, see `super::estimate`); its queue counts those seats while it runs.
 //!
 //! **Shuffle sharding** (upstream's `shufflesharding.Dealer`): a flow's 64-bit hash deals a
 //! *hand* of `hand_size` distinct queues out of `queues`, by reading the hash as digits of
@@ -16,9 +16,11 @@
 //! carries a virtual start time `next_r`; a queue that becomes active starts at the current
 //! virtual time `r`; a dispatch takes the head of the active queue with the least `next_r`
 //! (ties: the queue after the last one served, round robin) and advances that queue's
-//! `next_r` by one seat. Active queues are therefore served in turn whatever their length:
-//! a flow that queues a thousand requests gets one turn per round, as does a flow that queues
-//! one.
+//! `next_r` by the request's width. Active queues are therefore served in turn whatever their
+//! length: a flow that queues a thousand requests gets one turn per round, as does a flow that
+//! queues one, and a flow of wide requests gets as many seats per round as one of narrow ones.
+//! A chosen request that does not fit in the free seats waits at the head (nothing is
+//! dispatched past it), so wide requests are not starved by narrow ones.
 
 use std::collections::VecDeque;
 
@@ -26,6 +28,7 @@ use std::collections::VecDeque;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Waiting {
     id: u64,
+    width: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -77,9 +80,10 @@ impl QueueSet {
         deal(self.queues.len(), self.hand_size, flow_hash)
     }
 
-    /// Puts request `id` of the flow `flow_hash` in the least loaded queue of the flow's
-    /// hand; refused when that queue already holds `queue_length_limit` waiting requests.
-    pub fn enqueue(&mut self, flow_hash: u64, id: u64) -> Result<usize, QueueFull> {
+    /// Puts request `id` (`width` seats) of the flow `flow_hash` in the least loaded queue of
+    /// the flow's hand; refused when that queue already holds `queue_length_limit` waiting
+    /// requests.
+    pub fn enqueue(&mut self, flow_hash: u64, id: u64, width: u32) -> Result<usize, QueueFull> {
         let hand = self.deal(flow_hash);
         let q = *hand
             .iter()
@@ -92,13 +96,13 @@ impl QueueSet {
         if queue.waiting.is_empty() {
             queue.next_r = queue.next_r.max(self.r);
         }
-        queue.waiting.push_back(Waiting { id });
+        queue.waiting.push_back(Waiting { id, width });
         self.waiting_total += 1;
         Ok(q)
     }
 
-    /// Takes the next request to run, fairly across queues: `(queue, id)`.
-    pub fn dispatch(&mut self) -> Option<(usize, u64)> {
+    /// The queue fair dispatch serves next, and the width of the request at its head.
+    pub fn next(&self) -> Option<(usize, u32)> {
         if self.waiting_total == 0 {
             return None;
         }
@@ -114,37 +118,44 @@ impl QueueSet {
             }
         }
         let q = best?;
+        Some((q, self.queues[q].waiting.front()?.width))
+    }
+
+    /// Takes the next request to run, fairly across queues (the one [`QueueSet::next`]
+    /// names): `(queue, id, width)`.
+    pub fn dispatch(&mut self) -> Option<(usize, u64, u32)> {
+        let (q, _) = self.next()?;
         let queue = &mut self.queues[q];
         let w = queue
             .waiting
             .pop_front()
             .expect("chosen queue is not empty");
         self.r = self.r.max(queue.next_r);
-        queue.next_r += 1;
-        queue.executing += 1;
+        queue.next_r += u64::from(w.width);
+        queue.executing += w.width;
         self.waiting_total -= 1;
         self.last = q;
-        Some((q, w.id))
+        Some((q, w.id, w.width))
     }
 
-    /// Counts a request that runs without waiting, in the queue its flow would use (so that
-    /// shuffle sharding sees the flow's load).
-    pub fn start_unqueued(&mut self, flow_hash: u64) -> usize {
+    /// Counts a request (`width` seats) that runs without waiting, in the queue its flow
+    /// would use (so that shuffle sharding sees the flow's load).
+    pub fn start_unqueued(&mut self, flow_hash: u64, width: u32) -> usize {
         let hand = self.deal(flow_hash);
         let q = *hand
             .iter()
             .min_by_key(|&&q| self.queues[q].waiting.len() + self.queues[q].executing as usize)
             .expect("a hand has at least one queue");
         let queue = &mut self.queues[q];
-        queue.next_r = queue.next_r.max(self.r) + 1;
-        queue.executing += 1;
+        queue.next_r = queue.next_r.max(self.r) + u64::from(width);
+        queue.executing += width;
         q
     }
 
-    /// A dispatched request of queue `q` finished.
-    pub fn finish(&mut self, q: usize) {
+    /// A dispatched request (`width` seats) of queue `q` finished.
+    pub fn finish(&mut self, q: usize, width: u32) {
         if let Some(queue) = self.queues.get_mut(q) {
-            queue.executing = queue.executing.saturating_sub(1);
+            queue.executing = queue.executing.saturating_sub(width);
         }
     }
 
@@ -252,7 +263,7 @@ mod tests {
         let mut qs = QueueSet::new(8, 3, 10);
         let hand = qs.deal(0);
         assert_eq!(hand, vec![0, 1, 2]);
-        let queues: Vec<usize> = (0..6).map(|id| qs.enqueue(0, id).unwrap()).collect();
+        let queues: Vec<usize> = (0..6).map(|id| qs.enqueue(0, id, 1).unwrap()).collect();
         assert_eq!(queues, vec![0, 1, 2, 0, 1, 2]);
     }
 
@@ -261,14 +272,14 @@ mod tests {
     fn queue_full_rejects() {
         let mut qs = QueueSet::new(4, 2, 2);
         let mut placed = 0;
-        while qs.enqueue(5, placed).is_ok() {
+        while qs.enqueue(5, placed, 1).is_ok() {
             placed += 1;
         }
         assert_eq!(placed, 4, "two queues of two");
-        assert_eq!(qs.enqueue(5, 99), Err(QueueFull));
+        assert_eq!(qs.enqueue(5, 99, 1), Err(QueueFull));
         // Once one is dispatched there is room again.
         assert!(qs.dispatch().is_some());
-        assert!(qs.enqueue(5, 100).is_ok());
+        assert!(qs.enqueue(5, 100, 1).is_ok());
     }
 
     /// A heavy flow with many waiting requests and a light flow with one: the light flow's
@@ -280,14 +291,14 @@ mod tests {
         let heavy = 0u64;
         let light = (1..).find(|h| qs.deal(*h) != qs.deal(heavy)).unwrap();
         for id in 0..50 {
-            qs.enqueue(heavy, id).unwrap();
+            qs.enqueue(heavy, id, 1).unwrap();
         }
         // The heavy flow has been served for a while before the light one arrives.
         for _ in 0..10 {
-            let (q, _) = qs.dispatch().unwrap();
-            qs.finish(q);
+            let (q, _, w) = qs.dispatch().unwrap();
+            qs.finish(q, w);
         }
-        qs.enqueue(light, 1000).unwrap();
+        qs.enqueue(light, 1000, 1).unwrap();
         let next: Vec<u64> = (0..2).map(|_| qs.dispatch().unwrap().1).collect();
         assert!(
             next.contains(&1000),
@@ -295,7 +306,7 @@ mod tests {
         );
         // Two flows both backlogged alternate.
         for id in 2000..2010 {
-            qs.enqueue(light, id).unwrap();
+            qs.enqueue(light, id, 1).unwrap();
         }
         let order: Vec<bool> = (0..10).map(|_| qs.dispatch().unwrap().1 >= 2000).collect();
         let light_turns = order.iter().filter(|l| **l).count();
@@ -306,8 +317,8 @@ mod tests {
     #[test]
     fn remove_takes_a_waiting_request_out() {
         let mut qs = QueueSet::new(4, 1, 10);
-        let q = qs.enqueue(3, 7).unwrap();
-        qs.enqueue(3, 8).unwrap();
+        let q = qs.enqueue(3, 7, 1).unwrap();
+        qs.enqueue(3, 8, 1).unwrap();
         assert!(qs.remove(q, 7));
         assert!(!qs.remove(q, 7));
         assert_eq!(qs.waiting(), 1);

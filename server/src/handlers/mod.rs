@@ -157,7 +157,11 @@ async fn flow_control(
         path: req.path.trim_end_matches('/'),
     };
     let never_reject = health::is_health_path(req.path.trim_end_matches('/'));
-    match fc.admit(&digest, never_reject).await {
+    let width = match target {
+        Target::Resource(rr) if rr.verb == "list" => list_width(st, req, rr),
+        _ => 1,
+    };
+    match fc.admit(&digest, never_reject, width).await {
         Ok(ticket) => Ok(Some(ticket)),
         Err(r) => {
             let mut resp = Response::full(
@@ -174,6 +178,27 @@ async fn flow_control(
             Err(resp)
         }
     }
+}
+
+/// The seats a list takes by priority and fairness's work estimate, from the resource's
+/// object count (`crate::flowcontrol::estimate`); one for a resource not served.
+fn list_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
+    use crate::flowcontrol::estimate::{list_seats, object_count, ListShape};
+    let count = object_count(&rr.group, &rr.resource, || {
+        let routes = st.routes.load();
+        let res = routes.lookup(&rr.group, &rr.version, &rr.resource)?;
+        st.registry.count(res).ok()
+    });
+    let Some(count) = count else {
+        return 1;
+    };
+    let q = Query::from_request(req);
+    let shape = ListShape::from_query(
+        q.get("limit"),
+        q.get("labelSelector"),
+        q.get("fieldSelector"),
+    );
+    list_seats(count, shape)
 }
 
 /// A streamed body that holds `ticket` (its seat) until the stream ends or is dropped.
