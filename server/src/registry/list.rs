@@ -90,6 +90,11 @@ impl Registry {
             if start.is_none() {
                 break;
             }
+            // A filtered list goes through every object a batch at a time: let the core's
+            // other requests run between batches, so that one long scan does not hold the
+            // core (priority and fairness bounds how many run at once, not how long each
+            // holds the thread).
+            tokio::task::yield_now().await;
         }
         let continue_token = if more && want > 0 {
             let last = items
