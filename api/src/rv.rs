@@ -34,6 +34,8 @@ pub struct ListRequest<'a> {
     pub limit: Option<i64>,
     /// `continue`.
     pub continue_token: Option<&'a str>,
+    /// `sendInitialEvents`: any value counts as given (a list refuses it).
+    pub send_initial_events: Option<&'a str>,
 }
 
 /// How to serve a list.
@@ -56,8 +58,16 @@ pub enum WatchStart {
     StateAtAny,
     /// Only changes after the given version (no synthetic events).
     After(Revision),
+    /// Synthetic ADDED events for a state not older than the given version (waiting for it
+    /// if it is newer than the store's), then changes (`sendInitialEvents=true`).
+    StateNotOlderThan(Revision),
+    /// Only changes after the store's current version (`sendInitialEvents=false` with
+    /// `resourceVersion` unset or `0`: start now, without the state).
+    Now,
 }
 
+/// The annotation of the BOOKMARK that ends a streaming list's initial events.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 /// Value of `resourceVersionMatch` that asks for exactly the given version.
 pub const MATCH_EXACT: &str = "Exact";
 /// Value of `resourceVersionMatch` that asks for at least the given version.
@@ -122,6 +132,18 @@ pub fn plan_get(resource_version: Option<&str>) -> Result<ReadAt, ApiError> {
 
 /// Upstream's `ValidateListOptions` for a list (not a watch).
 fn validate_list(req: &ListRequest) -> Vec<StatusCause> {
+    let mut errs = validate_list_match(req);
+    if req.send_initial_events.is_some() {
+        errs.push(field::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    errs
+}
+
+/// The `resourceVersionMatch` rules of a list.
+fn validate_list_match(req: &ListRequest) -> Vec<StatusCause> {
     let mut errs = Vec::new();
     let Some(matching) = nonempty(req.resource_version_match) else {
         return errs;
@@ -205,14 +227,24 @@ fn list_read(rv: Option<&str>, matching: Option<&str>, paged: bool) -> Result<Re
     })
 }
 
-/// Semantics of `resourceVersion` on watch: unset → state at most recent, `0` → state at any,
-/// else changes after that version.
-pub fn plan_watch(resource_version: Option<&str>) -> Result<WatchStart, ApiError> {
-    match nonempty(resource_version) {
-        None => Ok(WatchStart::StateAtMostRecent),
-        Some("0") => Ok(WatchStart::StateAtAny),
-        Some(rv) => parse_resource_version(rv).map(WatchStart::After),
-    }
+/// Semantics of `resourceVersion` and `sendInitialEvents` on watch (options already
+/// validated by [`validate_watch_match`]). Without `sendInitialEvents`: unset → state at most
+/// recent, `0` → state at any, else changes after that version. With `true` (a streaming
+/// list): the state, at most recent, any, or not older than the version. With `false`: no
+/// state; changes from now (unset or `0`) or after the version.
+pub fn plan_watch(
+    resource_version: Option<&str>,
+    send_initial_events: Option<bool>,
+) -> Result<WatchStart, ApiError> {
+    let rv = nonempty(resource_version);
+    Ok(match (send_initial_events, rv) {
+        (None | Some(true), None) => WatchStart::StateAtMostRecent,
+        (None | Some(true), Some("0")) => WatchStart::StateAtAny,
+        (None, Some(rv)) => WatchStart::After(parse_resource_version(rv)?),
+        (Some(true), Some(rv)) => WatchStart::StateNotOlderThan(parse_resource_version(rv)?),
+        (Some(false), None | Some("0")) => WatchStart::Now,
+        (Some(false), Some(rv)) => WatchStart::After(parse_resource_version(rv)?),
+    })
 }
 
 /// The watch query parameters upstream validates beyond `resourceVersion`.
@@ -226,8 +258,8 @@ pub struct WatchRequest<'a> {
     pub send_initial_events: Option<&'a str>,
 }
 
-/// Upstream's `ValidateListOptions` for a watch, as served with the WatchList feature off
-/// (keel does not stream initial events): `sendInitialEvents` is refused, and
+/// Upstream's `ValidateListOptions` for a watch, with the WatchList feature on (streaming
+/// lists): `sendInitialEvents` needs `resourceVersionMatch=NotOlderThan`, and
 /// `resourceVersionMatch` is forbidden without it and supports only `NotOlderThan`. All
 /// failures are one 422 `ListOptions.meta.k8s.io "" is invalid: ...`, as for a list.
 pub fn validate_watch_match(req: &WatchRequest) -> Result<(), ApiError> {
@@ -241,10 +273,6 @@ pub fn validate_watch_match(req: &WatchRequest) -> Result<(), ApiError> {
                 "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             ));
         }
-        errs.push(field::forbidden(
-            "sendInitialEvents",
-            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
-        ));
     }
     if let Some(matching) = matching {
         if req.send_initial_events.is_none() {

@@ -185,6 +185,21 @@ impl Encoder {
         self.value_event(out, "BOOKMARK", &v);
     }
 
+    /// The BOOKMARK that ends a streaming list's initial events: the state's revision and
+    /// the annotation `k8s.io/initial-events-end: "true"`.
+    pub fn initial_events_end(&self, out: &mut Vec<u8>, rev: keel_engine::Revision) {
+        let v = json!({
+            "kind": self.info.kind,
+            "apiVersion": self.api_version,
+            "metadata": {
+                "resourceVersion": rev.to_string(),
+                "creationTimestamp": null,
+                "annotations": {keel_api::rv::INITIAL_EVENTS_END_ANNOTATION: "true"}
+            }
+        });
+        self.value_event(out, "BOOKMARK", &v);
+    }
+
     /// An ERROR event carrying `e`.
     pub fn error(&self, out: &mut Vec<u8>, e: &ApiError) {
         self.value_event(out, "ERROR", &e.to_value());

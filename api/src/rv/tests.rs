@@ -15,18 +15,39 @@ fn get_table() {
 
 #[test]
 fn watch_table() {
+    // (resourceVersion, sendInitialEvents, start)
     let rows = [
-        (None, WatchStart::StateAtMostRecent),
-        (Some(""), WatchStart::StateAtMostRecent),
-        (Some("0"), WatchStart::StateAtAny),
-        (Some("42"), WatchStart::After(Revision(42))),
+        (None, None, WatchStart::StateAtMostRecent),
+        (Some(""), None, WatchStart::StateAtMostRecent),
+        (Some("0"), None, WatchStart::StateAtAny),
+        (Some("42"), None, WatchStart::After(Revision(42))),
+        // Streaming lists: the state first, whatever the version.
+        (None, Some(true), WatchStart::StateAtMostRecent),
+        (Some("0"), Some(true), WatchStart::StateAtAny),
+        (
+            Some("42"),
+            Some(true),
+            WatchStart::StateNotOlderThan(Revision(42)),
+        ),
+        // sendInitialEvents=false: never the state.
+        (None, Some(false), WatchStart::Now),
+        (Some("0"), Some(false), WatchStart::Now),
+        (Some("42"), Some(false), WatchStart::After(Revision(42))),
     ];
-    for (rv, want) in rows {
-        assert_eq!(plan_watch(rv).expect("valid"), want, "rv {rv:?}");
+    for (rv, sie, want) in rows {
+        assert_eq!(
+            plan_watch(rv, sie).expect("valid"),
+            want,
+            "rv {rv:?} {sie:?}"
+        );
+    }
+    for sie in [None, Some(true), Some(false)] {
+        let e = plan_watch(Some("abc"), sie).unwrap_err();
+        assert_eq!(e.code, 400, "{sie:?}");
     }
 }
 
-/// Watch option rows as upstream's `validateWatchOptions` with the WatchList feature off:
+/// Watch option rows as upstream's `validateWatchOptions` with the WatchList feature on:
 /// every failure is listed, in upstream's order, in one 422.
 #[test]
 fn watch_options_table() {
@@ -36,7 +57,6 @@ fn watch_options_table() {
         "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"";
     let with_continue = "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided";
     let sie_needs_match = "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan";
-    let sie_gate = "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled";
     // (resourceVersionMatch, continue, sendInitialEvents, expected message after the prefix)
     type Row<'a> = (
         Option<&'a str>,
@@ -66,18 +86,22 @@ fn watch_options_table() {
             None,
             Some(format!("[{unless_sie}, {with_continue}]")),
         ),
+        (None, None, Some("true"), Some(sie_needs_match.to_string())),
+        (None, None, Some("false"), Some(sie_needs_match.to_string())),
         (
-            None,
+            Some("Exact"),
             None,
             Some("true"),
-            Some(format!("[{sie_needs_match}, {sie_gate}]")),
+            Some(format!("[{sie_needs_match}, {unsupported_exact}]")),
         ),
         (
             Some("NotOlderThan"),
-            None,
-            Some("false"),
-            Some(sie_gate.to_string()),
+            Some("t"),
+            Some("true"),
+            Some(with_continue.to_string()),
         ),
+        (Some("NotOlderThan"), None, Some("true"), None),
+        (Some("NotOlderThan"), None, Some("false"), None),
     ];
     for (matching, cont, sie, want) in rows {
         let req = WatchRequest {
@@ -113,6 +137,7 @@ fn run(matching: Option<&str>, limit: Option<i64>, token: Option<&str>, rv: Opti
         resource_version_match: matching,
         limit,
         continue_token: token,
+        send_initial_events: None,
     };
     match plan_list(&req) {
         Ok(plan) if plan.start_after.is_some() => {
@@ -217,6 +242,7 @@ fn list_validation_aggregates_and_match_with_continue() {
         resource_version_match: Some("Foo"),
         limit: None,
         continue_token: Some(&token),
+        send_initial_events: None,
     };
     let err = plan_list(&req).expect_err("invalid");
     assert_eq!(err.code, 422);
@@ -232,6 +258,7 @@ fn list_validation_aggregates_and_match_with_continue() {
         resource_version_match: Some("Exact"),
         limit: Some(2),
         continue_token: Some(&token),
+        send_initial_events: None,
     };
     let err = plan_list(&req).expect_err("continue with match");
     assert_eq!(err.message, "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided");
@@ -277,7 +304,7 @@ fn malformed_resource_version() {
     for (rv, msg) in rows {
         let requests = [
             ("get", plan_get(Some(rv)).map(|_| ())),
-            ("watch", plan_watch(Some(rv)).map(|_| ())),
+            ("watch", plan_watch(Some(rv), None).map(|_| ())),
             (
                 "list",
                 plan_list(&ListRequest {
@@ -413,4 +440,25 @@ fn malformed_continue_tokens() {
         bad_token.expect_err("bad").message.starts_with(prefix),
         "token is decoded before the rv check"
     );
+}
+
+/// A list refuses `sendInitialEvents` (any value), after the `resourceVersionMatch` rules.
+#[test]
+fn list_refuses_send_initial_events() {
+    for sie in ["true", "false"] {
+        let err = plan_list(&ListRequest {
+            send_initial_events: Some(sie),
+            ..Default::default()
+        })
+        .expect_err("refused");
+        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert_eq!(err.message, "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list");
+    }
+    let err = plan_list(&ListRequest {
+        resource_version_match: Some("Exact"),
+        send_initial_events: Some("true"),
+        ..Default::default()
+    })
+    .expect_err("refused");
+    assert_eq!(err.message, "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list]");
 }

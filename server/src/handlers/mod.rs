@@ -159,6 +159,7 @@ async fn flow_control(
     let never_reject = health::is_health_path(req.path.trim_end_matches('/'));
     let width = match target {
         Target::Resource(rr) if rr.verb == "list" => list_width(st, req, rr),
+        Target::Resource(rr) if rr.verb == "watch" => watch_width(st, req, rr),
         _ => 1,
     };
     match fc.admit(&digest, never_reject, width).await {
@@ -180,15 +181,21 @@ async fn flow_control(
     }
 }
 
-/// The seats a list takes by priority and fairness's work estimate, from the resource's
-/// object count (`crate::flowcontrol::estimate`); one for a resource not served.
-fn list_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
-    use crate::flowcontrol::estimate::{list_seats, object_count, ListShape};
-    let count = object_count(&rr.group, &rr.resource, || {
+/// How many objects of the request's resource are stored (all namespaces), from this
+/// core's recent counts; `None` for a resource not served.
+fn resource_count(st: &State, rr: &ResourceRequest) -> Option<u64> {
+    crate::flowcontrol::estimate::object_count(&rr.group, &rr.resource, || {
         let routes = st.routes.load();
         let res = routes.lookup(&rr.group, &rr.version, &rr.resource)?;
         st.registry.count(res).ok()
-    });
+    })
+}
+
+/// The seats a list takes by priority and fairness's work estimate, from the resource's
+/// object count (`crate::flowcontrol::estimate`); one for a resource not served.
+fn list_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
+    use crate::flowcontrol::estimate::{list_seats, ListShape};
+    let count = resource_count(st, rr);
     let Some(count) = count else {
         return 1;
     };
@@ -199,6 +206,24 @@ fn list_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
         q.get("fieldSelector"),
     );
     list_seats(count, shape)
+}
+
+/// The seats of a watch: one, or as a list of everything when it sends the state first
+/// (`sendInitialEvents=true`, or no `sendInitialEvents` and `resourceVersion` unset or `0`),
+/// as upstream's estimate of a watch; its seat is held until the state is read.
+fn watch_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
+    use crate::flowcontrol::estimate::{list_seats, ListShape};
+    let q = Query::from_request(req);
+    let rv = q.nonempty("resourceVersion");
+    let initial = match q.nonempty("sendInitialEvents") {
+        Some(v) => call::parse_bool(v),
+        None => rv.is_none() || rv == Some("0"),
+    };
+    if !initial || !rr.name.is_empty() {
+        return 1;
+    }
+    let count = resource_count(st, rr);
+    count.map_or(1, |n| list_seats(n, ListShape::default()))
 }
 
 /// A streamed body that holds `ticket` (its seat) until the stream ends or is dropped.

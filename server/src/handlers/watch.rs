@@ -39,6 +39,9 @@ struct WatchStream {
     bookmarks: Option<Pin<Box<Sleep>>>,
     bookmark_interval: Duration,
     last_sent: Revision,
+    /// A streaming list: once the initial events are out, a bookmark at this revision (the
+    /// state's) annotated `k8s.io/initial-events-end`.
+    initial_end: Option<Revision>,
     _guard: WatchGuard,
 }
 
@@ -57,6 +60,11 @@ impl WatchStream {
         }
         if batch.is_empty() {
             self.phase = Phase::Live;
+            if let Some(rev) = self.initial_end.take() {
+                self.last_sent = self.last_sent.max(rev);
+                self.sel.encoder().initial_events_end(&mut out, rev);
+                return Some(out);
+            }
             return None;
         }
         for kv in &batch {
@@ -139,12 +147,18 @@ impl Stream for WatchStream {
 pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let filter = filter(c)?;
+    let send_initial_events = c.query.nonempty("sendInitialEvents");
     rv::validate_watch_match(&rv::WatchRequest {
         resource_version_match: c.query.nonempty("resourceVersionMatch"),
         continue_token: c.query.nonempty("continue"),
-        send_initial_events: c.query.get("sendInitialEvents"),
+        send_initial_events,
     })?;
-    let start = rv::plan_watch(c.query.nonempty("resourceVersion"))?;
+    let send_initial_events = send_initial_events.map(go_bool).transpose()?;
+    let start = rv::plan_watch(c.query.nonempty("resourceVersion"), send_initial_events)?;
+    // A streaming list ends its initial events with a bookmark that says so (only to a
+    // client that takes bookmarks, as upstream).
+    let allow_bookmarks = c.query.flag("allowWatchBookmarks");
+    let end_bookmark = send_initial_events == Some(true) && allow_bookmarks;
     // As upstream: a positive timeout is taken as given, a negative one has already passed
     // (the watch ends once its initial events are out), 0 or none picks one at random
     // between the minimum request timeout and twice it.
@@ -176,14 +190,12 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         }
         Err(e) => return Err(e),
     };
-    let bookmarks = c
-        .query
-        .flag("allowWatchBookmarks")
-        .then(|| Box::pin(tokio::time::sleep(st.bookmark_interval)));
+    let bookmarks = allow_bookmarks.then(|| Box::pin(tokio::time::sleep(st.bookmark_interval)));
     let s = WatchStream {
         _guard: st.metrics.watch_opened(c.info().group, c.info().plural),
         source: watch.source,
         phase: Phase::Initial(watch.initial.into_iter()),
+        initial_end: end_bookmark.then_some(watch.from),
         sel,
         deadline: Box::pin(tokio::time::sleep(timeout)),
         bookmarks,
@@ -191,6 +203,19 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         last_sent: watch.from,
     };
     Ok(stream_response(content_type, s))
+}
+
+/// A boolean query value as Go's `strconv.ParseBool` reads it (upstream decodes
+/// `sendInitialEvents` so); anything else is 400.
+fn go_bool(v: &str) -> Result<bool, ApiError> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "strconv.ParseBool: parsing {}: invalid syntax",
+            serde_json::Value::String(v.to_string())
+        ))),
+    }
 }
 
 fn stream_response(content_type: &str, s: impl Stream<Item = Chunk> + 'static) -> Response {

@@ -108,7 +108,16 @@ impl Registry {
                 self.storage.wait_visible(n).await?;
                 (Vec::new(), n)
             }
+            WatchStart::Now => (Vec::new(), self.storage.current()),
             WatchStart::StateAtAny | WatchStart::StateAtMostRecent => {
+                let r = self
+                    .storage
+                    .list(&prefix, None, 0, ReadPoint::Latest)
+                    .await?;
+                (r.items, r.revision)
+            }
+            WatchStart::StateNotOlderThan(n) => {
+                self.storage.wait_visible(n).await?;
                 let r = self
                     .storage
                     .list(&prefix, None, 0, ReadPoint::Latest)
