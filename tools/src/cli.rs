@@ -142,8 +142,13 @@ pub enum Cmd {
         #[arg(long, default_value_t = 10)]
         ops: u64,
         /// Page size (limit/continue); default: one full list.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "streaming")]
         page_size: Option<u64>,
+        /// Streaming list instead (client-go's WatchList): a watch with
+        /// `sendInitialEvents=true` read until the bookmark that ends the initial events
+        /// (API servers only).
+        #[arg(long)]
+        streaming: bool,
         /// List only this namespace.
         #[arg(long)]
         in_namespace: Option<String>,
@@ -471,6 +476,7 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
                 run,
                 ops,
                 page_size,
+                streaming,
                 in_namespace,
             },
             t,
@@ -482,7 +488,14 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
                         Some(ns) => format!("/api/v1/namespaces/{ns}/{}", obj.kind.plural()),
                         None => format!("/api/v1/{}", obj.kind.plural()),
                     };
-                    kube::list::list(c, &coll, *page_size, &plan).await
+                    if *streaming {
+                        kube::list::streaming_list(c, &coll, &plan).await
+                    } else {
+                        kube::list::list(c, &coll, *page_size, &plan).await
+                    }
+                }
+                Target::Etcd(_) if *streaming => {
+                    Err("--streaming needs an API server (a watch with sendInitialEvents)".into())
                 }
                 Target::Etcd(e) => {
                     crate::etcd::list(e, &obj.naming(), in_namespace.as_deref(), *page_size, &plan)

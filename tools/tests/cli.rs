@@ -257,6 +257,7 @@ async fn etcd_target_counts_match_the_store() {
             run: run(1),
             ops: 2,
             page_size: Some(30),
+            streaming: false,
             in_namespace: None,
         },
     )

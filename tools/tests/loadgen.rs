@@ -130,6 +130,7 @@ async fn pods_and_lists_count_every_object() {
         run: run(2),
         ops: 4,
         page_size: None,
+        streaming: false,
         in_namespace: Some("lists-0".into()),
     })
     .await;
@@ -142,6 +143,7 @@ async fn pods_and_lists_count_every_object() {
         run: run(1),
         ops: 2,
         page_size: Some(40),
+        streaming: false,
         in_namespace: Some("lists-1".into()),
     })
     .await;
@@ -152,6 +154,20 @@ async fn pods_and_lists_count_every_object() {
         "125 objects in pages of 40"
     );
     assert!(paged.ops[0].bytes_per_s > 0.0);
+
+    // Streaming lists: every object once as an initial event, up to the end bookmark.
+    let streamed = exec(Cmd::List {
+        obj: obj(Kind::Pods, "web", "lists", 2),
+        run: run(2),
+        ops: 3,
+        page_size: None,
+        streaming: true,
+        in_namespace: Some("lists-1".into()),
+    })
+    .await;
+    assert_eq!(streamed.ops[0].ops, 3);
+    assert_eq!(streamed.ops[0].objects, 3 * 125);
+    assert_eq!(streamed.detail_u64("objects_per_list"), 125);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
