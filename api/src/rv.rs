@@ -266,13 +266,11 @@ pub fn validate_watch_match(req: &WatchRequest) -> Result<(), ApiError> {
     let mut errs = Vec::new();
     let path = "resourceVersionMatch";
     let matching = nonempty(req.resource_version_match);
-    if req.send_initial_events.is_some() {
-        if matching != Some(MATCH_NOT_OLDER_THAN) {
-            errs.push(field::forbidden(
-                path,
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            ));
-        }
+    if req.send_initial_events.is_some() && matching != Some(MATCH_NOT_OLDER_THAN) {
+        errs.push(field::forbidden(
+            path,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
     }
     if let Some(matching) = matching {
         if req.send_initial_events.is_none() {

@@ -103,6 +103,11 @@ pub const NAMESPACE_RESYNC: Duration = Duration::from_millis(500);
 /// namespace, so a burst of namespace changes (a simulated cluster creating thousands) is
 /// handled a pass per 20 ms, not a pass per change.
 pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
+/// How often the authentication-trust controller checks `extension-apiserver-authentication`
+/// when nothing changes (upstream resyncs it every minute)...
+pub const AUTH_TRUST_RESYNC: Duration = Duration::from_secs(60);
+/// ...and the least time between two of its passes (a change wakes it at once).
+pub const AUTH_TRUST_PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
 /// Revisions the compactor remembers (one per maintenance interval in which the store
 /// changed) to tell which was current one history window ago; past it the oldest go, so a
 /// window longer than this many intervals is compacted a little late, never early.

@@ -197,6 +197,15 @@ pub fn run(opts: Options) -> Result<(), String> {
             eprintln!("flow-control controller: {e}");
         }
     }
+    let client_ca_pem =
+        std::fs::read_to_string(&client_ca).map_err(|e| format!("{}: {e}", client_ca.display()))?;
+    if let Err(e) = rt.block_on(crate::controllers::authtrust::reconcile(
+        &st,
+        &client_ca_pem,
+    )) {
+        eprintln!("auth trust controller: {}", e.message);
+    }
+    crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
     crate::controllers::namespace::spawn(st.clone());
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());

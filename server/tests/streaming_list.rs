@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 type Events = Vec<(String, Value)>;
+/// (event type, object name) pairs.
+type Named = Vec<(String, String)>;
 
 const END: &str = "k8s.io/initial-events-end";
 const STREAM: &str = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
@@ -68,7 +70,7 @@ fn is_end(obj: &Value) -> bool {
 
 /// The events before the end bookmark, the end bookmark, and the events after it (periodic
 /// and closing bookmarks left out).
-fn split(events: &Events) -> (Vec<(String, String)>, Value, Vec<(String, String)>) {
+fn split(events: &Events) -> (Named, Value, Named) {
     let at = events
         .iter()
         .position(|(t, o)| t == "BOOKMARK" && is_end(o))
@@ -77,7 +79,7 @@ fn split(events: &Events) -> (Vec<(String, String)>, Value, Vec<(String, String)
         evs.iter()
             .filter(|(t, _)| t != "BOOKMARK")
             .map(|(t, o)| (t.clone(), name(o).to_string()))
-            .collect::<Vec<_>>()
+            .collect::<Named>()
     };
     (
         named(&events[..at]),
@@ -86,7 +88,7 @@ fn split(events: &Events) -> (Vec<(String, String)>, Value, Vec<(String, String)
     )
 }
 
-fn added(names: &[&str]) -> Vec<(String, String)> {
+fn added(names: &[&str]) -> Named {
     names
         .iter()
         .map(|n| ("ADDED".to_string(), n.to_string()))
@@ -185,7 +187,7 @@ fn from_a_version_and_without_initial_events() {
         create_cm(s, &ns, "three", "a");
     });
     assert_eq!(status, 200);
-    let named: Vec<(String, String)> = events
+    let named: Named = events
         .iter()
         .map(|(t, o)| (t.clone(), name(o).to_string()))
         .collect();

@@ -1,7 +1,9 @@
-//! In-process clients of the registry: first-start bootstrap and the namespace controller.
+//! In-process clients of the registry: first-start bootstrap, the namespace, flow-control and
+//! authentication-trust controllers.
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers (garbage collection, service accounts, ...) plug in here.
 
+pub mod authtrust;
 pub mod bootstrap;
 pub mod flowcontrol;
 pub mod namespace;
