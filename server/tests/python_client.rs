@@ -27,3 +27,8 @@ fn python_kubernetes_client() {
 fn python_pod_status_subresource() {
     run_script("pod_status.py");
 }
+
+#[test]
+fn python_streaming_list() {
+    run_script("streaming_list.py");
+}
