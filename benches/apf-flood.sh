@@ -14,21 +14,16 @@ set -euo pipefail
 bin=$1 loadgen=$2 apf=$3 flooders=$4
 shift 4
 dir=$(mktemp -d)
+pid=
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
 mkdir -p "$dir/data"
 printf 'admintok,admin,admin,"system:masters"\nfloodtok,flooder,flooder\nvictimtok,victim,victim\n' \
     >"$dir/data/tokens.csv"
-port=$((20000 + RANDOM % 20000))
 enabled=false
 [ "$apf" = on ] && enabled=true
-"$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port "$port" --sync none \
-    --enable-priority-and-fairness="$enabled" "$@" >"$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do
-    curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-conn=(--url "https://127.0.0.1:$port" --ca-file "$dir/data/pki/ca.crt" --token admintok)
+# shellcheck source=benches/lib.sh
+. "$(dirname "$0")/lib.sh"
+start_server "$bin" "$dir" --enable-priority-and-fairness="$enabled" "$@"
 "$loadgen" "${conn[@]}" -q create --namespace default --count "${OBJECTS:-20000}" --size 256 -c 32
 json=()
 [ -n "${JSON:-}" ] && json=(--json "$JSON")

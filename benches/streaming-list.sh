@@ -8,18 +8,13 @@
 set -euo pipefail
 bin=$1 loadgen=$2 pods=${3:-100000} rounds=${4:-3}
 dir=$(mktemp -d)
+pid=
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
 mkdir -p "$dir/data"
 printf 'admintok,admin,admin,"system:masters"\n' >"$dir/data/tokens.csv"
-port=$((20000 + RANDOM % 20000))
-"$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port "$port" --sync none \
-    >"$dir/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do
-    curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-conn=(--url "https://127.0.0.1:$port" --ca-file "$dir/data/pki/ca.crt" --token admintok)
+# shellcheck source=benches/lib.sh
+. "$(dirname "$0")/lib.sh"
+start_server "$bin" "$dir"
 start=$(date +%s.%N)
 "$loadgen" "${conn[@]}" -q create --kind pods --namespace sync --count "$pods" -c 32 >/dev/null
 echo "created $pods pods in $(echo "$(date +%s.%N) - $start" | bc) s"

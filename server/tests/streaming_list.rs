@@ -17,14 +17,7 @@ const END: &str = "k8s.io/initial-events-end";
 const STREAM: &str = "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
 
 fn parse_events(body: &[u8]) -> Events {
-    String::from_utf8_lossy(body)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["type"].as_str().unwrap().to_string(), v["object"].clone())
-        })
-        .collect()
+    common::json_watch_events(body)
 }
 
 fn cms(ns: &str) -> String {

@@ -20,14 +20,7 @@ fn server() -> &'static Server {
 }
 
 fn parse_events(body: &[u8]) -> Events {
-    String::from_utf8_lossy(body)
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            (v["type"].as_str().unwrap().to_string(), v["object"].clone())
-        })
-        .collect()
+    common::json_watch_events(body)
 }
 
 /// Runs a watch (its query must carry `timeoutSeconds`) while `act` runs; returns the

@@ -11,7 +11,7 @@
 //! the controller; it also checks every `AUTH_TRUST_RESYNC`.
 
 use crate::limits::{AUTH_TRUST_PASS_INTERVAL_MIN, AUTH_TRUST_RESYNC};
-use crate::registry::{CreateOptions, Source, Step, UpdateOptions};
+use crate::registry::{CreateOptions, Source, UpdateOptions};
 use crate::repr::{Encoder, Format};
 use crate::selection::{Filter, Selection};
 use crate::state::State;
@@ -138,17 +138,7 @@ async fn watch(st: &State) -> Option<(Source, Selection)> {
 
 /// Runs the controller on its own thread with its own single-threaded runtime.
 pub fn spawn(st: Arc<State>, client_ca: String) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("keel-auth-trust-controller".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .expect("controller runtime");
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(st, client_ca));
-        })
-        .expect("spawn auth trust controller")
+    super::spawn_thread("keel-auth-trust-controller", move || run(st, client_ca))
 }
 
 async fn run(st: Arc<State>, client_ca: String) {
@@ -159,21 +149,10 @@ async fn run(st: Arc<State>, client_ca: String) {
             eprintln!("auth trust controller: {}", e.message);
         }
         tokio::time::sleep_until(pass_started + AUTH_TRUST_PASS_INTERVAL_MIN).await;
-        match w.as_mut() {
-            Some((source, sel)) => {
-                let wait = std::future::poll_fn(|cx| match source.poll(cx, sel, 1) {
-                    Step::Pending(_) => std::task::Poll::Pending,
-                    step => std::task::Poll::Ready(step),
-                });
-                if let Ok(Step::Ended(_)) = tokio::time::timeout(AUTH_TRUST_RESYNC, wait).await {
-                    w = watch(&st).await;
-                }
-            }
-            None => {
-                tokio::time::sleep(AUTH_TRUST_RESYNC).await;
-                w = watch(&st).await;
-            }
-        }
+        let mut watches = [w.take()];
+        let ended = super::wait_for_change(&mut watches, AUTH_TRUST_RESYNC).await;
+        let [kept] = watches;
+        w = if ended { watch(&st).await } else { kept };
     }
 }
 

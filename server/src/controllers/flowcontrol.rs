@@ -13,7 +13,7 @@ use crate::flowcontrol::bootstrap::{self, AUTOUPDATE_ANNOTATION, MANDATORY};
 use crate::flowcontrol::config;
 use crate::limits::{FLOWCONTROL_PASS_INTERVAL_MIN, FLOWCONTROL_RESYNC};
 use crate::objects;
-use crate::registry::{CreateOptions, Step, UpdateOptions};
+use crate::registry::{CreateOptions, UpdateOptions};
 use crate::routes::{Resource, Snapshot};
 use crate::state::State;
 use keel_api::status::ApiError;
@@ -24,17 +24,7 @@ const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 
 /// Runs the controller on its own thread with its own single-threaded runtime.
 pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("keel-flowcontrol-controller".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .expect("controller runtime");
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(st));
-        })
-        .expect("spawn flow-control controller")
+    super::spawn_thread("keel-flowcontrol-controller", move || run(st))
 }
 
 /// The two resources in the routes snapshot (`None` when the group is switched off).
@@ -62,20 +52,7 @@ async fn run(st: Arc<State>) {
         }
         tokio::time::sleep_until(pass_started + FLOWCONTROL_PASS_INTERVAL_MIN).await;
         // Wake on a change to either collection, or after the resync interval.
-        let wait = std::future::poll_fn(|cx| {
-            for (source, sel) in watches.iter_mut().flatten() {
-                match source.poll(cx, sel, 1) {
-                    Step::Pending(_) => {}
-                    step => return std::task::Poll::Ready(step),
-                }
-            }
-            std::task::Poll::Pending
-        });
-        let ended = match tokio::time::timeout(FLOWCONTROL_RESYNC, wait).await {
-            Ok(Step::Ended(_)) => true,
-            Ok(_) => false,
-            Err(_) => watches.iter().any(Option::is_none),
-        };
+        let ended = super::wait_for_change(&mut watches, FLOWCONTROL_RESYNC).await;
         if ended {
             watches = [
                 super::watch_all(&st, levels).await,

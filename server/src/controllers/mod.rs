@@ -8,7 +8,7 @@ pub mod bootstrap;
 pub mod flowcontrol;
 pub mod namespace;
 
-use crate::registry::Source;
+use crate::registry::{Source, Step};
 use crate::repr::{Encoder, Format};
 use crate::routes::Resource;
 use crate::selection::{Filter, Selection};
@@ -30,4 +30,48 @@ pub(crate) async fn watch_all(st: &State, res: &Resource) -> Option<(Source, Sel
         .await
         .ok()?;
     Some((w.source, sel))
+}
+
+/// Runs a controller on a thread of its own (named `name`) with a single-threaded runtime;
+/// the watch feeds' tasks run on its local set.
+pub(crate) fn spawn_thread<F>(
+    name: &str,
+    run: impl FnOnce() -> F + Send + 'static,
+) -> std::thread::JoinHandle<()>
+where
+    F: std::future::Future<Output = ()> + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("controller runtime");
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, run());
+        })
+        .unwrap_or_else(|e| panic!("spawn {name}: {e}"))
+}
+
+/// Waits until one of `watches` sees a change, or `resync` has passed; true when a watch
+/// ended or could not be opened (the caller opens them again).
+pub(crate) async fn wait_for_change(
+    watches: &mut [Option<(Source, Selection)>],
+    resync: std::time::Duration,
+) -> bool {
+    let wait = std::future::poll_fn(|cx| {
+        for (source, sel) in watches.iter_mut().flatten() {
+            match source.poll(cx, sel, 1) {
+                Step::Pending(_) => {}
+                step => return std::task::Poll::Ready(step),
+            }
+        }
+        std::task::Poll::Pending
+    });
+    match tokio::time::timeout(resync, wait).await {
+        Ok(Step::Ended(_)) => true,
+        Ok(_) => false,
+        Err(_) => watches.iter().any(Option::is_none),
+    }
 }

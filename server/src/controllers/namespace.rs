@@ -5,7 +5,7 @@
 
 use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, NAMESPACE_RESYNC};
 use crate::objects;
-use crate::registry::{DeleteOptions, Source, Step, UpdateOptions};
+use crate::registry::{DeleteOptions, Source, UpdateOptions};
 use crate::routes::Routes;
 use crate::selection::Selection;
 use crate::state::State;
@@ -16,18 +16,7 @@ use std::sync::Arc;
 
 /// Runs the controller on its own thread with its own single-threaded runtime.
 pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("keel-namespace-controller".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .expect("controller runtime");
-            // The watch feed's task runs on this thread's local set.
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(st));
-        })
-        .expect("spawn namespace controller")
+    super::spawn_thread("keel-namespace-controller", move || run(st))
 }
 
 /// A watch of every namespace from now on (only its wake-ups are used).
@@ -45,21 +34,14 @@ async fn run(st: Arc<State>) {
         // Changes during this wait are seen by the next pass, which reads every namespace.
         tokio::time::sleep_until(pass_started + NAMESPACE_PASS_INTERVAL_MIN).await;
         // Wake on any namespace change, or after the resync interval.
-        match watch.as_mut() {
-            Some((source, sel)) => {
-                let wait = std::future::poll_fn(|cx| match source.poll(cx, sel, 1) {
-                    Step::Pending(_) => std::task::Poll::Pending,
-                    step => std::task::Poll::Ready(step),
-                });
-                if let Ok(Step::Ended(_)) = tokio::time::timeout(NAMESPACE_RESYNC, wait).await {
-                    watch = watch_namespaces(&st).await;
-                }
-            }
-            None => {
-                tokio::time::sleep(NAMESPACE_RESYNC).await;
-                watch = watch_namespaces(&st).await;
-            }
-        }
+        let mut watches = [watch.take()];
+        let ended = super::wait_for_change(&mut watches, NAMESPACE_RESYNC).await;
+        let [w] = watches;
+        watch = if ended {
+            watch_namespaces(&st).await
+        } else {
+            w
+        };
     }
 }
 

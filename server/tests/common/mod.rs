@@ -379,3 +379,16 @@ pub fn proto_watch_frames(mut body: &[u8]) -> Vec<(String, serde_json::Value)> {
     assert!(body.is_empty(), "trailing bytes");
     out
 }
+
+/// Splits a JSON watch stream into (type, object) events, one per line.
+pub fn json_watch_events(body: &[u8]) -> Vec<(String, serde_json::Value)> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            (v["type"].as_str().unwrap().to_string(), v["object"].clone())
+        })
+        .collect()
+}
