@@ -1,7 +1,8 @@
 //! Streaming lists (`sendInitialEvents`, client-go's WatchList) over raw HTTPS: the state as
 //! ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end` at the state's
 //! resourceVersion, then changes; with selectors, with and without bookmarks, from a given
-//! version, `sendInitialEvents=false`, in protobuf, and upstream's 422 and 400 answers.
+//! version, `sendInitialEvents=false`, in protobuf, upstream's 422 answers, and the end
+//! bookmark a watch of the state gets without asking (as upstream 1.36 defaults it).
 
 mod common;
 
@@ -141,6 +142,35 @@ fn empty_state_still_ends_with_the_bookmark() {
     assert!(rv(&end) > 0);
 }
 
+/// A plain watch that sends the state (resourceVersion unset or 0) with bookmarks allowed
+/// ends it with the same bookmark, as upstream 1.36 does; from a version it does not.
+#[test]
+fn legacy_watch_of_the_state_ends_with_the_bookmark() {
+    let s = server();
+    let ns = s.namespace("sl-legacy");
+    let made = create_cm(s, &ns, "l1", "a");
+    for rv in ["", "&resourceVersion=0"] {
+        let r = s.get(&format!(
+            "{}?watch=1&allowWatchBookmarks=true&timeoutSeconds=1{rv}",
+            cms(&ns)
+        ));
+        let events = parse_events(&r.body);
+        let (before, _, after) = split(&events);
+        assert_eq!(before, added(&["l1"]), "{rv}: {events:?}");
+        assert!(after.is_empty(), "{rv}: {events:?}");
+    }
+    let r = s.get(&format!(
+        "{}?watch=1&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion={}",
+        cms(&ns),
+        rv(&made)
+    ));
+    let events = parse_events(&r.body);
+    assert!(
+        !events.iter().any(|(_, o)| is_end(o)),
+        "from a version: {events:?}"
+    );
+}
+
 /// Without `allowWatchBookmarks` the state is sent but no end bookmark (as upstream).
 #[test]
 fn no_end_bookmark_without_bookmarks() {
@@ -231,8 +261,8 @@ fn protobuf_stream() {
     assert!(rv(&end) > 0, "{end}");
 }
 
-/// Upstream's answers to invalid combinations: one 422 listing every failure, and 400 for a
-/// value that is not a boolean.
+/// Upstream's answers to invalid combinations: one 422 listing every failure; and how a
+/// value that is not `true` or `false` reads.
 #[test]
 fn invalid_combinations() {
     let s = server();
@@ -264,12 +294,17 @@ fn invalid_combinations() {
         assert_eq!(st["reason"], "Invalid", "{query}");
         assert_eq!(st["message"], format!("{invalid}{message}"), "{query}");
     }
-    let r = s.get(&format!(
-        "{base}?watch=1&sendInitialEvents=yes&resourceVersionMatch=NotOlderThan"
-    ));
-    assert_eq!(r.status, 400, "{}", r.text());
-    assert_eq!(
-        r.json()["message"],
-        "strconv.ParseBool: parsing \"yes\": invalid syntax"
-    );
+    // As upstream decodes booleans: present and neither `0` nor `false` is true, even empty.
+    for (value, streams) in [("yes", true), ("", true), ("False", false), ("0", false)] {
+        let r = s.get(&format!(
+            "{base}?watch=1&sendInitialEvents={value}&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+        ));
+        assert_eq!(r.status, 200, "{value:?}: {}", r.text());
+        let ends = parse_events(&r.body)
+            .iter()
+            .any(|(t, o)| t == "BOOKMARK" && is_end(o));
+        assert_eq!(ends, streams, "{value:?}");
+    }
+    let r = s.get(&format!("{base}?sendInitialEvents="));
+    assert_eq!(r.status, 422, "{}", r.text());
 }

@@ -33,12 +33,11 @@ impl Query {
         self.get(k).filter(|v| !v.is_empty())
     }
 
-    /// A boolean flag: present without value, `true` or `1`.
+    /// A boolean flag as upstream decodes boolean query parameters: absent is false; present,
+    /// it is true unless its value is `0` or `false` in any case (so `watch`, `watch=yes`
+    /// and `watch=t` are all true).
     pub fn flag(&self, k: &str) -> bool {
-        matches!(
-            self.get(k),
-            Some("") | Some("true") | Some("1") | Some("True")
-        )
+        self.get(k).is_some_and(query_bool)
     }
 
     pub fn int(&self, k: &str) -> Result<Option<i64>, ApiError> {
@@ -62,9 +61,10 @@ impl Query {
     }
 }
 
-/// The true values of Go's `strconv.ParseBool`, which upstream uses for boolean parameters.
-pub fn parse_bool(v: &str) -> bool {
-    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+/// A present boolean query value, as upstream's `Convert_Slice_string_To_bool`: false only
+/// for `0` and `false` (any case).
+pub fn query_bool(v: &str) -> bool {
+    !(v == "0" || v.eq_ignore_ascii_case("false"))
 }
 
 /// How unknown and duplicate fields are handled.
@@ -140,5 +140,22 @@ impl<'a> Call<'a> {
     /// The group-qualified resource, as error messages name it (`deployments.apps`).
     pub fn not_found(&self, name: &str) -> ApiError {
         self.res.not_found(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_bool;
+
+    /// Upstream's reading of a present boolean query value (checked against kube-apiserver
+    /// 1.36: `watch=yes`, `sendInitialEvents=f` and `sendInitialEvents=` are true).
+    #[test]
+    fn query_booleans_read_as_upstream() {
+        for v in ["", "true", "True", "1", "yes", "no", "t", "f", "abc"] {
+            assert!(query_bool(v), "{v:?}");
+        }
+        for v in ["0", "false", "False", "FALSE", "fAlSe"] {
+            assert!(!query_bool(v), "{v:?}");
+        }
     }
 }

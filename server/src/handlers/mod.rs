@@ -18,7 +18,7 @@ mod snapshot;
 mod subresources;
 mod watch;
 
-pub use call::{parse_bool, FieldValidation, Query};
+pub use call::{FieldValidation, Query};
 pub use discovery::version_json;
 
 use crate::auth::{self, Attributes, User};
@@ -215,8 +215,8 @@ fn watch_width(st: &State, req: &Request, rr: &ResourceRequest) -> u32 {
     use crate::flowcontrol::estimate::{list_seats, ListShape};
     let q = Query::from_request(req);
     let rv = q.nonempty("resourceVersion");
-    let initial = match q.nonempty("sendInitialEvents") {
-        Some(v) => call::parse_bool(v),
+    let initial = match q.get("sendInitialEvents") {
+        Some(v) => call::query_bool(v),
         None => rv.is_none() || rv == Some("0"),
     };
     if !initial || !rr.name.is_empty() {

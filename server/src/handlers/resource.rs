@@ -72,7 +72,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
         resource_version_match: c.query.nonempty("resourceVersionMatch"),
         limit: c.query.int("limit")?,
         continue_token: c.query.nonempty("continue"),
-        send_initial_events: c.query.nonempty("sendInitialEvents"),
+        send_initial_events: c.query.get("sendInitialEvents"),
     })?;
     let page = st
         .registry

@@ -147,18 +147,26 @@ impl Stream for WatchStream {
 pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let filter = filter(c)?;
-    let send_initial_events = c.query.nonempty("sendInitialEvents");
+    // Present (even empty) counts as given, as upstream's pointer.
+    let send_initial_events = c.query.get("sendInitialEvents");
     rv::validate_watch_match(&rv::WatchRequest {
         resource_version_match: c.query.nonempty("resourceVersionMatch"),
         continue_token: c.query.nonempty("continue"),
         send_initial_events,
     })?;
-    let send_initial_events = send_initial_events.map(go_bool).transpose()?;
-    let start = rv::plan_watch(c.query.nonempty("resourceVersion"), send_initial_events)?;
-    // A streaming list ends its initial events with a bookmark that says so (only to a
-    // client that takes bookmarks, as upstream).
+    let send_initial_events = send_initial_events.map(super::call::query_bool);
+    let resource_version = c.query.nonempty("resourceVersion");
+    let start = rv::plan_watch(resource_version, send_initial_events)?;
+    // The initial events end with a bookmark that says so, for a client that takes
+    // bookmarks: on a streaming list, and (as upstream since 1.36 defaults
+    // `sendInitialEvents` for it) on a watch that sends the state because its
+    // resourceVersion is unset or 0.
     let allow_bookmarks = c.query.flag("allowWatchBookmarks");
-    let end_bookmark = send_initial_events == Some(true) && allow_bookmarks;
+    let sends_state = match send_initial_events {
+        Some(s) => s,
+        None => matches!(resource_version, None | Some("0")),
+    };
+    let end_bookmark = allow_bookmarks && sends_state;
     // As upstream: a positive timeout is taken as given, a negative one has already passed
     // (the watch ends once its initial events are out), 0 or none picks one at random
     // between the minimum request timeout and twice it.
@@ -203,19 +211,6 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         last_sent: watch.from,
     };
     Ok(stream_response(content_type, s))
-}
-
-/// A boolean query value as Go's `strconv.ParseBool` reads it (upstream decodes
-/// `sendInitialEvents` so); anything else is 400.
-fn go_bool(v: &str) -> Result<bool, ApiError> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
-        _ => Err(ApiError::bad_request(format!(
-            "strconv.ParseBool: parsing {}: invalid syntax",
-            serde_json::Value::String(v.to_string())
-        ))),
-    }
 }
 
 fn stream_response(content_type: &str, s: impl Stream<Item = Chunk> + 'static) -> Response {
