@@ -1,7 +1,8 @@
 //! The `extension-apiserver-authentication` ConfigMap, as components read it at start: it
 //! exists in `kube-system` with the server's client CA under `client-ca-file`, comes back when
 //! deleted, and keeps the certificates other API servers put in the bundle (ours is added
-//! after them), all seen through kubectl.
+//! after them), all seen through kubectl; and the other ConfigMap components read at start,
+//! the legacy token tracking date.
 
 mod common;
 
@@ -73,5 +74,30 @@ fn client_ca_is_published_and_kept() {
             == Some(want.as_str())),
         "merged: {:?}",
         bundle(s)
+    );
+}
+
+/// The day legacy service-account token tracking began, as upstream's apiserver records it
+/// for the controller manager (`since: YYYY-MM-DD`), created once.
+#[test]
+fn legacy_token_tracking_date_exists() {
+    let s = server();
+    let since = s.ok(&[
+        "get",
+        "configmap",
+        "-n",
+        "kube-system",
+        "kube-apiserver-legacy-service-account-token-tracking",
+        "-o",
+        "jsonpath={.data.since}",
+    ]);
+    let parts: Vec<&str> = since.split('-').collect();
+    assert!(
+        parts.len() == 3
+            && parts[0].len() == 4
+            && parts[1].len() == 2
+            && parts[2].len() == 2
+            && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_digit())),
+        "{since:?}"
     );
 }

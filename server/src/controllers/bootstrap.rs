@@ -1,5 +1,6 @@
 //! First-start setup and start-up state: credentials, the admin kubeconfig, default
-//! namespaces, the `kubernetes` service and the allocators' view of stored services. Objects
+//! namespaces, the `kubernetes` service, the legacy token tracking date and the allocators'
+//! view of stored services. Objects
 //! are created through the registry, as any client's would be.
 
 use crate::objects;
@@ -99,8 +100,19 @@ pub async fn bootstrap(st: &State, secure_port: u16) -> Result<(), String> {
         "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
         "spec": {"clusterIP": ip, "clusterIPs": [ip], "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": secure_port}], "sessionAffinity": "None", "type": "ClusterIP"}
     });
-    ensure(st, routes.core("services"), svc).await
+    ensure(st, routes.core("services"), svc).await?;
+    // Upstream's apiserver records the day it began tracking the use of legacy service-account
+    // tokens; the controller manager's legacy token cleaner reads it (and warns without it).
+    let tracking = json!({
+        "kind": "ConfigMap", "apiVersion": "v1",
+        "metadata": {"name": LEGACY_TOKEN_TRACKING, "namespace": "kube-system"},
+        "data": {"since": chrono::Utc::now().format("%Y-%m-%d").to_string()}
+    });
+    ensure(st, routes.core("configmaps"), tracking).await
 }
+
+/// The ConfigMap that says since when legacy service-account tokens are tracked.
+pub const LEGACY_TOKEN_TRACKING: &str = "kube-apiserver-legacy-service-account-token-tracking";
 
 /// Marks the cluster IPs and node ports of the stored services as taken.
 async fn restore_allocations(st: &State, services: &Resource) -> Result<(), String> {
