@@ -157,8 +157,12 @@ pub const SHUTDOWN_DRAIN_MAX: Duration = Duration::from_secs(60);
 /// (`time-out`): upstream allows a quarter of the request's deadline, capped at a minute;
 /// with kube-apiserver's default `--request-timeout` of 60 s that is 15 s.
 pub const FLOWCONTROL_QUEUE_WAIT_MAX: Duration = Duration::from_secs(15);
-/// `Retry-After` of a request refused by priority and fairness (upstream starts at 1 s).
-pub const FLOWCONTROL_RETRY_AFTER_SECONDS: u32 = 1;
+/// Largest `Retry-After` of a request refused by priority and fairness (it starts at 1 s and
+/// follows the level's recent refusals: `flowcontrol::retry`; upstream's `maxRetryAfter`).
+pub const FLOWCONTROL_RETRY_AFTER_MAX: u32 = 32;
+/// Priority levels whose refusals are tracked for `Retry-After` (beyond it the history is
+/// forgotten and starts again).
+pub const FLOWCONTROL_LEVELS_TRACKED_MAX: usize = 1024;
 /// How often the flow-control controller re-reads every FlowSchema and
 /// PriorityLevelConfiguration even without a change seen on its watches (restores deleted
 /// mandatory objects that a missed event would leave absent).

@@ -29,8 +29,9 @@ pub mod config;
 pub mod dispatch;
 pub mod estimate;
 pub mod queueset;
+pub mod retry;
 
-use crate::limits::{FLOWCONTROL_QUEUE_WAIT_MAX, FLOWCONTROL_RETRY_AFTER_SECONDS};
+use crate::limits::FLOWCONTROL_QUEUE_WAIT_MAX;
 use classify::Digest;
 use config::{Level, Schema};
 use dispatch::{Admit, Dispatched, Dispatcher, Reason, Slot};
@@ -124,6 +125,15 @@ pub struct FlowControl {
     /// Stats by (schema, level) name, kept across configurations (touched only when one is
     /// published and when metrics are rendered).
     stats: Mutex<HashMap<(String, String), Arc<SchemaStats>>>,
+    /// Recent refusals per level, for `Retry-After` (touched only when a request is refused).
+    refusals: retry::Refusals,
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 static INSTANCES: AtomicUsize = AtomicUsize::new(0);
@@ -160,6 +170,7 @@ impl FlowControl {
                 stats: Vec::new(),
             })),
             stats: Mutex::default(),
+            refusals: retry::Refusals::default(),
         };
         // Until the controller publishes the stored objects: upstream's bootstrap objects.
         let levels = bootstrap::priority_levels()
@@ -307,7 +318,7 @@ impl FlowControl {
                 schema_uid: schema.uid.clone(),
                 level_uid: level.uid.clone(),
                 reason,
-                retry_after_seconds: FLOWCONTROL_RETRY_AFTER_SECONDS,
+                retry_after_seconds: self.refusals.refuse(&level.name, unix_now()),
             }
         };
         let seat = match waiter {
