@@ -2,51 +2,13 @@
 //! document and the code cannot drift apart.
 
 use keel_engine::snapshot::*;
-use std::collections::HashMap;
+mod doc_tables;
+
+use doc_tables::{check, table};
 
 fn doc() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/SNAPSHOT.md"))
         .expect("SNAPSHOT.md")
-}
-
-/// Rows `| offset | size | field | ...` of the first table after `heading`: field -> (offset,
-/// size as written).
-fn table(doc: &str, heading: &str) -> HashMap<String, (usize, String)> {
-    let start = doc
-        .find(heading)
-        .unwrap_or_else(|| panic!("no heading {heading:?}"));
-    let mut rows = HashMap::new();
-    let mut in_table = false;
-    for line in doc[start..].lines().skip(1) {
-        if line.starts_with("## ") {
-            break;
-        }
-        if !line.starts_with('|') {
-            if in_table {
-                break;
-            }
-            continue;
-        }
-        in_table = true;
-        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        if let Ok(off) = cells[0].parse::<usize>() {
-            rows.insert(cells[2].to_string(), (off, cells[1].to_string()));
-        }
-    }
-    assert!(!rows.is_empty(), "empty table under {heading:?}");
-    rows
-}
-
-fn check(rows: &HashMap<String, (usize, String)>, field: &str, off: usize, size: usize) {
-    let (doc_off, doc_size) = rows
-        .get(field)
-        .unwrap_or_else(|| panic!("field {field} not documented"));
-    assert_eq!(*doc_off, off, "offset of {field}");
-    assert_eq!(
-        doc_size.parse::<usize>().ok(),
-        Some(size),
-        "size of {field}"
-    );
 }
 
 #[test]
