@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use in_process::run;
 use keel_engine::snapshot::SnapshotDecoder;
 use keel_engine::{Limits, MemStore, Store};
-use keel_http::{Body, Headers, Method, Request, Response};
+use keel_http::{Body, Method, Response};
 use keel_server::alloc::Allocators;
 use keel_server::auth::{Attributes, Authorizer, TokenFile};
 use keel_server::registry::Registry;
@@ -62,25 +62,8 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
 }
 
 fn request(st: &Arc<State>, method: Method, target: &str, token: &str, body: &str) -> Response {
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let mut headers = Headers::new();
-    if !token.is_empty() {
-        headers.push("Authorization", format!("Bearer {token}"));
-    }
-    headers.push("Content-Type", "application/json");
-    let req = Request {
-        method,
-        target: target.into(),
-        path: path.into(),
-        query: query.into(),
-        headers,
-        body: body.as_bytes().to_vec(),
-        peer: "127.0.0.1:1".parse().unwrap(),
-        tls: false,
-        client_cert: None,
-        client_cert_error: None,
-        admitted: Default::default(),
-    };
+    let token = (!token.is_empty()).then_some(token);
+    let req = in_process::json_request(method, target, token, body, &[]);
     run(keel_server::handlers::serve(st.clone(), req))
 }
 

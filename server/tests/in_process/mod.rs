@@ -62,14 +62,34 @@ pub fn request_with(
     body: &str,
     extra: &[(&str, &str)],
 ) -> (u16, String) {
+    let req = json_request(method, target, Some(TOKEN), body, extra);
+    let resp: Response = run(keel_server::handlers::serve(st.clone(), req));
+    let body = match resp.body {
+        keel_http::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
+        _ => String::new(),
+    };
+    (resp.status, body)
+}
+
+/// A request from 127.0.0.1 with a JSON `body`, the bearer `token` (none: anonymous) and
+/// `extra` header fields.
+pub fn json_request(
+    method: Method,
+    target: &str,
+    token: Option<&str>,
+    body: &str,
+    extra: &[(&str, &str)],
+) -> Request {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let mut headers = Headers::new();
-    headers.push("Authorization", format!("Bearer {TOKEN}"));
+    if let Some(token) = token {
+        headers.push("Authorization", format!("Bearer {token}"));
+    }
     headers.push("Content-Type", "application/json");
     for (k, v) in extra {
         headers.push(k, v);
     }
-    let req = Request {
+    Request {
         method,
         target: target.into(),
         path: path.into(),
@@ -81,11 +101,5 @@ pub fn request_with(
         client_cert: None,
         client_cert_error: None,
         admitted: Default::default(),
-    };
-    let resp: Response = run(keel_server::handlers::serve(st.clone(), req));
-    let body = match resp.body {
-        keel_http::Body::Full(b) => String::from_utf8_lossy(&b).into_owned(),
-        _ => String::new(),
-    };
-    (resp.status, body)
+    }
 }
