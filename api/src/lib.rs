@@ -14,6 +14,7 @@
 
 pub mod gofmt;
 pub mod jsonmap;
+pub mod meta;
 pub mod names;
 pub mod patch;
 pub mod rv;

@@ -1,4 +1,4 @@
-//! The built-in resource types, enumerated from the `k8s-openapi` (Kubernetes v1.32) bindings.
+//! The built-in resource types, enumerated from the `k8s-openapi` (Kubernetes v1.36) bindings.
 //!
 //! Group, version, kind, plural and scope come from each type's `k8s_openapi::Resource` impl, so
 //! nothing here is typed by hand except the list of types itself (the compiler checks every name,
@@ -58,7 +58,7 @@ pub(crate) fn is_builtin(group: &str, plural: &str) -> bool {
 
 macro_rules! builtin_types {
     ($($path:path),* $(,)?) => {
-        /// Every top-level (non-subresource) resource type of Kubernetes v1.32, all stabilities.
+        /// Every top-level (non-subresource) resource type of Kubernetes v1.36, all stabilities.
         pub(crate) fn builtin_types() -> Vec<BuiltinType> {
             use k8s_openapi::*;
             vec![$(builtin::<$path>()),*]
@@ -67,14 +67,16 @@ macro_rules! builtin_types {
 }
 
 builtin_types!(
+    api::admissionregistration::v1::MutatingAdmissionPolicy,
+    api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
     api::admissionregistration::v1::MutatingWebhookConfiguration,
     api::admissionregistration::v1::ValidatingAdmissionPolicy,
     api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
     api::admissionregistration::v1::ValidatingWebhookConfiguration,
     api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
     api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
-    api::admissionregistration::v1beta1::ValidatingAdmissionPolicy,
-    api::admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding,
+    api::admissionregistration::v1beta1::MutatingAdmissionPolicy,
+    api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding,
     api::apiserverinternal::v1alpha1::StorageVersion,
     api::apps::v1::ControllerRevision,
     api::apps::v1::DaemonSet,
@@ -83,7 +85,6 @@ builtin_types!(
     api::apps::v1::StatefulSet,
     api::authentication::v1::SelfSubjectReview,
     api::authentication::v1::TokenReview,
-    api::authentication::v1beta1::SelfSubjectReview,
     api::authorization::v1::LocalSubjectAccessReview,
     api::authorization::v1::SelfSubjectAccessReview,
     api::authorization::v1::SelfSubjectRulesReview,
@@ -94,8 +95,11 @@ builtin_types!(
     api::batch::v1::Job,
     api::certificates::v1::CertificateSigningRequest,
     api::certificates::v1alpha1::ClusterTrustBundle,
+    api::certificates::v1beta1::ClusterTrustBundle,
+    api::certificates::v1beta1::PodCertificateRequest,
     api::coordination::v1::Lease,
     api::coordination::v1alpha2::LeaseCandidate,
+    api::coordination::v1beta1::LeaseCandidate,
     api::core::v1::Binding,
     api::core::v1::ComponentStatus,
     api::core::v1::ConfigMap,
@@ -117,9 +121,11 @@ builtin_types!(
     api::events::v1::Event,
     api::flowcontrol::v1::FlowSchema,
     api::flowcontrol::v1::PriorityLevelConfiguration,
+    api::networking::v1::IPAddress,
     api::networking::v1::Ingress,
     api::networking::v1::IngressClass,
     api::networking::v1::NetworkPolicy,
+    api::networking::v1::ServiceCIDR,
     api::networking::v1beta1::IPAddress,
     api::networking::v1beta1::ServiceCIDR,
     api::node::v1::RuntimeClass,
@@ -128,23 +134,32 @@ builtin_types!(
     api::rbac::v1::ClusterRoleBinding,
     api::rbac::v1::Role,
     api::rbac::v1::RoleBinding,
-    api::resource::v1alpha3::DeviceClass,
-    api::resource::v1alpha3::ResourceClaim,
-    api::resource::v1alpha3::ResourceClaimTemplate,
-    api::resource::v1alpha3::ResourceSlice,
+    api::resource::v1::DeviceClass,
+    api::resource::v1::ResourceClaim,
+    api::resource::v1::ResourceClaimTemplate,
+    api::resource::v1::ResourceSlice,
+    api::resource::v1alpha3::DeviceTaintRule,
+    api::resource::v1alpha3::ResourcePoolStatusRequest,
     api::resource::v1beta1::DeviceClass,
     api::resource::v1beta1::ResourceClaim,
     api::resource::v1beta1::ResourceClaimTemplate,
     api::resource::v1beta1::ResourceSlice,
+    api::resource::v1beta2::DeviceClass,
+    api::resource::v1beta2::DeviceTaintRule,
+    api::resource::v1beta2::ResourceClaim,
+    api::resource::v1beta2::ResourceClaimTemplate,
+    api::resource::v1beta2::ResourceSlice,
     api::scheduling::v1::PriorityClass,
+    api::scheduling::v1alpha2::PodGroup,
+    api::scheduling::v1alpha2::Workload,
     api::storage::v1::CSIDriver,
     api::storage::v1::CSINode,
     api::storage::v1::CSIStorageCapacity,
     api::storage::v1::StorageClass,
     api::storage::v1::VolumeAttachment,
-    api::storage::v1alpha1::VolumeAttributesClass,
+    api::storage::v1::VolumeAttributesClass,
     api::storage::v1beta1::VolumeAttributesClass,
-    api::storagemigration::v1alpha1::StorageVersionMigration,
+    api::storagemigration::v1beta1::StorageVersionMigration,
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     kube_aggregator::pkg::apis::apiregistration::v1::APIService,
 );

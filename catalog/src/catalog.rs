@@ -9,6 +9,7 @@ use crate::builtin::{builtin_types, BuiltinType};
 use crate::change::{self, CatalogChange};
 use crate::data::{self, ResourceData};
 use crate::discovery::{self, Documents, Served};
+use crate::emulation::Emulation;
 use crate::error::CatalogError;
 use crate::groups;
 use crate::runtime_config;
@@ -46,17 +47,52 @@ pub struct Catalog {
 impl Catalog {
     /// Builds the catalog for a kube-apiserver `--runtime-config` value (`batch/v1=false`,
     /// `api/all=false`, `api/beta=true`, `<group>/<version>/<resource>=true`, ...); an empty
-    /// string gives v1.32's defaults. Invalid input gives `Err(message)`.
+    /// string gives v1.36's defaults. Invalid input gives `Err(message)`.
     pub fn new(runtime_config: &str) -> Result<Catalog, String> {
+        Catalog::emulating(runtime_config, Emulation::default())
+    }
+
+    /// As [`Catalog::new`], for a server emulating an earlier release (`--emulated-version`):
+    /// built-in kinds introduced after it are not served; switching on by name a group/version
+    /// all of whose kinds are newer, or a newer resource, is an error (upstream's message;
+    /// keel has no `--runtime-config-emulation-forward-compatible`).
+    pub fn emulating(runtime_config: &str, emulation: Emulation) -> Result<Catalog, String> {
         let all = all_resources();
         let known: BTreeSet<(&str, &str)> = all.iter().map(|r| (r.group, r.version)).collect();
         let enablement = runtime_config::resolve(runtime_config, &known)?;
         let storage = storage::builtin(&all);
-        let served = all
-            .into_iter()
-            .filter(|r| enablement.resource_enabled(r.group, r.version, r.plural))
-            .map(Arc::new)
-            .collect();
+        for (group, version) in enablement.named_versions() {
+            let mut of_version = all
+                .iter()
+                .filter(|r| r.group == group && r.version == version);
+            if of_version.all(|r| !emulation.serves(r.group, r.version, r.kind)) {
+                let gv = if group.is_empty() {
+                    version.to_owned()
+                } else {
+                    format!("{group}/{version}")
+                };
+                return Err(format!(
+                    "cannot enable version {gv} in runtime-config because all the resources have been introduced after the current version 1.{}. Consider setting --runtime-config-emulation-forward-compatible=true",
+                    emulation.emulated_minor
+                ));
+            }
+        }
+        let mut served = Vec::new();
+        for r in all {
+            if !enablement.resource_enabled(r.group, r.version, r.plural) {
+                continue;
+            }
+            if !emulation.serves(r.group, r.version, r.kind) {
+                if enablement.named_resource(r.group, r.version, r.plural) {
+                    return Err(format!(
+                        "cannot enable resource {} of version {}/{} in runtime-config because it has been introduced after the current version 1.{}. Consider setting --runtime-config-emulation-forward-compatible=true",
+                        r.plural, r.group, r.version, emulation.emulated_minor
+                    ));
+                }
+                continue;
+            }
+            served.push(Arc::new(r));
+        }
         Ok(Catalog::build(
             served,
             storage,

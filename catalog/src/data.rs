@@ -1,4 +1,4 @@
-//! Discovery-only data for every built-in resource: what a Kubernetes v1.32 API server publishes
+//! Discovery-only data for every built-in resource: what a Kubernetes v1.36 API server publishes
 //! in discovery but the type bindings do not carry (singular name, verbs, short names,
 //! categories, subresources), plus each group's position and each version's priority.
 //!
@@ -113,6 +113,7 @@ pub(crate) const RESOURCES: &[ResourceData] = &[
         sub("log", PARENT, GET),
         sub("portforward", "PodPortForwardOptions", CONNECT),
         sub("proxy", "PodProxyOptions", PROXY),
+        sub("resize", PARENT, GPU),
         STATUS
     ]),
     res!("", "podtemplates", "podtemplate", CRUD, [], NONE, []),
@@ -151,6 +152,7 @@ pub(crate) const RESOURCES: &[ResourceData] = &[
     // certificates.k8s.io, coordination.k8s.io, discovery.k8s.io, events.k8s.io
     res!("certificates.k8s.io", "certificatesigningrequests", "certificatesigningrequest", CRUD, ["csr"], NONE, [sub("approval", PARENT, GPU), STATUS]),
     res!("certificates.k8s.io", "clustertrustbundles", "clustertrustbundle", CRUD, [], NONE, []),
+    res!("certificates.k8s.io", "podcertificaterequests", "podcertificaterequest", CRUD, [], NONE, [STATUS]),
     res!("coordination.k8s.io", "leases", "lease", CRUD, [], NONE, []),
     res!("coordination.k8s.io", "leasecandidates", "leasecandidate", CRUD, [], NONE, []),
     res!("discovery.k8s.io", "endpointslices", "endpointslice", CRUD, [], NONE, []),
@@ -172,13 +174,17 @@ pub(crate) const RESOURCES: &[ResourceData] = &[
     res!("rbac.authorization.k8s.io", "clusterroles", "clusterrole", CRUD, [], NONE, []),
     res!("rbac.authorization.k8s.io", "rolebindings", "rolebinding", CRUD, [], NONE, []),
     res!("rbac.authorization.k8s.io", "roles", "role", CRUD, [], NONE, []),
-    // resource.k8s.io (alpha/beta only in v1.32)
+    // resource.k8s.io
     res!("resource.k8s.io", "deviceclasses", "deviceclass", CRUD, [], NONE, []),
+    res!("resource.k8s.io", "devicetaintrules", "devicetaintrule", CRUD, [], NONE, [STATUS]),
     res!("resource.k8s.io", "resourceclaims", "resourceclaim", CRUD, [], NONE, [STATUS]),
     res!("resource.k8s.io", "resourceclaimtemplates", "resourceclaimtemplate", CRUD, [], NONE, []),
+    res!("resource.k8s.io", "resourcepoolstatusrequests", "resourcepoolstatusrequest", CRUD, [], NONE, [STATUS]),
     res!("resource.k8s.io", "resourceslices", "resourceslice", CRUD, [], NONE, []),
     // scheduling.k8s.io, storage.k8s.io, storagemigration.k8s.io
+    res!("scheduling.k8s.io", "podgroups", "podgroup", CRUD, [], NONE, [STATUS]),
     res!("scheduling.k8s.io", "priorityclasses", "priorityclass", CRUD, ["pc"], NONE, []),
+    res!("scheduling.k8s.io", "workloads", "workload", CRUD, [], NONE, []),
     res!("storage.k8s.io", "csidrivers", "csidriver", CRUD, [], NONE, []),
     res!("storage.k8s.io", "csinodes", "csinode", CRUD, [], NONE, []),
     res!("storage.k8s.io", "csistoragecapacities", "csistoragecapacity", CRUD, [], NONE, []),
@@ -199,45 +205,41 @@ pub(crate) const GROUP_PRIORITIES: &[GroupPriority] = &[
     ("", 18000, &[("v1", 1)]),
     ("apps", 17800, &[("v1", 15)]),
     ("events.k8s.io", 17750, &[("v1", 15)]),
-    (
-        "authentication.k8s.io",
-        17700,
-        &[("v1", 15), ("v1beta1", 9)],
-    ),
+    ("authentication.k8s.io", 17700, &[("v1", 15)]),
     ("authorization.k8s.io", 17600, &[("v1", 15)]),
     ("autoscaling", 17500, &[("v2", 30), ("v1", 15)]),
     ("batch", 17400, &[("v1", 15)]),
-    ("certificates.k8s.io", 17300, &[("v1", 15), ("v1alpha1", 1)]),
+    (
+        "certificates.k8s.io",
+        17300,
+        &[("v1", 15), ("v1beta1", 9), ("v1alpha1", 1)],
+    ),
     ("networking.k8s.io", 17200, &[("v1", 15), ("v1beta1", 9)]),
     ("policy", 17100, &[("v1", 15)]),
     ("rbac.authorization.k8s.io", 17000, &[("v1", 15)]),
-    (
-        "storage.k8s.io",
-        16800,
-        &[("v1", 15), ("v1beta1", 9), ("v1alpha1", 1)],
-    ),
+    ("storage.k8s.io", 16800, &[("v1", 15), ("v1beta1", 9)]),
     (
         "admissionregistration.k8s.io",
         16700,
         &[("v1", 15), ("v1beta1", 12), ("v1alpha1", 9)],
     ),
     ("apiextensions.k8s.io", 16700, &[("v1", 15)]),
-    ("scheduling.k8s.io", 16600, &[("v1", 15)]),
+    ("scheduling.k8s.io", 16600, &[("v1", 15), ("v1alpha2", 2)]),
     (
         "coordination.k8s.io",
         16500,
-        &[("v1", 15), ("v1alpha2", 12)],
+        &[("v1", 15), ("v1beta1", 13), ("v1alpha2", 12)],
     ),
     ("node.k8s.io", 16300, &[("v1", 15)]),
     ("discovery.k8s.io", 16200, &[("v1", 15)]),
-    ("flowcontrol.apiserver.k8s.io", 16100, &[("v1", 21)]),
-    ("internal.apiserver.k8s.io", 16000, &[("v1alpha1", 9)]),
     (
         "resource.k8s.io",
-        15900,
-        &[("v1beta1", 15), ("v1alpha3", 9)],
+        16200,
+        &[("v1", 21), ("v1beta2", 15), ("v1beta1", 9), ("v1alpha3", 1)],
     ),
-    ("storagemigration.k8s.io", 15800, &[("v1alpha1", 9)]),
+    ("flowcontrol.apiserver.k8s.io", 16100, &[("v1", 21)]),
+    ("internal.apiserver.k8s.io", 16000, &[("v1alpha1", 9)]),
+    ("storagemigration.k8s.io", 15800, &[("v1beta1", 9)]),
 ];
 
 /// The group served by the aggregator itself; always first in `/apis`.

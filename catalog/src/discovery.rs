@@ -290,13 +290,11 @@ struct GroupDiscovery {
     versions: Vec<VersionDiscovery>,
 }
 
-/// An ObjectMeta with only a name; Go always writes the zero `creationTimestamp` as null.
+/// An ObjectMeta with only a name (since v1.35 the zero `creationTimestamp` is omitted).
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 struct GroupMeta {
     #[serde(skip_serializing_if = "str::is_empty")]
     name: &'static str,
-    creation_timestamp: Option<()>,
 }
 
 #[derive(Serialize)]
@@ -385,10 +383,7 @@ fn aggregated(
         .into_iter()
         .filter(|g| g.name.is_empty() == core)
         .map(|g| GroupDiscovery {
-            metadata: GroupMeta {
-                name: g.name,
-                creation_timestamp: None,
-            },
+            metadata: GroupMeta { name: g.name },
             versions: g
                 .versions
                 .iter()

@@ -1,5 +1,5 @@
 //! keel's resource catalog: every resource type the server serves (the built-in types of a
-//! Kubernetes v1.32 API server, and resources added at run time such as CRDs), the discovery
+//! Kubernetes v1.36 API server, and resources added at run time such as CRDs), the discovery
 //! documents describing them, and server-side Table (`kubectl get`) rendering.
 //!
 //! A [`Catalog`] is one immutable snapshot; [`Catalog::with_changes`] builds the next one
@@ -30,9 +30,11 @@ mod catalog;
 mod change;
 mod data;
 mod discovery;
+mod emulation;
 mod error;
 mod groups;
 mod intern;
+mod introduced;
 mod limits;
 mod runtime_config;
 mod spec;
@@ -43,6 +45,7 @@ mod versions;
 
 pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
 pub use change::CatalogChange;
+pub use emulation::{Emulation, BINARY_VERSION_MINOR, EMULATION_MINOR_MIN};
 pub use error::CatalogError;
 pub use intern::interned_bytes;
 pub use limits::{

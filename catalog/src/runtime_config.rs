@@ -1,7 +1,7 @@
 //! `--runtime-config`: which group/versions and resources the server serves.
 //!
 //! Rules (as kube-apiserver applies them):
-//! 1. Defaults: GA versions on, alpha and beta versions off (v1.32 has no on-by-default beta).
+//! 1. Defaults: GA versions on, alpha and beta versions off (v1.36 has no on-by-default beta).
 //! 2. `api/all`, `api/ga`, `api/beta`, `api/alpha` switch every matching version, in that order.
 //! 3. `<group>/<version>` (core: `api/v1` or `v1`) switches one version and drops any earlier
 //!    per-resource choice for it; `<group>/<version>/<resource>` then switches one resource.
@@ -19,6 +19,8 @@ use crate::versions::{parse as parse_version, Stability};
 pub(crate) struct Enablement {
     versions: BTreeMap<(String, String), bool>,
     resources: BTreeMap<(String, String, String), bool>,
+    /// Group/versions switched on by name (`<group>/<version>=true`), not by a wildcard.
+    named_versions: BTreeSet<(String, String)>,
 }
 
 impl Enablement {
@@ -29,6 +31,19 @@ impl Enablement {
             Some(on) => *on,
             None => self.version_enabled(group, version),
         }
+    }
+
+    /// The group/versions switched on by name (`<group>/<version>=true`).
+    pub(crate) fn named_versions(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.named_versions
+            .iter()
+            .map(|(g, v)| (g.as_str(), v.as_str()))
+    }
+
+    /// Whether `<group>/<version>/<plural>=true` was given.
+    pub(crate) fn named_resource(&self, group: &str, version: &str, plural: &str) -> bool {
+        let key = (group.to_owned(), version.to_owned(), plural.to_owned());
+        self.resources.get(&key) == Some(&true)
     }
 
     fn version_enabled(&self, group: &str, version: &str) -> bool {
@@ -171,6 +186,13 @@ fn apply_targets(
             None => {
                 out.resources
                     .retain(|(g, v, _), _| !(*g == t.group && *v == t.version));
+                if on {
+                    out.named_versions
+                        .insert((t.group.clone(), t.version.clone()));
+                } else {
+                    out.named_versions
+                        .remove(&(t.group.clone(), t.version.clone()));
+                }
                 out.versions.insert((t.group, t.version), on);
             }
             Some(r) => resource_prefs.push(((t.group, t.version, r), on)),

@@ -1,4 +1,4 @@
-//! Catalog and discovery tests against what a default Kubernetes v1.32 server serves.
+//! Catalog and discovery tests against what a default Kubernetes v1.36 server serves.
 
 use serde_json::{json, Value};
 
@@ -47,7 +47,7 @@ fn type_bindings_and_discovery_table_agree() {
 }
 
 #[test]
-fn default_serves_exactly_v1_32_group_versions() {
+fn default_serves_exactly_v1_36_group_versions() {
     let served: Vec<String> = {
         let mut v: Vec<String> = default_catalog()
             .resources()
@@ -76,12 +76,13 @@ fn default_serves_exactly_v1_32_group_versions() {
         "node.k8s.io/v1",
         "policy/v1",
         "rbac.authorization.k8s.io/v1",
+        "resource.k8s.io/v1",
         "scheduling.k8s.io/v1",
         "storage.k8s.io/v1",
         "v1",
     ];
     assert_eq!(served, want);
-    assert_eq!(default_catalog().resources().count(), 59);
+    assert_eq!(default_catalog().resources().count(), 68);
 }
 
 #[test]
@@ -116,6 +117,7 @@ fn group_list_order_and_preferred_versions() {
             "coordination.k8s.io",
             "node.k8s.io",
             "discovery.k8s.io",
+            "resource.k8s.io",
             "flowcontrol.apiserver.k8s.io",
         ]
     );
@@ -257,10 +259,7 @@ fn aggregated_discovery_shape() {
     assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
     assert_eq!(core["metadata"], json!({}));
     assert_eq!(core["items"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        core["items"][0]["metadata"],
-        json!({"creationTimestamp": null})
-    );
+    assert_eq!(core["items"][0]["metadata"], json!({}));
     let v1 = &core["items"][0]["versions"][0];
     assert_eq!(v1["version"], "v1");
     assert_eq!(v1["freshness"], "Current");
@@ -288,9 +287,9 @@ fn aggregated_discovery_shape() {
     let items = apis["items"].as_array().unwrap();
     assert_eq!(
         items[0]["metadata"],
-        json!({"name": "apiregistration.k8s.io", "creationTimestamp": null})
+        json!({"name": "apiregistration.k8s.io"})
     );
-    assert_eq!(items.len(), 19);
+    assert_eq!(items.len(), 20);
     let autoscaling: Vec<&str> = items[5]["versions"]
         .as_array()
         .unwrap()
@@ -396,9 +395,13 @@ fn runtime_config_changes_what_is_served() {
 
     let beta = Catalog::new("api/beta=true").unwrap();
     let resource = parse(&beta.api_group("resource.k8s.io").unwrap());
-    assert_eq!(resource["preferredVersion"]["version"], "v1beta1");
+    assert_eq!(resource["preferredVersion"]["version"], "v1");
+    assert_eq!(resource["versions"][1]["version"], "v1beta2");
     assert!(beta
-        .lookup("resource.k8s.io", "v1alpha3", "resourceclaims")
+        .lookup("resource.k8s.io", "v1beta2", "devicetaintrules")
+        .is_some());
+    assert!(beta
+        .lookup("resource.k8s.io", "v1alpha3", "devicetaintrules")
         .is_none());
     let storage = parse(&beta.api_group("storage.k8s.io").unwrap());
     assert_eq!(storage["versions"][1]["version"], "v1beta1");

@@ -8,7 +8,7 @@ Reads the Go sources of k8s.io/api, k8s.io/apimachinery and k8s.io/apiextensions
   T <message> <K|W>                                 K: embeds TypeMeta (a kind); W: named slice
   F <message> <field number> <json name> <flags>    one per field, in Go declaration order
 
-Flags: o omitempty, p pointer, s slice, m map, i inline (json:",inline"), - not in JSON.
+Flags: o omitempty, z omitzero, p pointer, s slice, m map, i inline (json:",inline"), - not in JSON.
 Usage: extract_go_fields.py <src root containing k8s.io/> > gofields.tsv
 """
 import os
@@ -26,6 +26,8 @@ def flags_for(go_type, json_opts, json_name):
     flags = ""
     if "omitempty" in json_opts:
         flags += "o"
+    if "omitzero" in json_opts:
+        flags += "z"
     if go_type.startswith("*"):
         flags += "p"
     elif go_type.startswith("[]"):

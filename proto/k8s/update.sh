@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Refreshes the vendored upstream schemas in this folder from Debian's packages of the
 # Kubernetes Go API modules (which ship upstream's generated.proto files and Go types):
-#   golang-k8s-api-dev 0.32.3-1, golang-k8s-apimachinery-dev 0.32.3-2 (Debian trixie),
+#   golang-k8s-api-dev 0.36.4-1, golang-k8s-apimachinery-dev 0.36.4-3 (Debian sid),
 #   golang-k8s-apiextensions-apiserver-dev 0.36.4-1 (Debian sid; trixie has none),
 # and gnostic's OpenAPI v2 message (what /openapi/v2 is served as in protobuf) from
 #   golang-github-google-gnostic-models-dev 0.7.1-1 (Debian sid): google/gnostic-models v0.7.1,
@@ -20,8 +20,8 @@ SRC
 apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
   -o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache")
 apt-get "${apt_opts[@]}" update >/dev/null
-(cd "$work/deb" && apt-get "${apt_opts[@]}" download golang-k8s-api-dev=0.32.3-1 \
-  golang-k8s-apimachinery-dev=0.32.3-2 golang-k8s-apiextensions-apiserver-dev=0.36.4-1 \
+(cd "$work/deb" && apt-get "${apt_opts[@]}" download golang-k8s-api-dev=0.36.4-1 \
+  golang-k8s-apimachinery-dev=0.36.4-3 golang-k8s-apiextensions-apiserver-dev=0.36.4-1 \
   golang-github-google-gnostic-models-dev=0.7.1-1)
 for deb in "$work"/deb/*.deb; do dpkg-deb -x "$deb" "$work/x"; done
 src="$work/x/usr/share/gocode/src"

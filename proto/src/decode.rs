@@ -256,7 +256,9 @@ fn present_single(field: &Field, v: Value) -> Option<Value> {
         && !field.nilable
         && matches!(field.ty, Ty::Scalar(_))
         && is_zero_scalar(&v);
-    (!omit).then_some(v)
+    // A zero `metav1.Time` prints as null; under `omitzero` it is left out.
+    let omit_zero = field.omitzero && v.is_null();
+    (!omit && !omit_zero).then_some(v)
 }
 
 fn is_zero_scalar(v: &Value) -> bool {
@@ -275,6 +277,7 @@ fn absent(s: &Schema, field: &Field, depth: usize) -> Result<Option<Value>, Prot
     }
     match field.ty {
         Ty::Scalar(_) if field.omitempty => Ok(None),
+        _ if field.omitzero => Ok(None),
         Ty::Message(id) if field.omitempty && s.msg(id).special == Special::Wrapper => Ok(None),
         ty => zero_of(s, ty, depth).map(Some),
     }

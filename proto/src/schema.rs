@@ -86,6 +86,8 @@ pub(crate) struct Field {
     pub card: Card,
     /// `json:",omitempty"`.
     pub omitempty: bool,
+    /// `json:",omitzero"`: the zero value is left out (`ObjectMeta.creationTimestamp`).
+    pub omitzero: bool,
     /// Go pointer, slice or map: absent on the wire means nil.
     pub nilable: bool,
     /// `json:",inline"`: the sub-message's keys live in the parent object.
@@ -374,6 +376,7 @@ impl BuildCtx<'_> {
             ty,
             card,
             omitempty: flags.contains('o'),
+            omitzero: flags.contains('z'),
             nilable: flags.contains(['p', 's', 'm']) || card != Card::Single,
             inline,
             hidden: flags.contains('-'),

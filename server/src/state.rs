@@ -31,6 +31,8 @@ pub struct State {
     pub lifecycle: Lifecycle,
     /// API Priority and Fairness (`--enable-priority-and-fairness`).
     pub flowcontrol: FlowControl,
+    /// `--emulated-version`, `--min-compatibility-version` (`/version`).
+    pub emulation: keel_catalog::Emulation,
 }
 
 /// What `State::new` needs.
@@ -45,6 +47,7 @@ pub struct StateParts {
     /// `--livez-grace-period`.
     pub livez_grace: Duration,
     pub flowcontrol: FlowControl,
+    pub emulation: keel_catalog::Emulation,
 }
 
 impl State {
@@ -62,6 +65,7 @@ impl State {
             started: Instant::now(),
             lifecycle: Lifecycle::new(p.livez_grace),
             flowcontrol: p.flowcontrol,
+            emulation: p.emulation,
         }
     }
 

@@ -55,6 +55,7 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
         bookmark_interval: std::time::Duration::from_secs(60),
         livez_grace: std::time::Duration::ZERO,
         flowcontrol: keel_server::flowcontrol::FlowControl::new(true, 600, 1),
+        emulation: keel_catalog::Emulation::default(),
     }));
     run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
     st.mark_ready();

@@ -158,6 +158,14 @@ fn default_volume(v: &mut Map<String, Value>) {
             default(s, "defaultMode", json!(VOLUME_DEFAULT_MODE));
         }
     }
+    if let Some(meta) = v
+        .get_mut("ephemeral")
+        .and_then(|e| e.get_mut("volumeClaimTemplate"))
+        .and_then(|t| t.get_mut("metadata"))
+        .and_then(Value::as_object_mut)
+    {
+        keel_api::meta::drop_zero_creation_timestamp(meta);
+    }
     if let Some(h) = child_if(v, "hostPath") {
         default(h, "type", json!(""));
     }
@@ -188,16 +196,14 @@ fn default_projection(source: &mut Map<String, Value>) {
     }
 }
 
-/// Defaults a `PodTemplateSpec` (workload templates): `metadata.creationTimestamp: null` as
-/// upstream serializes it, and the pod spec defaults.
+/// Defaults a `PodTemplateSpec` (workload templates): no zero `metadata.creationTimestamp`
+/// (upstream omits it since v1.35), and the pod spec defaults.
 pub fn default_pod_template(template: &mut Value) {
     let Some(t) = template.as_object_mut() else {
         return;
     };
     if let Some(meta) = child(t, "metadata") {
-        if !meta.contains_key("creationTimestamp") {
-            meta.insert("creationTimestamp".into(), Value::Null);
-        }
+        keel_api::meta::drop_zero_creation_timestamp(meta);
     }
     if let Some(spec) = t.get_mut("spec") {
         default_pod_spec(spec);

@@ -460,7 +460,7 @@ fn deployment_create_defaults() {
                  "selector": {"matchLabels": {"app": "web"}},
                  "strategy": {"type": "RollingUpdate",
                               "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
-                 "template": {"metadata": {"creationTimestamp": null, "labels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
                               "spec": template_spec()}},
         "status": {}});
     let got = created("apps", "deployments", d);
@@ -470,9 +470,10 @@ fn deployment_create_defaults() {
 
 #[test]
 fn workload_create_defaults_table() {
-    let template = json!({"metadata": {"labels": {"app": "a"}},
+    // kubectl 1.32 sends the zero creationTimestamp as null; v1.36 omits it.
+    let template = json!({"metadata": {"creationTimestamp": null, "labels": {"app": "a"}},
                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-    let dt = json!({"metadata": {"creationTimestamp": null, "labels": {"app": "a"}}, "spec": template_spec()});
+    let dt = json!({"metadata": {"labels": {"app": "a"}}, "spec": template_spec()});
     let sel = json!({"matchLabels": {"app": "a"}});
     let meta = json!({"name": "w", "namespace": "d"});
     let meta1 = json!({"name": "w", "namespace": "d", "generation": 1});
@@ -492,7 +493,7 @@ fn workload_create_defaults_table() {
                    "serviceName": "s", "podManagementPolicy": "OrderedReady", "revisionHistoryLimit": 10,
                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
                    "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
-                   "volumeClaimTemplates": [{"metadata": {"name": "data", "creationTimestamp": null},
+                   "volumeClaimTemplates": [{"metadata": {"name": "data"},
                         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
                                  "volumeMode": "Filesystem"},
                         "status": {"phase": "Pending"}}]},
@@ -526,7 +527,7 @@ fn job_and_cronjob_defaults() {
         "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
                  "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
                  "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
-                 "template": {"metadata": {"creationTimestamp": null, "labels": labels}, "spec": tmpl}},
+                 "template": {"metadata": {"labels": labels}, "spec": tmpl}},
         "status": {}});
     let got = created("batch", "jobs", job);
     assert_eq!(got, want);
@@ -545,8 +546,8 @@ fn job_and_cronjob_defaults() {
     let want = json!({"metadata": {"name": "c", "namespace": "d", "generation": 1},
         "spec": {"schedule": "*/1 * * * *", "concurrencyPolicy": "Allow", "suspend": false,
                  "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
-                 "jobTemplate": {"metadata": {"creationTimestamp": null},
-                                 "spec": {"template": {"metadata": {"creationTimestamp": null}, "spec": tmpl}}}},
+                 "jobTemplate": {"metadata": {},
+                                 "spec": {"template": {"metadata": {}, "spec": tmpl}}}},
         "status": {}});
     let got = created("batch", "cronjobs", cj);
     assert_eq!(got, want);

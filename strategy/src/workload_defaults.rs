@@ -109,7 +109,7 @@ fn statefulset(map: &mut Map<String, Value>) {
     }
     for pvc in each_obj(spec, "volumeClaimTemplates") {
         if let Some(meta) = child(pvc, "metadata") {
-            meta.entry("creationTimestamp").or_insert(Value::Null);
+            keel_api::meta::drop_zero_creation_timestamp(meta);
         }
         if let Some(s) = child(pvc, "spec") {
             default(s, "volumeMode", json!("Filesystem"));
@@ -197,7 +197,7 @@ fn cronjob(map: &mut Map<String, Value>) {
         return;
     };
     if let Some(meta) = child(jt, "metadata") {
-        meta.entry("creationTimestamp").or_insert(Value::Null);
+        keel_api::meta::drop_zero_creation_timestamp(meta);
     }
     if let Some(js) = child_if(jt, "spec") {
         template_defaults(js);

@@ -73,7 +73,7 @@ pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, 
         return Err(ApiError::method_not_allowed());
     }
     match path {
-        "/version" => Ok(respond::response(200, JSON, version_json())),
+        "/version" => Ok(respond::response(200, JSON, version_json(&st.emulation))),
         "/metrics" => Ok(respond::response(
             200,
             "text/plain; version=0.0.4; charset=utf-8",
@@ -137,11 +137,17 @@ fn aggregated_version(accept: &str) -> Option<&'static str> {
     None
 }
 
-pub fn version_json() -> Vec<u8> {
+/// `/version`: the binary's release (v1.36), the emulated one and the oldest compatible one,
+/// in upstream's field order.
+pub fn version_json(emulation: &keel_catalog::Emulation) -> Vec<u8> {
     serde_json::to_vec_pretty(&serde_json::json!({
         "major": "1",
-        "minor": "32",
-        "gitVersion": concat!("v1.32.0-keel.", env!("CARGO_PKG_VERSION")),
+        "minor": keel_catalog::BINARY_VERSION_MINOR.to_string(),
+        "emulationMajor": "1",
+        "emulationMinor": emulation.emulated_minor.to_string(),
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": emulation.min_compatibility_minor.to_string(),
+        "gitVersion": format!("v1.{}.0-keel.{}", keel_catalog::BINARY_VERSION_MINOR, env!("CARGO_PKG_VERSION")),
         "gitCommit": option_env!("KEEL_GIT_COMMIT").unwrap_or("unknown"),
         "gitTreeState": "clean",
         "buildDate": "1970-01-01T00:00:00Z",

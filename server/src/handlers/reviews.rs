@@ -53,7 +53,7 @@ pub async fn create(c: &mut Call<'_>, app: &State) -> Result<Response, ApiError>
     let root = obj.as_object_mut().expect("decoded objects are objects");
     let meta = root.entry("metadata").or_insert_with(|| json!({}));
     if let Some(m) = meta.as_object_mut() {
-        m.entry("creationTimestamp").or_insert(Value::Null);
+        keel_api::meta::drop_zero_creation_timestamp(m);
     }
     root.insert("status".into(), status);
     respond::value(201, format, &obj)
