@@ -242,3 +242,106 @@ fn deletion_is_graceful_only_for_pods_on_a_node() {
         .fails(&["get", "pod", "bound", "-n", &ns])
         .contains("NotFound"));
 }
+
+const BURSTABLE: &str = "apiVersion: v1
+kind: Pod
+metadata:
+  name: resizable
+spec:
+  containers:
+  - name: app
+    image: registry.example/app:1.0
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {cpu: 200m, memory: 128Mi}
+";
+
+#[test]
+fn resize_changes_only_cpu_and_memory() {
+    let s = server();
+    let ns = s.namespace("pod-resize");
+    create_pod(s, &ns, BURSTABLE);
+    let pod = s.json(&["get", "pod", "resizable", "-n", &ns]);
+    assert_eq!(pod["metadata"]["generation"], 1);
+    let resize = |patch: &str| {
+        s.kubectl(&[
+            "patch",
+            "pod",
+            "resizable",
+            "-n",
+            &ns,
+            "--subresource",
+            "resize",
+            "-p",
+            patch,
+            "-o",
+            "json",
+        ])
+    };
+    // The image in the body is ignored; cpu changes and the generation follows.
+    let out = resize(
+        r#"{"spec":{"containers":[{"name":"app","image":"other:2","resources":{"requests":{"cpu":"150m"}}}]}}"#,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pod: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["resources"]["requests"]["cpu"], "150m");
+    assert_eq!(c["image"], "registry.example/app:1.0");
+    assert_eq!(pod["metadata"]["generation"], 2);
+    let got = s.get(&format!("/api/v1/namespaces/{ns}/pods/resizable/resize"));
+    assert_eq!(got.status, 200);
+    assert_eq!(
+        got.json()["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "150m"
+    );
+
+    // Upstream's refusals (recorded from kube-apiserver v1.36.2).
+    let refused = |patch: &str, want: &str| {
+        let out = resize(patch);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{err}");
+    };
+    refused(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"ephemeral-storage":"1Gi"}}}]}}"#,
+        r#"The Pod "resizable" is invalid: spec: Forbidden: only cpu and memory resources are mutable"#,
+    );
+    refused(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"128Mi"}}}]}}"#,
+        r#"spec: Invalid value: "Burstable": Pod QOS Class may not change as a result of resizing"#,
+    );
+    let out = s.kubectl(&[
+        "patch",
+        "pod",
+        "resizable",
+        "-n",
+        &ns,
+        "--subresource",
+        "resize",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/containers/0/resources/limits/cpu"}]"#,
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"
+    ));
+    // A plain update still may not change resources.
+    let err = s.fails(&[
+        "patch",
+        "pod",
+        "resizable",
+        "-n",
+        &ns,
+        "-p",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"170m"}}}]}}"#,
+    ]);
+    assert!(
+        err.contains("pod updates may not change fields other than"),
+        "{err}"
+    );
+}

@@ -185,6 +185,105 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
 }
 
 /// The old spec with every mutation upstream allows taken from the new spec.
+/// The container lists whose `resources` and `resizePolicy` a `resize` write may change.
+const RESIZABLE_LISTS: &[&str] = &["initContainers", "containers"];
+
+/// `pods/resize` writes: the stored pod with only each container's `resources` and
+/// `resizePolicy` taken from the body (containers matched by position and name); anything
+/// else in the body is ignored, as upstream's resize strategy does. The generation follows
+/// the spec (bumped when the resize changed it).
+pub fn prepare_resize(new: &mut Value, old: &Value) {
+    let mut merged = old.clone();
+    for list in RESIZABLE_LISTS {
+        let pointer = format!("/spec/{list}");
+        let Some(new_list) = new.pointer(&pointer).and_then(Value::as_array) else {
+            continue;
+        };
+        let Some(out) = merged.pointer_mut(&pointer).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for (c, n) in out.iter_mut().zip(new_list) {
+            let (Some(c), Some(n)) = (c.as_object_mut(), n.as_object()) else {
+                continue;
+            };
+            if c.get("name") != n.get("name") {
+                continue;
+            }
+            for field in ["resources", "resizePolicy"] {
+                match n.get(field) {
+                    Some(v) => c.insert(field.into(), v.clone()),
+                    None => c.remove(field),
+                };
+            }
+        }
+    }
+    if merged.get("spec") != old.get("spec") {
+        let generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        crate::generic::bump_generation(&mut merged, generation);
+    }
+    *new = merged;
+}
+
+/// Upstream's rules for a `resize`: requests and limits may not be removed, only cpu and
+/// memory may change, and the pod's QoS class must stay.
+pub fn validate_resize(new: &Value, old: &Value) -> Vec<FieldErr> {
+    let mut errs = Vec::new();
+    let mut other_resource_changed = false;
+    for list in RESIZABLE_LISTS {
+        let pointer = format!("/spec/{list}");
+        let empty = Vec::new();
+        let olds = old
+            .pointer(&pointer)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty);
+        let news = new
+            .pointer(&pointer)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty);
+        for (i, (o, n)) in olds.iter().zip(news).enumerate() {
+            for (kind, what) in [("requests", "requests"), ("limits", "limits")] {
+                let field = |c: &Value| {
+                    c.pointer(&format!("/resources/{kind}"))
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let (before, after) = (field(o), field(n));
+                if before.keys().any(|k| !after.contains_key(k)) {
+                    errs.push(FieldErr::forbidden(
+                        &format!("spec.{list}[{i}].resources.{kind}"),
+                        &format!("resource {what} cannot be removed"),
+                    ));
+                }
+                let keys: std::collections::BTreeSet<&String> =
+                    before.keys().chain(after.keys()).collect();
+                other_resource_changed |= keys
+                    .into_iter()
+                    .any(|k| k != "cpu" && k != "memory" && before.get(k) != after.get(k));
+            }
+        }
+    }
+    if other_resource_changed {
+        errs.push(FieldErr::forbidden(
+            "spec",
+            "only cpu and memory resources are mutable",
+        ));
+    }
+    // Upstream names the class the pod had.
+    let qos = qos_class(old);
+    if errs.is_empty() && qos != qos_class(new) {
+        errs.push(FieldErr::invalid(
+            "spec",
+            qos,
+            "Pod QOS Class may not change as a result of resizing",
+        ));
+    }
+    errs
+}
+
 fn munge_allowed(old: &Value, new: &Value) -> Value {
     let mut munged = old.clone();
     let Some(m) = munged.as_object_mut() else {

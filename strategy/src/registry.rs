@@ -37,6 +37,8 @@ pub(crate) enum NameCheck {
     PluralDotGroup,
     /// APIServices: a path segment that equals `<spec.version>.<spec.group>`.
     VersionDotGroup,
+    /// IPAddresses: the canonical text of one IP address.
+    CanonicalIp,
 }
 
 /// The policy of one resource type, resolved once per resource (at routing time) and carried
@@ -105,7 +107,8 @@ use Kind as K;
 static TABLE: &[Strategy] = &[
     Strategy {
         fields: fields::POD,
-        ..row("", "pods", K::Pod, t(true, false, false, true))
+        // Pods track their generation since v1.35 (spec changes, resizes).
+        ..row("", "pods", K::Pod, t(true, true, false, true))
     },
     Strategy {
         names: LABEL,
@@ -223,6 +226,21 @@ static TABLE: &[Strategy] = &[
         "ingressclasses",
         K::Other,
         t(false, false, false, false),
+    ),
+    Strategy {
+        names: NameCheck::CanonicalIp,
+        ..row(
+            "networking.k8s.io",
+            "ipaddresses",
+            K::IpAddress,
+            t(false, false, false, false),
+        )
+    },
+    row(
+        "networking.k8s.io",
+        "servicecidrs",
+        K::ServiceCidr,
+        t(true, false, false, false),
     ),
     row(
         "networking.k8s.io",

@@ -89,6 +89,8 @@ impl Strategy {
             }
             K::Namespace => namespace::prepare_create(obj),
             K::Service => set_status(obj, service::initial_status()),
+            // Upstream answers a new ServiceCIDR with an empty status.
+            K::ServiceCidr => set_status(obj, serde_json::json!({})),
             K::Job => {
                 workload_defaults::job_generate_selector(obj);
                 // Upstream re-defaults when the stored object is read back: Job labels then
@@ -141,7 +143,8 @@ impl Strategy {
 
     /// Prepares a write to a subresource: `status` (everything but status from the stored
     /// object), `finalize` (namespaces: everything but status from the new object),
-    /// `ephemeralcontainers` (pods: only `spec.ephemeralContainers`). Unknown subresources
+    /// `ephemeralcontainers` (pods: only `spec.ephemeralContainers`), `resize` (pods: only the
+    /// containers' `resources` and `resizePolicy`). Unknown subresources
     /// leave `new` unchanged.
     pub fn prepare_for_subresource_update(&self, subresource: &str, new: &mut Value, old: &Value) {
         self.canonicalize_input(new);
@@ -153,6 +156,10 @@ impl Strategy {
             (K::Namespace, "finalize") => {
                 self.apply_defaults(new);
                 namespace::prepare_finalize(new, old);
+            }
+            (K::Pod, "resize") => {
+                self.apply_defaults(new);
+                pod::prepare_resize(new, old);
             }
             (K::Pod, "ephemeralcontainers") => {
                 self.apply_defaults(new);
@@ -173,8 +180,22 @@ impl Strategy {
     /// Validates an update (of the resource or a subresource): the new object as for create,
     /// plus the type's rules on what may change.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
+        self.validate_subresource_update("", new, old)
+    }
+
+    /// As [`Strategy::validate_update`] for a write to `subresource` (empty: the resource):
+    /// `pods/resize` has its own rules on what may change.
+    pub fn validate_subresource_update(
+        &self,
+        subresource: &str,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<StatusCause> {
         let mut type_errs = validation::type_rules(self.kind, new);
-        type_errs.extend(validation::update_rules(self.kind, new, old));
+        match (self.kind, subresource) {
+            (K::Pod, "resize") => type_errs.extend(pod::validate_resize(new, old)),
+            _ => type_errs.extend(validation::update_rules(self.kind, new, old)),
+        }
         validation::merge(validation::meta_causes(self, new), type_errs)
     }
 

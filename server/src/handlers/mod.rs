@@ -385,7 +385,7 @@ async fn resource(
     };
     let c = &mut c;
     match (rr.subresource.as_str(), rr.verb) {
-        ("", "get") | ("status", "get") => resource::get(c, st).await,
+        ("" | "status" | "resize", "get") => resource::get(c, st).await,
         ("", "list") => resource::list(c, st).await,
         ("", "watch") => watch::watch(c, st).await,
         ("", "create") if info.group.is_empty() && info.plural == "bindings" => {
@@ -398,8 +398,8 @@ async fn resource(
             reviews::create(c, st).await
         }
         ("", "create") => resource::create(c, st).await,
-        ("" | "status", "update") => resource::update(c, st).await,
-        ("" | "status", "patch") => resource::patch(c, st).await,
+        ("" | "status" | "resize", "update") => resource::update(c, st).await,
+        ("" | "status" | "resize", "patch") => resource::patch(c, st).await,
         ("", "delete") => resource::delete(c, st).await,
         ("", "deletecollection") => resource::delete_collection(c, st).await,
         ("scale", _) => subresources::scale(c, st).await,

@@ -91,7 +91,7 @@ impl Registry {
                 } else {
                     strategy.prepare_for_subresource_update(opts.subresource, &mut new, &old);
                 }
-                let causes = strategy.validate_update(&new, &old);
+                let causes = strategy.validate_subresource_update(opts.subresource, &new, &old);
                 if !causes.is_empty() {
                     return Err(invalid(res, &new, causes));
                 }
