@@ -137,6 +137,16 @@ fn aggregated_version(accept: &str) -> Option<&'static str> {
     None
 }
 
+/// Go's name for an architecture (`GOARCH`), as `/version` reports it.
+fn go_arch(rust_arch: &str) -> &str {
+    match rust_arch {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    }
+}
+
 /// `/version`: the binary's release (v1.36), the emulated one and the oldest compatible one,
 /// in upstream's field order.
 pub fn version_json(emulation: &keel_catalog::Emulation) -> Vec<u8> {
@@ -153,7 +163,7 @@ pub fn version_json(emulation: &keel_catalog::Emulation) -> Vec<u8> {
         "buildDate": "1970-01-01T00:00:00Z",
         "goVersion": "n/a (rust)",
         "compiler": "rustc",
-        "platform": format!("linux/{}", std::env::consts::ARCH),
+        "platform": format!("linux/{}", go_arch(std::env::consts::ARCH)),
     }))
     .expect("JSON")
 }
@@ -161,6 +171,39 @@ pub fn version_json(emulation: &keel_catalog::Emulation) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_reports_release_emulation_and_go_arch() {
+        let e = keel_catalog::Emulation::parse("1.34", "").unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&version_json(&e)).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys[..7],
+            [
+                "major",
+                "minor",
+                "emulationMajor",
+                "emulationMinor",
+                "minCompatibilityMajor",
+                "minCompatibilityMinor",
+                "gitVersion"
+            ]
+        );
+        assert_eq!(
+            (
+                &v["minor"],
+                &v["emulationMinor"],
+                &v["minCompatibilityMinor"]
+            ),
+            (&"36".into(), &"34".into(), &"33".into())
+        );
+        assert!(v["gitVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1.36.0-keel."));
+        assert_eq!(go_arch("x86_64"), "amd64");
+        assert_eq!(go_arch("aarch64"), "arm64");
+    }
 
     #[test]
     fn aggregated_discovery_negotiation() {

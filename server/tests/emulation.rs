@@ -1,0 +1,98 @@
+//! `--emulated-version` against the real binary: a server emulating 1.33 does not serve what
+//! 1.34-1.36 introduced (kubectl's discovery, the routes, `/version`), the default serves it,
+//! and flags upstream refuses stop the server before it touches its data.
+
+mod common;
+
+use common::{server, Server};
+use std::process::{Command, Stdio};
+
+fn resources(s: &Server) -> String {
+    s.ok(&["api-resources", "-o", "name"])
+}
+
+#[test]
+fn emulating_1_33_hides_what_came_later() {
+    let s = Server::start(&["--emulated-version", "1.33"]);
+    let names = resources(&s);
+    assert!(
+        names.contains("servicecidrs.networking.k8s.io"),
+        "GA in 1.33: {names}"
+    );
+    for later in [
+        "resourceclaims.resource.k8s.io",
+        "volumeattributesclasses.storage.k8s.io",
+        "mutatingadmissionpolicies.admissionregistration.k8s.io",
+    ] {
+        assert!(!names.contains(later), "{later} came after 1.33: {names}");
+    }
+    assert_eq!(s.get("/apis/resource.k8s.io/v1/resourceclaims").status, 404);
+    let v = s.get("/version").json();
+    assert_eq!(
+        (v["minor"].as_str(), v["emulationMinor"].as_str()),
+        (Some("36"), Some("33"))
+    );
+    assert_eq!(v["minCompatibilityMinor"], "33");
+    // A beta that existed in 1.33 can still be switched on.
+    let beta = Server::start(&[
+        "--emulated-version",
+        "kube=1.33",
+        "--runtime-config",
+        "resource.k8s.io/v1beta1=true",
+    ]);
+    assert_eq!(
+        beta.get("/apis/resource.k8s.io/v1beta1/resourceclaims")
+            .status,
+        200
+    );
+    assert_eq!(
+        beta.get("/apis/resource.k8s.io/v1/resourceclaims").status,
+        404
+    );
+}
+
+#[test]
+fn the_default_serves_the_current_release() {
+    let s = server();
+    let names = resources(s);
+    for current in [
+        "resourceclaims.resource.k8s.io",
+        "deviceclasses.resource.k8s.io",
+        "volumeattributesclasses.storage.k8s.io",
+        "ipaddresses.networking.k8s.io",
+    ] {
+        assert!(names.contains(current), "{current}: {names}");
+    }
+    let v = s.get("/version").json();
+    assert_eq!(
+        (
+            v["emulationMinor"].as_str(),
+            v["minCompatibilityMinor"].as_str()
+        ),
+        (Some("36"), Some("35"))
+    );
+}
+
+#[test]
+fn refused_flags_stop_the_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    for (args, want) in [
+        (vec!["--emulated-version", "1.32"], "emulation version 1.32 is not between [1.33, 1.36.0]"),
+        (vec!["--emulated-version", "1.35", "--min-compatibility-version", "1.36"],
+         "minCompatibilityVersion version 1.36 is not between [1.33, 1.35]"),
+        (vec!["--emulated-version", "1.33", "--runtime-config", "resource.k8s.io/v1=true"],
+         "cannot enable version resource.k8s.io/v1 in runtime-config because all the resources have been introduced after the current version 1.33"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
+            .args(["--data-dir", data.to_str().unwrap(), "--secure-port", "0"])
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "started with {args:?}");
+        assert!(err.contains(want), "{err}");
+        assert!(!data.exists(), "the data directory was touched");
+    }
+}
