@@ -25,6 +25,9 @@ pub struct Traits {
     pub namespaced: bool,
     /// Status is kept through create (upstream does not reset it, e.g. nodes).
     pub keep_status_on_create: bool,
+    /// A new object shows `status: {}`: upstream's status is a struct value (not a pointer)
+    /// that its create strategy resets, and Go prints an empty struct even with `omitempty`.
+    pub empty_status_on_create: bool,
 }
 
 /// How a type's names (and `generateName` prefixes) are checked.
@@ -61,6 +64,15 @@ const fn t(status: bool, generation: bool, cou: bool, namespaced: bool) -> Trait
         unconditional_update: true,
         namespaced,
         keep_status_on_create: false,
+        empty_status_on_create: false,
+    }
+}
+
+/// A type whose create resets a struct-valued status: new objects show `status: {}`.
+const fn empty_status(traits: Traits) -> Traits {
+    Traits {
+        empty_status_on_create: true,
+        ..traits
     }
 }
 
@@ -157,7 +169,12 @@ static TABLE: &[Strategy] = &[
         K::Other,
         t(true, false, false, true),
     ),
-    row("", "resourcequotas", K::Other, t(true, false, false, true)),
+    row(
+        "",
+        "resourcequotas",
+        K::Other,
+        empty_status(t(true, false, false, true)),
+    ),
     row(
         "",
         "serviceaccounts",
@@ -225,7 +242,7 @@ static TABLE: &[Strategy] = &[
         "networking.k8s.io",
         "ingressclasses",
         K::Other,
-        t(false, false, false, false),
+        t(false, true, false, false),
     ),
     Strategy {
         names: NameCheck::CanonicalIp,
@@ -240,7 +257,7 @@ static TABLE: &[Strategy] = &[
         "networking.k8s.io",
         "servicecidrs",
         K::ServiceCidr,
-        t(true, false, false, false),
+        empty_status(t(true, false, false, false)),
     ),
     row(
         "networking.k8s.io",
@@ -258,7 +275,7 @@ static TABLE: &[Strategy] = &[
         "discovery.k8s.io",
         "endpointslices",
         K::Other,
-        t(false, false, true, true),
+        t(false, true, true, true),
     ),
     // events.k8s.io validates strictly (ObjectMeta with DNS-1123 subdomain names), unlike
     // core/v1 events, whose validation skips ObjectMeta for compatibility.
@@ -329,20 +346,20 @@ static TABLE: &[Strategy] = &[
             "certificates.k8s.io",
             "certificatesigningrequests",
             K::Other,
-            t(true, false, false, false),
+            empty_status(t(true, false, false, false)),
         )
     },
     row(
         "flowcontrol.apiserver.k8s.io",
         "flowschemas",
         K::Other,
-        t(true, true, false, false),
+        empty_status(t(true, true, false, false)),
     ),
     row(
         "flowcontrol.apiserver.k8s.io",
         "prioritylevelconfigurations",
         K::Other,
-        t(true, true, false, false),
+        empty_status(t(true, true, false, false)),
     ),
     row(
         "admissionregistration.k8s.io",
@@ -360,7 +377,7 @@ static TABLE: &[Strategy] = &[
         "admissionregistration.k8s.io",
         "validatingadmissionpolicies",
         K::Other,
-        t(true, true, false, false),
+        empty_status(t(true, true, false, false)),
     ),
     row(
         "admissionregistration.k8s.io",
@@ -402,7 +419,105 @@ static TABLE: &[Strategy] = &[
         "scheduling.k8s.io",
         "priorityclasses",
         K::Other,
+        t(false, true, false, false),
+    ),
+    // Added by v1.33-v1.36 (GA rows as a v1.36.2 kube-apiserver creates them; alpha and beta
+    // rows from their strategies' status subresource and generation).
+    row(
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicies",
+        K::Other,
+        t(false, true, false, false),
+    ),
+    row(
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+        K::Other,
+        t(false, true, false, false),
+    ),
+    row(
+        "storage.k8s.io",
+        "volumeattributesclasses",
+        K::Other,
         t(false, false, false, false),
+    ),
+    row(
+        "resource.k8s.io",
+        "deviceclasses",
+        K::Other,
+        t(false, true, false, false),
+    ),
+    row(
+        "resource.k8s.io",
+        "resourceclaims",
+        K::Other,
+        empty_status(t(true, false, false, true)),
+    ),
+    row(
+        "resource.k8s.io",
+        "resourceclaimtemplates",
+        K::Other,
+        t(false, false, false, true),
+    ),
+    row(
+        "resource.k8s.io",
+        "resourceslices",
+        K::Other,
+        t(false, true, false, false),
+    ),
+    row(
+        "resource.k8s.io",
+        "devicetaintrules",
+        K::Other,
+        empty_status(t(true, true, false, false)),
+    ),
+    row(
+        "resource.k8s.io",
+        "resourcepoolstatusrequests",
+        K::Other,
+        empty_status(t(true, false, false, false)),
+    ),
+    row(
+        "certificates.k8s.io",
+        "clustertrustbundles",
+        K::Other,
+        t(false, false, false, false),
+    ),
+    row(
+        "certificates.k8s.io",
+        "podcertificaterequests",
+        K::Other,
+        empty_status(t(true, false, false, true)),
+    ),
+    row(
+        "coordination.k8s.io",
+        "leasecandidates",
+        K::Other,
+        t(false, false, false, true),
+    ),
+    row(
+        "scheduling.k8s.io",
+        "podgroups",
+        K::Other,
+        empty_status(t(true, false, false, true)),
+    ),
+    row(
+        "scheduling.k8s.io",
+        "workloads",
+        K::Other,
+        t(false, false, false, true),
+    ),
+    row(
+        "internal.apiserver.k8s.io",
+        "storageversions",
+        K::Other,
+        empty_status(t(true, false, false, false)),
+    ),
+    row(
+        "storagemigration.k8s.io",
+        "storageversionmigrations",
+        K::Other,
+        empty_status(t(true, false, false, false)),
     ),
 ];
 
@@ -466,6 +581,7 @@ pub fn custom_resource(namespaced: bool, status_subresource: bool) -> &'static S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     #[test]
     fn table_has_no_duplicates() {
@@ -489,6 +605,104 @@ mod tests {
                 assert_eq!((tr.namespaced, tr.status_subresource), (namespaced, status));
                 assert!(tr.tracks_generation && !tr.unconditional_update);
             }
+        }
+    }
+
+    /// The kinds v1.33-v1.36 added had no row, so they got the generic namespaced strategy:
+    /// every cluster-scoped one (deviceclasses, resourceslices, mutatingadmissionpolicies...)
+    /// was refused with `metadata.namespace: Required value`. A v1.36.2 kube-apiserver
+    /// creates them as these rows say (scope; `status: {}` from a reset status struct;
+    /// generation 1).
+    #[test]
+    fn kinds_of_the_release_have_their_scope_status_and_generation() {
+        let ctx = crate::Ctx::default();
+        for (group, resource, namespaced, status, generation) in [
+            ("resource.k8s.io", "deviceclasses", false, None, Some(1)),
+            (
+                "resource.k8s.io",
+                "resourceclaims",
+                true,
+                Some(json!({})),
+                None,
+            ),
+            (
+                "resource.k8s.io",
+                "resourceclaimtemplates",
+                true,
+                None,
+                None,
+            ),
+            ("resource.k8s.io", "resourceslices", false, None, Some(1)),
+            (
+                "resource.k8s.io",
+                "devicetaintrules",
+                false,
+                Some(json!({})),
+                Some(1),
+            ),
+            (
+                "storage.k8s.io",
+                "volumeattributesclasses",
+                false,
+                None,
+                None,
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "mutatingadmissionpolicies",
+                false,
+                None,
+                Some(1),
+            ),
+            (
+                "certificates.k8s.io",
+                "clustertrustbundles",
+                false,
+                None,
+                None,
+            ),
+            (
+                "certificates.k8s.io",
+                "podcertificaterequests",
+                true,
+                Some(json!({})),
+                None,
+            ),
+            (
+                "scheduling.k8s.io",
+                "podgroups",
+                true,
+                Some(json!({})),
+                None,
+            ),
+            (
+                "flowcontrol.apiserver.k8s.io",
+                "flowschemas",
+                false,
+                Some(json!({})),
+                Some(1),
+            ),
+            ("scheduling.k8s.io", "priorityclasses", false, None, Some(1)),
+        ] {
+            let s = lookup(group, resource).unwrap_or_else(|| panic!("no row {group}/{resource}"));
+            assert_eq!(s.traits.namespaced, namespaced, "{resource}");
+            let mut obj = json!({"metadata": {"name": "x"}, "spec": {}, "status": {"x": 1}});
+            if !namespaced {
+                assert!(
+                    s.validate_create(&obj).is_empty(),
+                    "{resource}: {:?}",
+                    s.validate_create(&obj)
+                );
+            }
+            s.prepare_for_create(&mut obj, &ctx);
+            let want_status =
+                status.or_else(|| Some(json!({"x": 1})).filter(|_| !s.traits.status_subresource));
+            assert_eq!(obj.get("status").cloned(), want_status, "{resource}");
+            assert_eq!(
+                obj["metadata"].get("generation").and_then(Value::as_i64),
+                generation,
+                "{resource}"
+            );
         }
     }
 

@@ -102,6 +102,9 @@ impl Strategy {
         if let Some(status) = workload_defaults::initial_status(self.kind) {
             set_status(obj, status);
         }
+        if tr.empty_status_on_create {
+            set_status(obj, Value::Object(Default::default()));
+        }
     }
 
     /// Validates a new object: its `ObjectMeta` with the type's name rule, then the type's
