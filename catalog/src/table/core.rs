@@ -331,23 +331,10 @@ const SECRET: Printer = Printer {
     },
 };
 
+/// Since v1.36 the printer no longer counts the (legacy) token secrets a service account lists.
 const SERVICE_ACCOUNT: Printer = Printer {
-    columns: &[
-        NAME,
-        col(
-            "Secrets",
-            "string",
-            "Number of secrets listed by the service account.",
-        ),
-        AGE,
-    ],
-    print: |sa, now| {
-        Row::new(vec![
-            json!(name(sa)),
-            json!(arr(sa, "/secrets").len()),
-            json!(since(created(sa), now)),
-        ])
-    },
+    columns: &[NAME, AGE],
+    print: |sa, now| Row::new(vec![json!(name(sa)), json!(since(created(sa), now))]),
 };
 
 // ---- events ----

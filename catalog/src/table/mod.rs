@@ -5,7 +5,9 @@
 //! every column (priority 0 and 1); clients hide priority-1 columns unless asked (`-o wide`).
 //! Types without a printer get the default two columns, `Name` and `Created At`.
 
+mod cluster;
 mod core;
+mod infra;
 mod other;
 mod time;
 mod util;
@@ -155,6 +157,8 @@ fn printer_for(info: &ResourceInfo) -> &'static Printer {
     workloads::printer(info.group, info.kind)
         .or_else(|| core::printer(info.group, info.kind))
         .or_else(|| other::printer(info.group, info.kind))
+        .or_else(|| infra::printer(info.group, info.kind))
+        .or_else(|| cluster::printer(info.group, info.kind))
         .unwrap_or(&DEFAULT_PRINTER)
 }
 
@@ -187,6 +191,10 @@ pub fn table(
 ) -> Value {
     let printer = printer_for(info);
     let now = time::unix_seconds(now);
+    let mut objects = objects.to_vec();
+    if let Some(order) = cluster::row_order(info.group, info.kind) {
+        objects.sort_by(|a, b| order(a, b));
+    }
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {

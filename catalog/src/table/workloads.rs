@@ -255,8 +255,8 @@ const DEPLOYMENT: Printer = Printer {
     columns: &[
         NAME,
         col("Ready", "string", "Number of the pod with ready state"),
-        col("Up-to-date", "integer", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-        col("Available", "integer", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+        col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
         AGE,
         CONTAINERS,
         IMAGES,
