@@ -228,6 +228,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
     crate::controllers::namespace::spawn(st.clone());
+    crate::controllers::ipallocator::spawn(st.clone());
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());
     }

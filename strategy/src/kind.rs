@@ -32,6 +32,10 @@ pub enum Kind {
     Job,
     /// batch/v1 cronjobs
     CronJob,
+    /// networking.k8s.io/v1 ipaddresses
+    IpAddress,
+    /// networking.k8s.io/v1 servicecidrs
+    ServiceCidr,
     /// Any other resource: only the generic rules apply.
     Other,
 }

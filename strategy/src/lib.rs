@@ -30,6 +30,7 @@ mod diff;
 mod errors;
 mod fields;
 mod generic;
+mod ipaddress;
 mod json;
 mod kind;
 mod names;

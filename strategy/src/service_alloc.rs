@@ -81,11 +81,13 @@ pub enum FailedNeed<'a> {
 }
 
 impl AllocError {
-    fn ip_text(&self, ip: &str) -> String {
+    fn ip_text(&self) -> String {
         match self {
-            AllocError::NotInRange(range) => format!(
-                "the provided IP ({ip}) is not in the valid range. The range of valid IPs is {range}"
-            ),
+            // Since the allocator serves every ServiceCIDR (v1.33), an address outside all of
+            // them is reported without the ranges.
+            AllocError::NotInRange(_) => {
+                "the provided network does not match the current range".into()
+            }
             AllocError::Allocated => "provided IP is already allocated".into(),
             AllocError::Full => "range is full".into(),
         }
@@ -115,13 +117,14 @@ impl AllocError {
                     .filter(|v| v.is_array())
                     .cloned()
                     .unwrap_or_else(|| Value::from(vec![ip.clone()]));
-                let detail = format!("failed to allocate IP {ip}: {}", self.ip_text(ip));
-                let rendered = crate::errors::Bad::Raw(keel_api::gofmt::bad_value(&ips));
+                let detail = format!("failed to allocate IP {ip}: {}", self.ip_text());
+                // v1.36 prints the list as JSON.
+                let rendered = crate::errors::Bad::Raw(ips.to_string());
                 invalid(FieldErr::invalid("spec.clusterIPs", rendered, &detail))
             }
             FailedNeed::ClusterIp(Request::Any) => ApiError::internal(format!(
                 "failed to allocate a serviceIP: {}",
-                self.ip_text("")
+                self.ip_text()
             )),
             FailedNeed::NodePort(i, Request::Exactly(port)) => invalid(FieldErr::invalid(
                 &format!("spec.ports[{i}].nodePort"),
@@ -503,9 +506,9 @@ mod tests {
         // (error, need, code, message)
         let rows: Vec<(AllocError, FailedNeed<'_>, u16, &str)> = vec![
             (range_ip, FailedNeed::ClusterIp(&ip), 422,
-             "Service \"s\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.1.0.9\"}: failed to allocate IP 10.1.0.9: the provided IP (10.1.0.9) is not in the valid range. The range of valid IPs is 10.0.0.0/24"),
+             "Service \"s\" is invalid: spec.clusterIPs: Invalid value: [\"10.1.0.9\"]: failed to allocate IP 10.1.0.9: the provided network does not match the current range"),
             (AllocError::Allocated, FailedNeed::ClusterIp(&ip), 422,
-             "Service \"s\" is invalid: spec.clusterIPs: Invalid value: []string{\"10.1.0.9\"}: failed to allocate IP 10.1.0.9: provided IP is already allocated"),
+             "Service \"s\" is invalid: spec.clusterIPs: Invalid value: [\"10.1.0.9\"]: failed to allocate IP 10.1.0.9: provided IP is already allocated"),
             (AllocError::Full, FailedNeed::ClusterIp(&Request::Any), 500,
              "Internal error occurred: failed to allocate a serviceIP: range is full"),
             (range_port, FailedNeed::NodePort(1, &port), 422,

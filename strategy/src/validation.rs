@@ -5,7 +5,7 @@ use crate::errors::FieldErr;
 use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
-use crate::{config, node, pod, podspec_validation, service, workload_validation};
+use crate::{config, ipaddress, node, pod, podspec_validation, service, workload_validation};
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -59,6 +59,7 @@ fn name_check(s: &Strategy, obj: &Value) -> NameCheckFn {
                 )]
             })
         }
+        NameCheck::CanonicalIp => Box::new(ipaddress::name_errors),
     }
 }
 
@@ -81,6 +82,8 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::Node => node::validate(obj),
         Kind::ConfigMap => config::validate_config_map(obj),
         Kind::Secret => config::validate_secret(obj),
+        Kind::IpAddress => ipaddress::validate(obj),
+        Kind::ServiceCidr => ipaddress::validate_service_cidr(obj),
         Kind::Namespace | Kind::Event | Kind::Other => Vec::new(),
         workload => workload_validation::validate(workload, obj),
     }
@@ -97,6 +100,8 @@ pub fn update_rules(kind: Kind, new: &Value, old: &Value) -> Vec<FieldErr> {
             errs.extend(config::validate_secret_type_update(new, old));
             errs
         }
+        Kind::IpAddress => ipaddress::validate_update(new, old),
+        Kind::ServiceCidr => ipaddress::validate_service_cidr_update(new, old),
         kind => workload_validation::validate_update(kind, new, old),
     }
 }

@@ -1,6 +1,6 @@
 //! First-start setup and start-up state: credentials, the admin kubeconfig, default
-//! namespaces, the `kubernetes` service, the legacy token tracking date and the allocators'
-//! view of stored services. Objects
+//! namespaces, the default ServiceCIDR, the `kubernetes` service (and its IPAddress), the
+//! legacy token tracking date and the allocators' view of stored services. Objects
 //! are created through the registry, as any client's would be.
 
 use crate::objects;
@@ -94,6 +94,11 @@ pub async fn bootstrap(st: &State, secure_port: u16) -> Result<(), String> {
         let obj = json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}});
         ensure(st, routes.core("namespaces"), obj).await?;
     }
+    // The default ServiceCIDR, and IPAddress objects equal to the stored services' cluster
+    // IPs (a restart finds them as they were, or repairs them), before any IP is handed out.
+    super::ipallocator::reconcile(st, std::time::Duration::ZERO)
+        .await
+        .map_err(|e| e.message)?;
     let ip = st.registry.allocators().first_ip().to_string();
     let svc = json!({
         "kind": "Service", "apiVersion": "v1",

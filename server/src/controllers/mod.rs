@@ -1,11 +1,12 @@
-//! In-process clients of the registry: first-start bootstrap, the namespace, flow-control and
-//! authentication-trust controllers.
+//! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
+//! authentication-trust and cluster-IP allocator (`ipallocator`) controllers.
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers (garbage collection, service accounts, ...) plug in here.
 
 pub mod authtrust;
 pub mod bootstrap;
 pub mod flowcontrol;
+pub mod ipallocator;
 pub mod namespace;
 
 use crate::registry::{Source, Step};

@@ -38,7 +38,9 @@ impl Registry {
             return Err(invalid(res, &obj, causes));
         }
         self.check_namespace(res, namespace, objects::name(&obj))?;
-        let allocation = self.alloc.allocate(res.strategy, &mut obj, opts.dry_run)?;
+        let allocation = self
+            .allocate_recorded(res.strategy, &mut obj, opts.dry_run)
+            .await?;
         if opts.dry_run {
             return Ok(Created {
                 bytes: objects::to_canonical_json(&obj),
@@ -50,7 +52,10 @@ impl Registry {
             let key = res.loc.key(namespace, &name);
             let spliced = Spliced::new(&mut obj);
             match self.storage.create(&key, &spliced).await {
-                Ok((bytes, _)) => return Ok(Created { bytes }),
+                Ok((bytes, _)) => {
+                    self.alloc.settle(&allocation);
+                    return Ok(Created { bytes });
+                }
                 Err(StoreError::AlreadyExists { .. })
                     if generated && attempts < GENERATE_NAME_ATTEMPTS_MAX =>
                 {
@@ -59,10 +64,15 @@ impl Registry {
                         .unwrap_or("")
                         .to_string();
                     let name = keel_api::names::generate_name(&prefix);
+                    let clashed = obj.clone();
                     objects::set_meta(&mut obj, "name", name.into());
+                    if let Err(e) = self.rerecord(&allocation, &clashed, &obj).await {
+                        self.unrecord(&allocation, &clashed).await;
+                        return Err(e);
+                    }
                 }
                 Err(e) => {
-                    self.alloc.release(&allocation);
+                    self.unrecord(&allocation, &obj).await;
                     return Err(match e {
                         StoreError::AlreadyExists { .. } => {
                             ApiError::already_exists(info.group, info.plural, &name)

@@ -99,7 +99,7 @@ impl Registry {
                     }
                     match self.storage.delete(&key, cur_rev).await {
                         Ok(_) => {
-                            self.alloc.release_object(res.strategy, &obj);
+                            self.release_held(res.strategy, &obj).await;
                             return Ok(current.value().to_vec());
                         }
                         Err(StoreError::Conflict { .. }) => continue,

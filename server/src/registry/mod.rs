@@ -14,12 +14,14 @@
 mod admission;
 mod create;
 mod delete;
+mod ipaddress;
 mod list;
 mod update;
 mod watch;
 
 pub use create::Created;
 pub use delete::DeleteOptions;
+pub use ipaddress::{held_by, ip_object, MANAGED_BY, MANAGED_BY_LABEL};
 pub use list::Page;
 pub use update::{UpdateOptions, Updated};
 pub use watch::{Source, Step, Watch};

@@ -120,7 +120,7 @@ impl Registry {
                     Ok(rev) => {
                         let mut bytes = Vec::new();
                         spliced.write(Some(rev), &mut bytes);
-                        self.alloc.release_object(strategy, &old);
+                        self.release_held(strategy, &old).await;
                         return Ok(Updated {
                             bytes,
                             created: false,

@@ -1,0 +1,329 @@
+//! The cluster-IP allocator's controller, as upstream's apiserver runs one since v1.33: it
+//! keeps the default ServiceCIDR (`kubernetes`, the `--service-cluster-ip-range`, Ready),
+//! serves the ranges of the other ready ServiceCIDRs, and repairs IPAddress objects: a
+//! Service's cluster IP without its object gets one, an object the allocator made whose
+//! Service no longer holds the IP is deleted, and the allocator's taken set is made equal to
+//! what is stored. It runs once in bootstrap (restart consistency) and then on every change
+//! of services, IPAddresses or ServiceCIDRs. Everything goes through the registry.
+
+use crate::objects;
+use crate::options::Cidr;
+use crate::registry::{self, CreateOptions, DeleteOptions, Source, UpdateOptions};
+use crate::routes::Resource;
+use crate::selection::Selection;
+use crate::state::State;
+use keel_api::status::ApiError;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default ServiceCIDR's name.
+pub const DEFAULT_SERVICE_CIDR: &str = "kubernetes";
+/// Its Ready condition's message.
+const DEFAULT_READY_MESSAGE: &str = "Kubernetes default Service CIDR is ready";
+/// How long an IPAddress the allocator made may lack its Service before it is deleted: a
+/// create in flight writes the object before the Service (in this process such creates are
+/// known; the grace covers another API server on the same store). Bootstrap uses none.
+pub const ORPHAN_GRACE: Duration = Duration::from_secs(30);
+/// Resync period when nothing changes (objects deleted behind the watches' backs, grace
+/// periods running out).
+pub const RESYNC: Duration = Duration::from_secs(60);
+/// Least time between two passes: a burst of changes is handled by one pass.
+pub const PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
+
+/// Runs the controller on its own thread with its own single-threaded runtime.
+pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-ipallocator-controller", move || run(st))
+}
+
+async fn watches(st: &State) -> [Option<(Source, Selection)>; 3] {
+    let routes = st.routes.load();
+    let mut out = [None, None, None];
+    out[0] = super::watch_all(st, routes.core("services")).await;
+    if let Some(r) = ip_addresses(&routes) {
+        out[1] = super::watch_all(st, r).await;
+    }
+    if let Some(r) = service_cidrs(&routes) {
+        out[2] = super::watch_all(st, r).await;
+    }
+    out
+}
+
+async fn run(st: Arc<State>) {
+    let mut w = watches(&st).await;
+    loop {
+        let started = tokio::time::Instant::now();
+        if let Err(e) = reconcile(&st, ORPHAN_GRACE).await {
+            eprintln!("ipallocator controller: {}", e.message);
+        }
+        tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
+        if super::wait_for_change(&mut w, RESYNC).await {
+            w = watches(&st).await;
+        }
+    }
+}
+
+fn ip_addresses(routes: &crate::routes::Routes) -> Option<&Resource> {
+    routes.lookup("networking.k8s.io", "v1", "ipaddresses")
+}
+
+fn service_cidrs(routes: &crate::routes::Routes) -> Option<&Resource> {
+    routes.lookup("networking.k8s.io", "v1", "servicecidrs")
+}
+
+/// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects and the taken
+/// set. `grace`: how old an orphaned IPAddress must be to be deleted.
+pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
+    let routes = st.routes.load();
+    let alloc = st.registry.allocators();
+    if let Some(cidrs) = service_cidrs(&routes) {
+        ensure_default_cidr(st, cidrs).await?;
+        let (items, _) = st.registry.list_all(cidrs, "").await?;
+        let parsed: Vec<Value> = items
+            .iter()
+            .filter_map(|kv| objects::parse_stored(kv.value()).ok())
+            .collect();
+        alloc.set_extra_ranges(ready_ranges(&parsed));
+    }
+    let Some(ips) = ip_addresses(&routes) else {
+        return Ok(());
+    };
+    alloc.use_ip_objects(ips.loc.clone());
+    let epoch = alloc.ip_epoch();
+    let services = routes.core("services");
+    let (ip_items, _) = st.registry.list_all(ips, "").await?;
+    let (svc_items, _) = st.registry.list_all(services, "").await?;
+    let ip_objs: HashMap<Ipv4Addr, Value> = ip_items
+        .iter()
+        .filter_map(|kv| objects::parse_stored(kv.value()).ok())
+        .filter_map(|o| Some((objects::name(&o).parse().ok()?, o)))
+        .collect();
+    let mut stored: HashSet<Ipv4Addr> = ip_objs.keys().copied().collect();
+    // (ip, namespace, name) of every cluster IP a Service holds.
+    let mut holders: HashSet<(Ipv4Addr, String, String)> = HashSet::new();
+    for kv in &svc_items {
+        let svc = objects::parse_stored(kv.value())?;
+        let Some(held) = services.strategy.service_held(&svc) else {
+            continue;
+        };
+        let ns = objects::meta_str(&svc, "namespace")
+            .unwrap_or("")
+            .to_string();
+        for ip in held.cluster_ips.iter().filter_map(|ip| ip.parse().ok()) {
+            stored.insert(ip);
+            holders.insert((ip, ns.clone(), objects::name(&svc).to_string()));
+            if !ip_objs.contains_key(&ip) {
+                create_missing(st, ips, ip, &svc).await?;
+            }
+        }
+    }
+    for (ip, obj) in &ip_objs {
+        if is_orphan(obj, *ip, &holders) && !alloc.ip_pending(*ip) && older_than(obj, grace) {
+            delete_orphan(st, ips, obj).await?;
+            stored.remove(ip);
+        }
+    }
+    alloc.sync_ips(&stored, epoch);
+    Ok(())
+}
+
+/// An IPAddress the allocator made whose parent Service does not hold its IP.
+fn is_orphan(obj: &Value, ip: Ipv4Addr, holders: &HashSet<(Ipv4Addr, String, String)>) -> bool {
+    let managed = obj
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(registry::MANAGED_BY_LABEL))
+        .and_then(Value::as_str)
+        == Some(registry::MANAGED_BY);
+    managed
+        && !holders
+            .iter()
+            .any(|(h, ns, name)| *h == ip && registry::held_by(obj, ns, name))
+}
+
+fn older_than(obj: &Value, age: Duration) -> bool {
+    if age.is_zero() {
+        return true;
+    }
+    let created = objects::meta_str(obj, "creationTimestamp").unwrap_or("");
+    chrono::DateTime::parse_from_rfc3339(created).map_or(true, |t| {
+        let elapsed = chrono::Utc::now().signed_duration_since(t);
+        elapsed.to_std().is_ok_and(|e| e >= age)
+    })
+}
+
+async fn create_missing(
+    st: &State,
+    ips: &Resource,
+    ip: Ipv4Addr,
+    svc: &Value,
+) -> Result<(), ApiError> {
+    let mut obj = registry::ip_object(ip, svc);
+    // The registry's create sets these itself.
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("uid");
+        m.remove("creationTimestamp");
+    }
+    match st
+        .registry
+        .create(ips, "", obj, &CreateOptions::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn delete_orphan(st: &State, ips: &Resource, obj: &Value) -> Result<(), ApiError> {
+    let opts = DeleteOptions {
+        uid: objects::meta_str(obj, "uid").map(String::from),
+        ..DeleteOptions::default()
+    };
+    match st.registry.delete(ips, "", objects::name(obj), &opts).await {
+        Ok(_) => Ok(()),
+        // Gone or replaced meanwhile: the next pass looks again.
+        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The IPv4 ranges of the ServiceCIDRs that are ready: not being deleted, and with a Ready
+/// condition that is not False (upstream treats one without the condition as ready: nothing
+/// may have set it yet). Ranges keel's allocator cannot serve (prefix outside 8..=30) are
+/// skipped.
+pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
+    let mut out = Vec::new();
+    for sc in cidrs {
+        if objects::is_deleting(sc) {
+            continue;
+        }
+        let ready = sc
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c.get("type") == Some(&json!("Ready"))))
+            .is_none_or(|c| c.get("status") == Some(&json!("True")));
+        if !ready {
+            continue;
+        }
+        let texts = sc.pointer("/spec/cidrs").and_then(Value::as_array);
+        for text in texts.into_iter().flatten().filter_map(Value::as_str) {
+            if let Ok(c) = Cidr::parse(text) {
+                if format!("{}/{}", c.base, c.prefix) == text {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Creates the default ServiceCIDR when it is missing and marks it Ready.
+async fn ensure_default_cidr(st: &State, res: &Resource) -> Result<(), ApiError> {
+    let cidr = st.registry.allocators().default_cidr();
+    if !st.registry.exists(res, "", DEFAULT_SERVICE_CIDR)? {
+        let obj = json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+            "metadata": {"name": DEFAULT_SERVICE_CIDR},
+            "spec": {"cidrs": [cidr]},
+        });
+        match st
+            .registry
+            .create(res, "", obj, &CreateOptions::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let (current, _) = st.registry.get_latest(res, "", DEFAULT_SERVICE_CIDR)?;
+    if has_default_ready(&current) {
+        return Ok(());
+    }
+    let opts = UpdateOptions {
+        subresource: "status",
+        strategy: true,
+        ..UpdateOptions::default()
+    };
+    st.registry
+        .guaranteed_update(res, "", DEFAULT_SERVICE_CIDR, &opts, &mut |cur| {
+            let mut new = cur
+                .cloned()
+                .ok_or_else(|| res.not_found(DEFAULT_SERVICE_CIDR))?;
+            objects::meta_mut(&mut new).shift_remove("resourceVersion");
+            new["status"] = json!({"conditions": [{
+                "type": "Ready", "status": "True",
+                "lastTransitionTime": objects::now_rfc3339(),
+                "reason": "", "message": DEFAULT_READY_MESSAGE,
+            }]});
+            Ok(new)
+        })
+        .await?;
+    Ok(())
+}
+
+fn has_default_ready(sc: &Value) -> bool {
+    sc.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True"))
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sc(cidrs: Value, status: Value) -> Value {
+        json!({"metadata": {"name": "x"}, "spec": {"cidrs": cidrs}, "status": status})
+    }
+
+    /// Which ServiceCIDRs the allocator serves: ready or without a Ready condition, not
+    /// being deleted, IPv4 ranges it can hold.
+    #[test]
+    fn ready_ranges_table() {
+        let ready = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        let not_ready = json!({"conditions": [{"type": "Ready", "status": "False"}]});
+        let mut deleting = sc(json!(["10.3.0.0/24"]), json!({}));
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        let rows = vec![
+            (
+                sc(json!(["10.1.0.0/24"]), ready.clone()),
+                vec!["10.1.0.0/24"],
+            ),
+            (
+                sc(json!(["10.2.0.0/24", "2001:db8::/64"]), json!({})),
+                vec!["10.2.0.0/24"],
+            ),
+            (sc(json!(["10.4.0.0/24"]), not_ready), vec![]),
+            (deleting, vec![]),
+            (sc(json!(["10.5.0.0/31", "10.0.0.0/4"]), ready), vec![]),
+        ];
+        for (obj, want) in rows {
+            let got: Vec<String> = ready_ranges(std::slice::from_ref(&obj))
+                .iter()
+                .map(|c| format!("{}/{}", c.base, c.prefix))
+                .collect();
+            assert_eq!(got, want, "{obj}");
+        }
+    }
+
+    #[test]
+    fn orphans_are_managed_objects_without_their_holder() {
+        let ip: Ipv4Addr = "10.0.0.9".parse().unwrap();
+        let svc = json!({"metadata": {"name": "s", "namespace": "d"}});
+        let obj = registry::ip_object(ip, &svc);
+        let holder = HashSet::from([(ip, "d".to_string(), "s".to_string())]);
+        let other = HashSet::from([(ip, "d".to_string(), "t".to_string())]);
+        assert!(!is_orphan(&obj, ip, &holder));
+        assert!(is_orphan(&obj, ip, &other));
+        assert!(is_orphan(&obj, ip, &HashSet::new()));
+        let mut users = obj.clone();
+        users["metadata"].as_object_mut().unwrap().remove("labels");
+        assert!(!is_orphan(&users, ip, &HashSet::new()));
+    }
+}

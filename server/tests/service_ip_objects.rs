@@ -1,0 +1,359 @@
+//! Cluster IPs as `networking.k8s.io/v1` objects, against the real binary, as upstream's
+//! v1.36 apiserver keeps them (compared on a v1.36.2 kube-apiserver with
+//! `--service-cluster-ip-range 10.0.0.0/24`): the default ServiceCIDR, one IPAddress per
+//! allocated cluster IP (the `kubernetes` service's too), deleted with its Service; an IP
+//! held by an IPAddress cannot be had; extra ServiceCIDRs serve their ranges; validation
+//! answers as upstream's; a restart keeps the objects consistent.
+
+mod common;
+
+use common::{eventually, server, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const IPS: &str = "/apis/networking.k8s.io/v1/ipaddresses";
+const CIDRS: &str = "/apis/networking.k8s.io/v1/servicecidrs";
+
+fn create_service(s: &Server, ns: &str, name: &str, cluster_ip: Option<&str>) -> common::Http {
+    let mut spec = json!({"ports": [{"port": 80}]});
+    if let Some(ip) = cluster_ip {
+        spec["clusterIP"] = json!(ip);
+    }
+    s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}),
+    )
+}
+
+fn cluster_ip(svc: &Value) -> String {
+    svc["spec"]["clusterIP"].as_str().unwrap().to_string()
+}
+
+fn ip_address(s: &Server, ip: &str) -> common::Http {
+    s.get(&format!("{IPS}/{ip}"))
+}
+
+fn user_ip_address(ip: &str, parent: Value) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+           "metadata": {"name": ip}, "spec": {"parentRef": parent}})
+}
+
+/// The code, reason and message of a Status answer.
+fn status(h: &common::Http) -> (u16, String, String) {
+    let v = h.json();
+    (
+        v["code"].as_u64().unwrap_or(0) as u16,
+        v["reason"].as_str().unwrap_or("").to_string(),
+        v["message"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+fn assert_ip_object_of(s: &Server, ip: &str, ns: &str, name: &str) {
+    let got = ip_address(s, ip);
+    assert_eq!(got.status, 200, "{}", got.text());
+    let v = got.json();
+    assert_eq!(
+        v["metadata"]["labels"],
+        json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+               "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}),
+        "{v}"
+    );
+    assert_eq!(
+        v["spec"],
+        json!({"parentRef": {"resource": "services", "namespace": ns, "name": name}}),
+        "{v}"
+    );
+}
+
+#[test]
+fn default_service_cidr_is_ready() {
+    let s = server();
+    let got = s.get(&format!("{CIDRS}/kubernetes"));
+    assert_eq!(got.status, 200, "{}", got.text());
+    let v = got.json();
+    assert_eq!(v["spec"], json!({"cidrs": ["10.0.0.0/24"]}));
+    let conditions = v["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1, "{v}");
+    let c = &conditions[0];
+    assert_eq!(
+        (&c["type"], &c["status"], &c["reason"], &c["message"]),
+        (
+            &json!("Ready"),
+            &json!("True"),
+            &json!(""),
+            &json!("Kubernetes default Service CIDR is ready")
+        )
+    );
+    assert!(c["lastTransitionTime"].is_string(), "{c}");
+    // kubectl reads it too.
+    let out = s.ok(&["get", "servicecidrs", "-o", "name"]);
+    assert!(
+        out.contains("servicecidr.networking.k8s.io/kubernetes"),
+        "{out}"
+    );
+}
+
+#[test]
+fn kubernetes_service_has_its_ip_address() {
+    let s = server();
+    let svc = s
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .json();
+    assert_eq!(cluster_ip(&svc), "10.0.0.1");
+    assert_ip_object_of(s, "10.0.0.1", "default", "kubernetes");
+}
+
+#[test]
+fn service_lifecycle_creates_and_deletes_its_ip_address() {
+    // Its own server: the test asks for IPs other tests' services could be given.
+    let s = &Server::start(&[]);
+    let ns = s.namespace("ipobj-life");
+    let created = create_service(s, &ns, "s1", None);
+    assert_eq!(created.status, 201, "{}", created.text());
+    let ip = cluster_ip(&created.json());
+    assert_ip_object_of(s, &ip, &ns, "s1");
+    // kubectl lists it.
+    let names = s.ok(&["get", "ipaddresses", "-o", "name"]);
+    assert!(
+        names.contains(&format!("ipaddress.networking.k8s.io/{ip}")),
+        "{names}"
+    );
+    // Headless and ExternalName services take no IP and get no object.
+    let before = s.get(IPS).json()["items"].as_array().unwrap().len();
+    assert_eq!(create_service(s, &ns, "headless", Some("None")).status, 201);
+    assert_eq!(s.get(IPS).json()["items"].as_array().unwrap().len(), before);
+    s.ok(&["delete", "service", "s1", "-n", &ns]);
+    assert_eq!(ip_address(s, &ip).status, 404);
+    // The IP can be had again.
+    let again = create_service(s, &ns, "s2", Some(&ip));
+    assert_eq!(again.status, 201, "{}", again.text());
+    assert_ip_object_of(s, &ip, &ns, "s2");
+}
+
+#[test]
+fn ip_held_by_an_ip_address_cannot_be_allocated() {
+    let s = &Server::start(&[]);
+    let ns = s.namespace("ipobj-held");
+    let ip = "10.0.0.200";
+    let made = s.send_json(
+        "POST",
+        IPS,
+        &user_ip_address(
+            ip,
+            json!({"resource": "services", "name": "foo", "namespace": ns}),
+        ),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    let refused = create_service(s, &ns, "b", Some(ip));
+    assert_eq!(
+        status(&refused),
+        (
+            422,
+            "Invalid".into(),
+            "Service \"b\" is invalid: spec.clusterIPs: Invalid value: [\"10.0.0.200\"]: failed to allocate IP 10.0.0.200: provided IP is already allocated".into()
+        )
+    );
+    let cause = &refused.json()["details"]["causes"][0];
+    assert_eq!(cause["field"], "spec.clusterIPs");
+    // So is the kubernetes service's.
+    let (code, _, message) = status(&create_service(s, &ns, "c", Some("10.0.0.1")));
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("provided IP is already allocated"),
+        "{message}"
+    );
+    // Outside every ServiceCIDR, as upstream's multi-range allocator words it.
+    let (code, _, message) = status(&create_service(s, &ns, "d", Some("10.99.0.6")));
+    assert_eq!(
+        (code, message.as_str()),
+        (422, "Service \"d\" is invalid: spec.clusterIPs: Invalid value: [\"10.99.0.6\"]: failed to allocate IP 10.99.0.6: the provided network does not match the current range")
+    );
+    // The user's object is left alone.
+    let kept = ip_address(s, ip).json();
+    assert_eq!(kept["spec"]["parentRef"]["name"], "foo");
+    assert!(kept["metadata"].get("labels").is_none(), "{kept}");
+    assert_eq!(
+        s.http("DELETE", &format!("{IPS}/{ip}"), &[], None).status,
+        200
+    );
+    let freed = create_service(s, &ns, "b", Some(ip));
+    assert_eq!(freed.status, 201, "{}", freed.text());
+}
+
+#[test]
+fn extra_service_cidr_serves_its_range() {
+    let s = server();
+    let ns = s.namespace("ipobj-cidr");
+    let made = s.send_json(
+        "POST",
+        CIDRS,
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                "metadata": {"name": "extra"}, "spec": {"cidrs": ["10.7.0.0/24"]}}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    assert_eq!(made.json()["status"], json!({}));
+    // The allocator's controller picks it up from its watch.
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            create_service(s, &ns, "in-extra", Some("10.7.0.5")).status == 201
+        }),
+        "10.7.0.5 never became allocatable"
+    );
+    assert_ip_object_of(s, "10.7.0.5", &ns, "in-extra");
+    // Not ready: no longer served.
+    let not_ready = s.send_json("PUT", &format!("{CIDRS}/extra/status"), &{
+        let mut v = s.get(&format!("{CIDRS}/extra")).json();
+        v["status"] = json!({"conditions": [{"type": "Ready", "status": "False",
+                "reason": "x", "message": "m", "lastTransitionTime": "2020-01-01T00:00:00Z"}]});
+        v
+    });
+    assert_eq!(not_ready.status, 200, "{}", not_ready.text());
+    let mut attempt = 0;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            attempt += 1;
+            let name = format!("late-{attempt}");
+            let (code, _, message) = status(&create_service(s, &ns, &name, Some("10.7.0.6")));
+            if code == 0 {
+                // Created while the change was on its way: give the IP back for the next try.
+                s.http(
+                    "DELETE",
+                    &format!("/api/v1/namespaces/{ns}/services/{name}"),
+                    &[],
+                    None,
+                );
+            }
+            code == 422
+                && message.ends_with("the provided network does not match the current range")
+        }),
+        "a ServiceCIDR that is not ready still served"
+    );
+    assert_eq!(
+        s.http("DELETE", &format!("{CIDRS}/extra"), &[], None)
+            .status,
+        200
+    );
+}
+
+/// Validation answers as upstream v1.36's (observed on the kit).
+#[test]
+fn validation_matches_upstream() {
+    let s = server();
+    let rows: Vec<(&str, Value, &str)> = vec![
+        (IPS, user_ip_address("10.0.0.07", json!({"resource": "services", "name": "x"})),
+         "IPAddress.networking.k8s.io \"10.0.0.07\" is invalid: metadata.name: Invalid value: \"10.0.0.07\": must not have leading 0s"),
+        (IPS, user_ip_address("foo", json!({"resource": "services", "name": "x"})),
+         "IPAddress.networking.k8s.io \"foo\" is invalid: metadata.name: Invalid value: \"foo\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+        (IPS, user_ip_address("2001:db8::0001", json!({"resource": "services", "name": "x"})),
+         "IPAddress.networking.k8s.io \"2001:db8::0001\" is invalid: metadata.name: Invalid value: \"2001:db8::0001\": must be in canonical form (\"2001:db8::1\")"),
+        (IPS, user_ip_address("10.0.0.77", json!({})),
+         "IPAddress.networking.k8s.io \"10.0.0.77\" is invalid: [spec.parentRef.resource: Required value, spec.parentRef.name: Required value]"),
+        (IPS, user_ip_address("10.0.0.78", json!({"resource": "a/b", "name": "..", "namespace": "%"})),
+         "IPAddress.networking.k8s.io \"10.0.0.78\" is invalid: [spec.parentRef.resource: Invalid value: \"a/b\": may not contain '/', spec.parentRef.name: Invalid value: \"..\": may not be '..', spec.parentRef.namespace: Invalid value: \"%\": may not contain '%']"),
+        (CIDRS, json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "v"}, "spec": {}}),
+         "ServiceCIDR.networking.k8s.io \"v\" is invalid: spec.cidrs: Required value: at least one CIDR required"),
+        (CIDRS, json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "v"}, "spec": {"cidrs": ["10.1.0.0/16", "10.2.0.0/16"]}}),
+         "ServiceCIDR.networking.k8s.io \"v\" is invalid: spec.cidrs: Invalid value: [\"10.1.0.0/16\",\"10.2.0.0/16\"]: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"),
+        (CIDRS, json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR", "metadata": {"name": "v"}, "spec": {"cidrs": ["10.1.0.1/16"]}}),
+         "ServiceCIDR.networking.k8s.io \"v\" is invalid: spec.cidrs[0]: Invalid value: \"10.1.0.1/16\": must not have bits set beyond the prefix length"),
+    ];
+    for (path, body, message) in rows {
+        let got = s.send_json("POST", path, &body);
+        assert_eq!(
+            status(&got),
+            (422, "Invalid".into(), message.into()),
+            "{body}"
+        );
+    }
+    // Specs are immutable.
+    let ns = s.namespace("ipobj-valid");
+    // Outside the range: no service of another test can hold it.
+    let ip = "10.250.0.79";
+    let parent = json!({"resource": "services", "name": "x", "namespace": ns});
+    assert_eq!(
+        s.send_json("POST", IPS, &user_ip_address(ip, parent))
+            .status,
+        201
+    );
+    let mut changed = ip_address(s, ip).json();
+    changed["spec"]["parentRef"]["name"] = json!("y");
+    let got = s.send_json("PUT", &format!("{IPS}/{ip}"), &changed);
+    assert_eq!(
+        status(&got),
+        (422, "Invalid".into(), format!("IPAddress.networking.k8s.io \"{ip}\" is invalid: spec.parentRef: Invalid value: {{\"Group\":\"\",\"Resource\":\"services\",\"Namespace\":\"{ns}\",\"Name\":\"y\"}}: field is immutable"))
+    );
+    s.http("DELETE", &format!("{IPS}/{ip}"), &[], None);
+    let mut cidr = s.get(&format!("{CIDRS}/kubernetes")).json();
+    cidr["spec"]["cidrs"] = json!(["10.8.0.0/24"]);
+    let got = s.send_json("PUT", &format!("{CIDRS}/kubernetes"), &cidr);
+    assert_eq!(
+        status(&got),
+        (422, "Invalid".into(), "ServiceCIDR.networking.k8s.io \"kubernetes\" is invalid: spec.cidrs[0]: Invalid value: \"10.8.0.0/24\": field is immutable".into())
+    );
+}
+
+/// A restart on the same data finds one IPAddress per cluster IP: kept ones unchanged, a
+/// missing one recreated, an orphan the allocator made removed, a user's kept.
+#[test]
+fn restart_keeps_ip_addresses_consistent() {
+    if !common::persistent_backend() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let ns = s.namespace("ipobj-restart");
+    let a = cluster_ip(&create_service(&s, &ns, "a", None).json());
+    let b = cluster_ip(&create_service(&s, &ns, "b", None).json());
+    let a_uid = ip_address(&s, &a).json()["metadata"]["uid"].clone();
+    // b's object goes missing; an allocator-made object outlives its service (a crash
+    // between the two writes); a user's object names no live service.
+    assert_eq!(
+        s.http("DELETE", &format!("{IPS}/{b}"), &[], None).status,
+        200
+    );
+    let mut orphan = user_ip_address(
+        "10.0.0.250",
+        json!({"resource": "services", "name": "gone", "namespace": ns}),
+    );
+    orphan["metadata"]["labels"] = json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
+        "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"});
+    let users = user_ip_address(
+        "10.0.0.251",
+        json!({"resource": "services", "name": "gone", "namespace": ns}),
+    );
+    assert_eq!(s.send_json("POST", IPS, &orphan).status, 201);
+    assert_eq!(s.send_json("POST", IPS, &users).status, 201);
+    let cidr_uid = s.get(&format!("{CIDRS}/kubernetes")).json()["metadata"]["uid"].clone();
+    let (tmp, dir) = s.into_data();
+
+    let s = Server::start_at(tmp, dir, &[]);
+    assert_eq!(ip_address(&s, &a).json()["metadata"]["uid"], a_uid);
+    assert_ip_object_of(&s, &b, &ns, "b");
+    assert_eq!(ip_address(&s, "10.0.0.250").status, 404);
+    assert_eq!(ip_address(&s, "10.0.0.251").status, 200);
+    assert_ip_object_of(&s, "10.0.0.1", "default", "kubernetes");
+    assert_eq!(
+        s.get(&format!("{CIDRS}/kubernetes")).json()["metadata"]["uid"],
+        cidr_uid
+    );
+    // One object per IP, and the taken set rebuilt: the held IPs cannot be had.
+    let items = s.get(IPS).json()["items"].as_array().unwrap().clone();
+    let mut names: Vec<&str> = items
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), "10.0.0.251"];
+    want.sort();
+    assert_eq!(names, want);
+    for (name, ip) in [("x", &a), ("y", &b)] {
+        let (code, _, message) = status(&create_service(&s, &ns, name, Some(ip)));
+        assert_eq!(code, 422, "{message}");
+        assert!(
+            message.ends_with("provided IP is already allocated"),
+            "{message}"
+        );
+    }
+    // The orphan's IP is free again.
+    assert_eq!(create_service(&s, &ns, "z", Some("10.0.0.250")).status, 201);
+}
