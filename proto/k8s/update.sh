@@ -25,6 +25,14 @@ apt-get "${apt_opts[@]}" update >/dev/null
   golang-github-google-gnostic-models-dev=0.7.1-1)
 for deb in "$work"/deb/*.deb; do dpkg-deb -x "$deb" "$work/x"; done
 src="$work/x/usr/share/gocode/src"
+# APIService (apiregistration.k8s.io): Debian packages no kube-aggregator, so its published
+# generated.proto and Go types come from a git copy of k8s.io/kube-aggregator, tag
+# KUBE_AGGREGATOR_TAG (v0.36.2 = commit af2b349648d5bbb78b2d42ec95a6b19ae4231401), given as
+# KUBE_AGGREGATOR_GIT (a git directory, e.g. a clone of github.com/kubernetes/kube-aggregator).
+: "${KUBE_AGGREGATOR_GIT:?set KUBE_AGGREGATOR_GIT to a git directory of k8s.io/kube-aggregator}"
+mkdir -p "$src/k8s.io/kube-aggregator"
+git --git-dir "$KUBE_AGGREGATOR_GIT" archive "${KUBE_AGGREGATOR_TAG:-v0.36.2}" pkg/apis/apiregistration \
+  | tar -x -C "$src/k8s.io/kube-aggregator"
 rm -rf "$here/k8s.io"
 (cd "$src" && find k8s.io -name generated.proto -not -path '*testapigroup*') | while read -r f; do
   mkdir -p "$here/$(dirname "$f")"

@@ -311,14 +311,21 @@ fn restart_keeps_ip_addresses_consistent() {
         s.http("DELETE", &format!("{IPS}/{b}"), &[], None).status,
         200
     );
+    // Two IPs neither service was given (the allocator picks at random).
+    let free: Vec<String> = (240..256)
+        .map(|i| format!("10.0.0.{i}"))
+        .filter(|ip| *ip != a && *ip != b)
+        .take(2)
+        .collect();
+    let (orphan_ip, users_ip) = (free[0].as_str(), free[1].as_str());
     let mut orphan = user_ip_address(
-        "10.0.0.250",
+        orphan_ip,
         json!({"resource": "services", "name": "gone", "namespace": ns}),
     );
     orphan["metadata"]["labels"] = json!({"ipaddress.kubernetes.io/ip-family": "IPv4",
         "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"});
     let users = user_ip_address(
-        "10.0.0.251",
+        users_ip,
         json!({"resource": "services", "name": "gone", "namespace": ns}),
     );
     assert_eq!(s.send_json("POST", IPS, &orphan).status, 201);
@@ -329,8 +336,8 @@ fn restart_keeps_ip_addresses_consistent() {
     let s = Server::start_at(tmp, dir, &[]);
     assert_eq!(ip_address(&s, &a).json()["metadata"]["uid"], a_uid);
     assert_ip_object_of(&s, &b, &ns, "b");
-    assert_eq!(ip_address(&s, "10.0.0.250").status, 404);
-    assert_eq!(ip_address(&s, "10.0.0.251").status, 200);
+    assert_eq!(ip_address(&s, orphan_ip).status, 404);
+    assert_eq!(ip_address(&s, users_ip).status, 200);
     assert_ip_object_of(&s, "10.0.0.1", "default", "kubernetes");
     assert_eq!(
         s.get(&format!("{CIDRS}/kubernetes")).json()["metadata"]["uid"],
@@ -343,7 +350,7 @@ fn restart_keeps_ip_addresses_consistent() {
         .map(|o| o["metadata"]["name"].as_str().unwrap())
         .collect();
     names.sort();
-    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), "10.0.0.251"];
+    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), users_ip];
     want.sort();
     assert_eq!(names, want);
     for (name, ip) in [("x", &a), ("y", &b)] {
@@ -355,5 +362,5 @@ fn restart_keeps_ip_addresses_consistent() {
         );
     }
     // The orphan's IP is free again.
-    assert_eq!(create_service(&s, &ns, "z", Some("10.0.0.250")).status, 201);
+    assert_eq!(create_service(&s, &ns, "z", Some(orphan_ip)).status, 201);
 }

@@ -108,6 +108,7 @@ const CRD: Traits = Traits {
 };
 const APISERVICE: Traits = Traits {
     unconditional_update: false,
+    empty_status_on_create: true,
     ..t(true, false, false, false)
 };
 
