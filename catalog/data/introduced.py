@@ -2,7 +2,7 @@
 """Regenerate catalog/src/introduced.rs: the Kubernetes release that introduced each built-in
 kind's group/version, for `--emulated-version`.
 
-Source: the PyPI package kubernetes-validate (the same wheel as schema/data/regen.py), which
+Source: the PyPI package kubernetes-validate (the wheel schema/data/regen.py names), which
 ships the published OpenAPI definitions of several releases. A kind is introduced in the first
 of the emulatable releases (the binary's minor and the three before it) whose definitions carry
 its `x-kubernetes-group-version-kind`; kinds already in the oldest emulatable release are left
@@ -12,32 +12,21 @@ Usage: python3 catalog/data/introduced.py [--wheel PATH]   (run from anywhere)
 """
 
 import argparse
+import importlib.util
 import io
 import json
 import pathlib
-import subprocess
-import sys
-import tempfile
 import zipfile
 
-PACKAGE = "kubernetes-validate"
-PACKAGE_VERSION = "1.36.0"
+# The wheel and its download are schema/data/regen.py's: one version for both data sets.
+_REGEN = pathlib.Path(__file__).resolve().parents[2] / "schema" / "data" / "regen.py"
+_spec = importlib.util.spec_from_file_location("regen", _REGEN)
+regen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(regen)
+PACKAGE, PACKAGE_VERSION = regen.PACKAGE, regen.PACKAGE_VERSION
 BINARY_MINOR = 36
 EMULATABLE = range(BINARY_MINOR - 3, BINARY_MINOR + 1)
 OUT = pathlib.Path(__file__).resolve().parent.parent / "src" / "introduced.rs"
-
-
-def fetch_wheel() -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", tmp,
-             f"{PACKAGE}=={PACKAGE_VERSION}"],
-            check=True,
-        )
-        wheels = list(pathlib.Path(tmp).glob("*.whl"))
-        if len(wheels) != 1:
-            sys.exit(f"expected one wheel, found {wheels}")
-        return wheels[0].read_bytes()
 
 
 def kinds(zf: zipfile.ZipFile, minor: int) -> set:
@@ -56,7 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wheel", type=pathlib.Path)
     args = ap.parse_args()
-    data = args.wheel.read_bytes() if args.wheel else fetch_wheel()
+    data = args.wheel.read_bytes() if args.wheel else regen.fetch_wheel()
     zf = zipfile.ZipFile(io.BytesIO(data))
     per_release = {m: kinds(zf, m) for m in EMULATABLE}
     rows = []
@@ -74,6 +63,7 @@ def main():
         f"pub(crate) const BINARY_MINOR: u32 = {BINARY_MINOR};",
         "",
         "/// `(group, version, kind, minor)`: `group/version` serves `kind` from release 1.`minor`.",
+        "#[rustfmt::skip]",
         "pub(crate) const INTRODUCED: &[(&str, &str, &str, u32)] = &[",
     ]
     lines += [f'    ("{g}", "{v}", "{k}", {m}),' for g, v, k, m in rows]

@@ -7,55 +7,21 @@
 pub(crate) const BINARY_MINOR: u32 = 36;
 
 /// `(group, version, kind, minor)`: `group/version` serves `kind` from release 1.`minor`.
+#[rustfmt::skip]
 pub(crate) const INTRODUCED: &[(&str, &str, &str, u32)] = &[
-    (
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingAdmissionPolicy",
-        36,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "v1",
-        "MutatingAdmissionPolicyBinding",
-        36,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "v1beta1",
-        "MutatingAdmissionPolicy",
-        34,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "v1beta1",
-        "MutatingAdmissionPolicyBinding",
-        34,
-    ),
-    (
-        "certificates.k8s.io",
-        "v1beta1",
-        "PodCertificateRequest",
-        35,
-    ),
+    ("admissionregistration.k8s.io", "v1", "MutatingAdmissionPolicy", 36),
+    ("admissionregistration.k8s.io", "v1", "MutatingAdmissionPolicyBinding", 36),
+    ("admissionregistration.k8s.io", "v1beta1", "MutatingAdmissionPolicy", 34),
+    ("admissionregistration.k8s.io", "v1beta1", "MutatingAdmissionPolicyBinding", 34),
+    ("certificates.k8s.io", "v1beta1", "PodCertificateRequest", 35),
     ("resource.k8s.io", "v1", "DeviceClass", 34),
     ("resource.k8s.io", "v1", "ResourceClaim", 34),
     ("resource.k8s.io", "v1", "ResourceClaimTemplate", 34),
     ("resource.k8s.io", "v1", "ResourceSlice", 34),
-    (
-        "resource.k8s.io",
-        "v1alpha3",
-        "ResourcePoolStatusRequest",
-        36,
-    ),
+    ("resource.k8s.io", "v1alpha3", "ResourcePoolStatusRequest", 36),
     ("resource.k8s.io", "v1beta2", "DeviceTaintRule", 36),
     ("scheduling.k8s.io", "v1alpha2", "PodGroup", 36),
     ("scheduling.k8s.io", "v1alpha2", "Workload", 36),
     ("storage.k8s.io", "v1", "VolumeAttributesClass", 34),
-    (
-        "storagemigration.k8s.io",
-        "v1beta1",
-        "StorageVersionMigration",
-        35,
-    ),
+    ("storagemigration.k8s.io", "v1beta1", "StorageVersionMigration", 35),
 ];

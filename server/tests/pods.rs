@@ -263,7 +263,7 @@ fn resize_changes_only_cpu_and_memory() {
     create_pod(s, &ns, BURSTABLE);
     let pod = s.json(&["get", "pod", "resizable", "-n", &ns]);
     assert_eq!(pod["metadata"]["generation"], 1);
-    let resize = |patch: &str| {
+    let resize_as = |patch_type: &str, patch: &str| {
         s.kubectl(&[
             "patch",
             "pod",
@@ -272,12 +272,15 @@ fn resize_changes_only_cpu_and_memory() {
             &ns,
             "--subresource",
             "resize",
+            "--type",
+            patch_type,
             "-p",
             patch,
             "-o",
             "json",
         ])
     };
+    let resize = |patch: &str| resize_as("strategic", patch);
     // The image in the body is ignored; cpu changes and the generation follows.
     let out = resize(
         r#"{"spec":{"containers":[{"name":"app","image":"other:2","resources":{"requests":{"cpu":"150m"}}}]}}"#,
@@ -314,19 +317,10 @@ fn resize_changes_only_cpu_and_memory() {
         r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"128Mi"}}}]}}"#,
         r#"spec: Invalid value: "Burstable": Pod QOS Class may not change as a result of resizing"#,
     );
-    let out = s.kubectl(&[
-        "patch",
-        "pod",
-        "resizable",
-        "-n",
-        &ns,
-        "--subresource",
-        "resize",
-        "--type",
+    let out = resize_as(
         "json",
-        "-p",
         r#"[{"op":"remove","path":"/spec/containers/0/resources/limits/cpu"}]"#,
-    ]);
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains(
         "spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"
     ));
