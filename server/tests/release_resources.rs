@@ -40,32 +40,12 @@ const NO_PROTOBUF: &[(&str, &str)] = &[];
 /// two agree (then remove them here).
 const STATUS_ZERO_VALUES_MISSING: &[(&str, &str)] = &[
     (
-        "v1 PersistentVolumeClaim",
-        r#"upstream: status {"phase":"Pending"}"#,
-    ),
-    (
-        "v1 PersistentVolume",
-        r#"upstream: status {"phase":"Pending","lastPhaseTransitionTime":...}"#,
-    ),
-    (
         "autoscaling/v1 HorizontalPodAutoscaler",
         r#"upstream: status {"currentReplicas":0,"desiredReplicas":0}"#,
     ),
     (
         "autoscaling/v2 HorizontalPodAutoscaler",
         r#"upstream: status {"currentMetrics":null,"desiredReplicas":0}"#,
-    ),
-    (
-        "networking.k8s.io/v1 Ingress",
-        r#"upstream: status {"loadBalancer":{}}"#,
-    ),
-    (
-        "policy/v1 PodDisruptionBudget",
-        "upstream: status with the four counts at 0",
-    ),
-    (
-        "storage.k8s.io/v1 VolumeAttachment",
-        r#"upstream: status {"attached":false}"#,
     ),
     (
         "apiextensions.k8s.io/v1 CustomResourceDefinition",

@@ -54,6 +54,9 @@ pub struct Strategy {
     pub(crate) traits: Traits,
     pub(crate) names: NameCheck,
     pub(crate) fields: &'static [&'static str],
+    /// The status a new object starts with when upstream's zero status is not empty in JSON
+    /// (non-`omitempty` fields Go prints at their zero value).
+    pub(crate) zero_status: Option<fn(&crate::Ctx) -> serde_json::Value>,
 }
 
 const fn t(status: bool, generation: bool, cou: bool, namespaced: bool) -> Traits {
@@ -95,6 +98,29 @@ const fn row(group: &'static str, resource: &'static str, kind: Kind, traits: Tr
         } else {
             fields::CLUSTER_META
         },
+        zero_status: None,
+    }
+}
+
+/// Upstream's new-object statuses (recorded from kube-apiserver v1.36.2), in Go field order.
+mod zero {
+    use crate::Ctx;
+    use serde_json::{json, Value};
+
+    pub(super) fn pending(_: &Ctx) -> Value {
+        json!({"phase": "Pending"})
+    }
+    pub(super) fn pending_since(ctx: &Ctx) -> Value {
+        json!({"phase": "Pending", "lastPhaseTransitionTime": ctx.now_rfc3339})
+    }
+    pub(super) fn load_balancer(_: &Ctx) -> Value {
+        json!({"loadBalancer": {}})
+    }
+    pub(super) fn disruption_counts(_: &Ctx) -> Value {
+        json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+    }
+    pub(super) fn detached(_: &Ctx) -> Value {
+        json!({"attached": false})
     }
 }
 
@@ -158,18 +184,24 @@ static TABLE: &[Strategy] = &[
     },
     row("", "endpoints", K::Other, t(false, false, true, true)),
     row("", "limitranges", K::Other, t(false, false, true, true)),
-    row(
-        "",
-        "persistentvolumes",
-        K::Other,
-        t(true, false, false, false),
-    ),
-    row(
-        "",
-        "persistentvolumeclaims",
-        K::Other,
-        t(true, false, false, true),
-    ),
+    Strategy {
+        zero_status: Some(zero::pending_since),
+        ..row(
+            "",
+            "persistentvolumes",
+            K::Other,
+            t(true, false, false, false),
+        )
+    },
+    Strategy {
+        zero_status: Some(zero::pending),
+        ..row(
+            "",
+            "persistentvolumeclaims",
+            K::Other,
+            t(true, false, false, true),
+        )
+    },
     row(
         "",
         "resourcequotas",
@@ -227,18 +259,24 @@ static TABLE: &[Strategy] = &[
         K::Other,
         t(true, false, false, true),
     ),
-    row(
-        "policy",
-        "poddisruptionbudgets",
-        K::Other,
-        t(true, true, false, true),
-    ),
-    row(
-        "networking.k8s.io",
-        "ingresses",
-        K::Other,
-        t(true, false, false, true),
-    ),
+    Strategy {
+        zero_status: Some(zero::disruption_counts),
+        ..row(
+            "policy",
+            "poddisruptionbudgets",
+            K::Other,
+            t(true, true, false, true),
+        )
+    },
+    Strategy {
+        zero_status: Some(zero::load_balancer),
+        ..row(
+            "networking.k8s.io",
+            "ingresses",
+            K::Other,
+            t(true, false, false, true),
+        )
+    },
     row(
         "networking.k8s.io",
         "ingressclasses",
@@ -392,12 +430,15 @@ static TABLE: &[Strategy] = &[
         K::Other,
         t(false, false, false, false),
     ),
-    row(
-        "storage.k8s.io",
-        "volumeattachments",
-        K::Other,
-        t(true, false, false, false),
-    ),
+    Strategy {
+        zero_status: Some(zero::detached),
+        ..row(
+            "storage.k8s.io",
+            "volumeattachments",
+            K::Other,
+            t(true, false, false, false),
+        )
+    },
     row(
         "storage.k8s.io",
         "csidrivers",

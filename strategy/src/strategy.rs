@@ -105,6 +105,9 @@ impl Strategy {
         if tr.empty_status_on_create {
             set_status(obj, Value::Object(Default::default()));
         }
+        if let Some(zero) = self.zero_status {
+            set_status(obj, zero(ctx));
+        }
     }
 
     /// Validates a new object: its `ObjectMeta` with the type's name rule, then the type's

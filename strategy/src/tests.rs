@@ -1726,3 +1726,42 @@ fn pod_resize_writes() {
     prepare_for_update("", "pods", &mut changed, &old, &ctx());
     assert_eq!(validate_update("", "pods", &changed, &old).len(), 1);
 }
+
+/// Recorded from kube-apiserver v1.36.2 (`kubectl create --dry-run=server`): the statuses new
+/// objects show when Go prints zero values that are not `omitempty`.
+#[test]
+fn zero_statuses_of_new_objects() {
+    let cases = [
+        ("", "persistentvolumeclaims", json!({"phase": "Pending"})),
+        (
+            "",
+            "persistentvolumes",
+            json!({"phase": "Pending", "lastPhaseTransitionTime": ctx().now_rfc3339}),
+        ),
+        (
+            "networking.k8s.io",
+            "ingresses",
+            json!({"loadBalancer": {}}),
+        ),
+        (
+            "policy",
+            "poddisruptionbudgets",
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        ),
+        (
+            "storage.k8s.io",
+            "volumeattachments",
+            json!({"attached": false}),
+        ),
+    ];
+    for (group, resource, want) in cases {
+        // A status in the body is dropped, as for every type with a status subresource.
+        let obj = json!({"metadata": {"name": "x", "namespace": "d"}, "spec": {},
+                         "status": {"phase": "Bound", "attached": true}});
+        assert_eq!(
+            created(group, resource, obj)["status"],
+            want,
+            "{group}/{resource}"
+        );
+    }
+}
