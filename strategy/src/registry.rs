@@ -54,9 +54,10 @@ pub struct Strategy {
     pub(crate) traits: Traits,
     pub(crate) names: NameCheck,
     pub(crate) fields: &'static [&'static str],
-    /// The status a new object starts with when upstream's zero status is not empty in JSON
-    /// (non-`omitempty` fields Go prints at their zero value).
-    pub(crate) zero_status: Option<fn(&crate::Ctx) -> serde_json::Value>,
+    /// The status a new object starts with, from the object and the request: upstream's zero
+    /// status where it is not empty in JSON (non-`omitempty` fields Go prints at their zero
+    /// value), or what its create strategy sets.
+    pub(crate) initial_status: Option<fn(&serde_json::Value, &crate::Ctx) -> serde_json::Value>,
 }
 
 const fn t(status: bool, generation: bool, cou: bool, namespaced: bool) -> Traits {
@@ -98,7 +99,7 @@ const fn row(group: &'static str, resource: &'static str, kind: Kind, traits: Tr
         } else {
             fields::CLUSTER_META
         },
-        zero_status: None,
+        initial_status: None,
     }
 }
 
@@ -107,20 +108,29 @@ mod zero {
     use crate::Ctx;
     use serde_json::{json, Value};
 
-    pub(super) fn pending(_: &Ctx) -> Value {
+    pub(super) fn pending(_: &Value, _: &Ctx) -> Value {
         json!({"phase": "Pending"})
     }
-    pub(super) fn pending_since(ctx: &Ctx) -> Value {
+    pub(super) fn pending_since(_: &Value, ctx: &Ctx) -> Value {
         json!({"phase": "Pending", "lastPhaseTransitionTime": ctx.now_rfc3339})
     }
-    pub(super) fn load_balancer(_: &Ctx) -> Value {
+    pub(super) fn load_balancer(_: &Value, _: &Ctx) -> Value {
         json!({"loadBalancer": {}})
     }
-    pub(super) fn disruption_counts(_: &Ctx) -> Value {
+    pub(super) fn disruption_counts(_: &Value, _: &Ctx) -> Value {
         json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
     }
-    pub(super) fn detached(_: &Ctx) -> Value {
+    pub(super) fn detached(_: &Value, _: &Ctx) -> Value {
         json!({"attached": false})
+    }
+    /// An APIService served by this server itself (no `spec.service`) is available at once.
+    pub(super) fn api_service(obj: &Value, ctx: &Ctx) -> Value {
+        if obj.pointer("/spec/service").is_some_and(|s| !s.is_null()) {
+            return json!({});
+        }
+        json!({"conditions": [{"type": "Available", "status": "True",
+            "lastTransitionTime": ctx.now_rfc3339, "reason": "Local",
+            "message": "Local APIServices are always available"}]})
     }
 }
 
@@ -134,7 +144,6 @@ const CRD: Traits = Traits {
 };
 const APISERVICE: Traits = Traits {
     unconditional_update: false,
-    empty_status_on_create: true,
     ..t(true, false, false, false)
 };
 
@@ -185,7 +194,7 @@ static TABLE: &[Strategy] = &[
     row("", "endpoints", K::Other, t(false, false, true, true)),
     row("", "limitranges", K::Other, t(false, false, true, true)),
     Strategy {
-        zero_status: Some(zero::pending_since),
+        initial_status: Some(zero::pending_since),
         ..row(
             "",
             "persistentvolumes",
@@ -194,7 +203,7 @@ static TABLE: &[Strategy] = &[
         )
     },
     Strategy {
-        zero_status: Some(zero::pending),
+        initial_status: Some(zero::pending),
         ..row(
             "",
             "persistentvolumeclaims",
@@ -260,7 +269,7 @@ static TABLE: &[Strategy] = &[
         t(true, false, false, true),
     ),
     Strategy {
-        zero_status: Some(zero::disruption_counts),
+        initial_status: Some(zero::disruption_counts),
         ..row(
             "policy",
             "poddisruptionbudgets",
@@ -269,7 +278,7 @@ static TABLE: &[Strategy] = &[
         )
     },
     Strategy {
-        zero_status: Some(zero::load_balancer),
+        initial_status: Some(zero::load_balancer),
         ..row(
             "networking.k8s.io",
             "ingresses",
@@ -371,6 +380,7 @@ static TABLE: &[Strategy] = &[
     },
     Strategy {
         names: NameCheck::VersionDotGroup,
+        initial_status: Some(zero::api_service),
         ..row(
             "apiregistration.k8s.io",
             "apiservices",
@@ -431,7 +441,7 @@ static TABLE: &[Strategy] = &[
         t(false, false, false, false),
     ),
     Strategy {
-        zero_status: Some(zero::detached),
+        initial_status: Some(zero::detached),
         ..row(
             "storage.k8s.io",
             "volumeattachments",

@@ -105,8 +105,9 @@ impl Strategy {
         if tr.empty_status_on_create {
             set_status(obj, Value::Object(Default::default()));
         }
-        if let Some(zero) = self.zero_status {
-            set_status(obj, zero(ctx));
+        if let Some(initial) = self.initial_status {
+            let status = initial(obj, ctx);
+            set_status(obj, status);
         }
     }
 

@@ -1728,7 +1728,7 @@ fn pod_resize_writes() {
 }
 
 /// Recorded from kube-apiserver v1.36.2 (`kubectl create --dry-run=server`): the statuses new
-/// objects show when Go prints zero values that are not `omitempty`.
+/// objects show when Go prints zero values that are not `omitempty`, and a local APIService's.
 #[test]
 fn zero_statuses_of_new_objects() {
     let cases = [
@@ -1753,7 +1753,20 @@ fn zero_statuses_of_new_objects() {
             "volumeattachments",
             json!({"attached": false}),
         ),
+        (
+            "apiregistration.k8s.io",
+            "apiservices",
+            json!({"conditions": [{"type": "Available", "status": "True",
+                "lastTransitionTime": ctx().now_rfc3339, "reason": "Local",
+                "message": "Local APIServices are always available"}]}),
+        ),
     ];
+    let remote = json!({"metadata": {"name": "v1.x.example.com"},
+        "spec": {"service": {"namespace": "d", "name": "s"}}});
+    assert_eq!(
+        created("apiregistration.k8s.io", "apiservices", remote)["status"],
+        json!({})
+    );
     for (group, resource, want) in cases {
         // A status in the body is dropped, as for every type with a status subresource.
         let obj = json!({"metadata": {"name": "x", "namespace": "d"}, "spec": {},
