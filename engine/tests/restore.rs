@@ -175,6 +175,12 @@ fn saved_while_written_is_the_state_at_its_revision() {
     std::thread::sleep(std::time::Duration::from_millis(50));
     let snap = tmp.path().join("snap.db");
     let (r, _) = save_to(&*src, &snap);
+    // The writer goes on past R before it stops (on a loaded machine it may not have been
+    // scheduled since the save began).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while src.current_revision() <= r && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let writes = writer.join().unwrap();
     assert!(writes > 10, "the writer ran ({writes} rounds)");
