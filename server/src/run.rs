@@ -247,16 +247,24 @@ pub fn run(opts: Options) -> Result<(), String> {
                 .map_err(|e| format!("kubeconfig: {e}"))?;
         eprintln!("apiserver: wrote {}", kc.display());
     }
-    std::fs::write(data.join("port"), secure.port().to_string()).map_err(|e| e.to_string())?;
     if let Some(p) = addrs.get(1) {
-        std::fs::write(data.join("insecure-port"), p.port().to_string())
-            .map_err(|e| e.to_string())?;
+        write_whole(&data.join("insecure-port"), &p.port().to_string())?;
     }
+    // Last: tools and tests wait for this file to know the server is up.
+    write_whole(&data.join("port"), &secure.port().to_string())?;
     st.mark_ready();
     eprintln!("apiserver: serving on {server_url} ({cores} cores)");
     let signal = crate::lifecycle::wait_for_termination()?;
     shut_down(&st, &opts, server, signal);
     Ok(())
+}
+
+/// Writes `text` to `path` whole: readers never see the file empty or half written (a
+/// temporary file renamed over it).
+fn write_whole(path: &std::path::Path, text: &str) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Graceful shutdown (see `crate::lifecycle`): readiness fails, the delay passes with requests
