@@ -89,8 +89,6 @@ impl Strategy {
             }
             K::Namespace => namespace::prepare_create(obj),
             K::Service => set_status(obj, service::initial_status()),
-            // Upstream answers a new ServiceCIDR with an empty status.
-            K::ServiceCidr => set_status(obj, serde_json::json!({})),
             K::Job => {
                 workload_defaults::job_generate_selector(obj);
                 // Upstream re-defaults when the stored object is read back: Job labels then
