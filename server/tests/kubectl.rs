@@ -849,3 +849,56 @@ fn large_lists_stream_whole() {
         .all(|i| i["data"]["data"].as_str().unwrap().len() == 100_000));
     assert_eq!(list["kind"], "ConfigMapList");
 }
+
+#[test]
+fn autoscalers_are_defaulted_and_validated() {
+    let s = server();
+    let ns = s.namespace("hpa");
+    s.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        &ns,
+        "--image=nginx:1.25",
+    ]);
+    // kubectl autoscale writes autoscaling/v2; what it leaves out is defaulted, and a new
+    // autoscaler starts with Go's zero status of its version.
+    s.ok(&["autoscale", "deployment", "web", "-n", &ns, "--max=4"]);
+    let v2 = s.json(&["get", "hpa.v2.autoscaling", "web", "-n", &ns]);
+    assert_eq!(v2["spec"]["minReplicas"], 1, "{v2}");
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 80,
+        "{v2}"
+    );
+    assert_eq!(v2["status"]["desiredReplicas"], 0, "{v2}");
+    // An autoscaling/v1 object keeps its own shape.
+    let v1 = r#"{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "old"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 2}}"#;
+    let out = s.kubectl_stdin(&["create", "-n", &ns, "-f", "-"], v1);
+    assert!(out.status.success(), "{out:?}");
+    let v1 = s.json(&["get", "hpa.v1.autoscaling", "old", "-n", &ns]);
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 80, "{v1}");
+    assert_eq!(
+        v1["status"],
+        serde_json::json!({"currentReplicas": 0, "desiredReplicas": 0})
+    );
+    // Upstream's rules and messages.
+    let bad = r#"{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "bad"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "minReplicas": 3,
+                 "maxReplicas": 2,
+                 "behavior": {"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 1801}]}}}}"#;
+    let out = s.kubectl_stdin(&["create", "-n", &ns, "-f", "-"], bad);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    for want in [
+        "spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`",
+        "spec.scaleTargetRef.apiVersion: Invalid value: \"\": apiVersion must specify API group",
+        "spec.behavior.scaleUp.policies[0].periodSeconds: Invalid value: 1801: must be less than or equal to 1800",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+}

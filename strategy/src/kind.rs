@@ -32,6 +32,8 @@ pub enum Kind {
     Job,
     /// batch/v1 cronjobs
     CronJob,
+    /// autoscaling/v1 and v2 horizontalpodautoscalers
+    HorizontalPodAutoscaler,
     /// networking.k8s.io/v1 ipaddresses
     IpAddress,
     /// networking.k8s.io/v1 servicecidrs

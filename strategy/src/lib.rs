@@ -21,6 +21,7 @@
 //! May depend on: keel-api (Status causes, names, ObjectMeta validation), serde/serde_json,
 //! base64.
 
+mod autoscaling;
 mod binding;
 mod config;
 mod cron;

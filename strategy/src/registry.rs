@@ -120,6 +120,22 @@ mod zero {
     pub(super) fn disruption_counts(_: &Value, _: &Ctx) -> Value {
         json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
     }
+    pub(super) fn autoscaler(obj: &Value, _: &Ctx) -> Value {
+        crate::autoscaling::initial_status(obj)
+    }
+    /// A new CustomResourceDefinition: no conditions or accepted names yet; its storage
+    /// version is the one stored so far.
+    pub(super) fn definition(obj: &Value, _: &Ctx) -> Value {
+        let versions = obj.pointer("/spec/versions").and_then(Value::as_array);
+        let stored: Vec<&Value> = versions
+            .into_iter()
+            .flatten()
+            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .filter_map(|v| v.get("name"))
+            .collect();
+        json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
+               "storedVersions": stored})
+    }
     pub(super) fn detached(_: &Value, _: &Ctx) -> Value {
         json!({"attached": false})
     }
@@ -262,12 +278,15 @@ static TABLE: &[Strategy] = &[
         ..row("batch", "jobs", K::Job, t(true, true, false, true))
     },
     row("batch", "cronjobs", K::CronJob, t(true, true, false, true)),
-    row(
-        "autoscaling",
-        "horizontalpodautoscalers",
-        K::Other,
-        t(true, false, false, true),
-    ),
+    Strategy {
+        initial_status: Some(zero::autoscaler),
+        ..row(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            K::HorizontalPodAutoscaler,
+            t(true, false, false, true),
+        )
+    },
     Strategy {
         initial_status: Some(zero::disruption_counts),
         ..row(
@@ -371,6 +390,7 @@ static TABLE: &[Strategy] = &[
     },
     Strategy {
         names: NameCheck::PluralDotGroup,
+        initial_status: Some(zero::definition),
         ..row(
             "apiextensions.k8s.io",
             "customresourcedefinitions",

@@ -5,8 +5,8 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    binding, config, fields, generic, namespace, node, pod, scale, service, validation,
-    workload_defaults, Ctx,
+    autoscaling, binding, config, fields, generic, namespace, node, pod, scale, service,
+    validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -66,6 +66,7 @@ impl Strategy {
             K::Service => service::default_service(obj),
             K::Node => node::default_node(obj),
             K::Secret => config::default_secret(obj),
+            K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind => workload_defaults::apply(kind, obj),
         }
     }

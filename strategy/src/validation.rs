@@ -5,7 +5,9 @@ use crate::errors::FieldErr;
 use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
-use crate::{config, ipaddress, node, pod, podspec_validation, service, workload_validation};
+use crate::{
+    autoscaling, config, ipaddress, node, pod, podspec_validation, service, workload_validation,
+};
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -83,6 +85,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::ConfigMap => config::validate_config_map(obj),
         Kind::Secret => config::validate_secret(obj),
         Kind::IpAddress => ipaddress::validate(obj),
+        Kind::HorizontalPodAutoscaler => autoscaling::validate(obj),
         Kind::ServiceCidr => ipaddress::validate_service_cidr(obj),
         Kind::Namespace | Kind::Event | Kind::Other => Vec::new(),
         workload => workload_validation::validate(workload, obj),
