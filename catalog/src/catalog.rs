@@ -15,6 +15,7 @@ use crate::groups;
 use crate::runtime_config;
 use crate::storage::{self, StorageVersion, StorageVersions};
 use crate::types::{ResourceInfo, SubresourceInfo};
+use crate::versions;
 
 /// Address advertised in `/api`'s `serverAddressByClientCIDRs` until the server sets its own.
 pub const DEFAULT_SERVER_ADDRESS: &str = "127.0.0.1:6443";
@@ -52,20 +53,65 @@ impl Catalog {
         Catalog::emulating(runtime_config, Emulation::default())
     }
 
-    /// As [`Catalog::new`], for a server emulating an earlier release (`--emulated-version`):
-    /// built-in kinds introduced after it are not served; switching on by name a group/version
-    /// all of whose kinds are newer, or a newer resource, is an error (upstream's message;
-    /// keel has no `--runtime-config-emulation-forward-compatible`).
+    /// As [`Catalog::new`], for a server emulating an earlier release (`--emulated-version`),
+    /// as upstream decides it: built-in kinds introduced after the emulated release are not
+    /// served, unless `--emulation-forward-compatible` is on and a lower-priority beta or GA
+    /// version of the same resource is served, or `--runtime-config-emulation-forward-compatible`
+    /// is on and `--runtime-config` names the resource or its version. Naming such a resource,
+    /// or a version none of whose resources is served, is otherwise an error (upstream's
+    /// messages).
     pub fn emulating(runtime_config: &str, emulation: Emulation) -> Result<Catalog, String> {
         let all = all_resources();
         let known: BTreeSet<(&str, &str)> = all.iter().map(|r| (r.group, r.version)).collect();
-        let enablement = runtime_config::resolve(runtime_config, &known)?;
+        let enablement = runtime_config::resolve_emulating(
+            runtime_config,
+            &known,
+            emulation.forward_compatible,
+        )?;
         let storage = storage::builtin(&all);
+        // Each group's versions from the lowest priority up: a resource served in a beta or GA
+        // version makes it "served below" for the versions preferred to it.
+        let mut order: Vec<&ResourceInfo> = all.iter().collect();
+        order.sort_by(|a, b| {
+            a.group
+                .cmp(b.group)
+                .then_with(|| versions::compare_preferred_first(b.version, a.version))
+        });
+        let mut served_below: BTreeSet<(&str, &str)> = BTreeSet::new();
+        let mut keep: BTreeSet<(&str, &str, &str)> = BTreeSet::new();
+        for r in order {
+            if !enablement.resource_enabled(r.group, r.version, r.plural) {
+                continue;
+            }
+            let serve = match emulation.introduced_later(r.group, r.version, r.kind) {
+                None => true,
+                Some(introduced) => {
+                    if emulation.forward_compatible && served_below.contains(&(r.group, r.plural)) {
+                        true
+                    } else if emulation.runtime_config_forward_compatible
+                        && (enablement.named_resource(r.group, r.version, r.plural)
+                            || enablement.named_version(r.group, r.version))
+                    {
+                        true
+                    } else if enablement.named_resource(r.group, r.version, r.plural) {
+                        return Err(format!(
+                            "cannot enable resource {}/{}, Resource={} in runtime-config because it is introduced at 1.{introduced} after the current version 1.{}. Consider setting --runtime-config-emulation-forward-compatible=true",
+                            r.group, r.version, r.plural, emulation.emulated_minor
+                        ));
+                    } else {
+                        false
+                    }
+                }
+            };
+            if serve {
+                keep.insert((r.group, r.version, r.plural));
+                if !versions::is_alpha(r.version) {
+                    served_below.insert((r.group, r.plural));
+                }
+            }
+        }
         for (group, version) in enablement.named_versions() {
-            let mut of_version = all
-                .iter()
-                .filter(|r| r.group == group && r.version == version);
-            if of_version.all(|r| !emulation.serves(r.group, r.version, r.kind)) {
+            if !keep.iter().any(|(g, v, _)| *g == group && *v == version) {
                 let gv = if group.is_empty() {
                     version.to_owned()
                 } else {
@@ -77,22 +123,11 @@ impl Catalog {
                 ));
             }
         }
-        let mut served = Vec::new();
-        for r in all {
-            if !enablement.resource_enabled(r.group, r.version, r.plural) {
-                continue;
-            }
-            if !emulation.serves(r.group, r.version, r.kind) {
-                if enablement.named_resource(r.group, r.version, r.plural) {
-                    return Err(format!(
-                        "cannot enable resource {} of version {}/{} in runtime-config because it has been introduced after the current version 1.{}. Consider setting --runtime-config-emulation-forward-compatible=true",
-                        r.plural, r.group, r.version, emulation.emulated_minor
-                    ));
-                }
-                continue;
-            }
-            served.push(Arc::new(r));
-        }
+        let served = all
+            .into_iter()
+            .filter(|r| keep.contains(&(r.group, r.version, r.plural)))
+            .map(Arc::new)
+            .collect();
         Ok(Catalog::build(
             served,
             storage,

@@ -18,6 +18,12 @@ pub struct Emulation {
     /// The oldest release of other control-plane components the server stays compatible with
     /// (`/version`'s `minCompatibilityMinor`).
     pub min_compatibility_minor: u32,
+    /// `--emulation-forward-compatible`: a beta or GA resource served at the emulated release
+    /// is also served in its group's higher-priority versions introduced after it.
+    pub forward_compatible: bool,
+    /// `--runtime-config-emulation-forward-compatible`: resources and versions introduced
+    /// after the emulated release are served when `--runtime-config` names them.
+    pub runtime_config_forward_compatible: bool,
 }
 
 impl Default for Emulation {
@@ -52,12 +58,42 @@ impl Emulation {
         Ok(Emulation {
             emulated_minor,
             min_compatibility_minor,
+            forward_compatible: false,
+            runtime_config_forward_compatible: false,
         })
     }
 
-    /// Whether `group/version` served `kind` in the emulated release.
-    pub(crate) fn serves(&self, group: &str, version: &str, kind: &str) -> bool {
-        introduced(group, version, kind).is_none_or(|m| m <= self.emulated_minor)
+    /// Adds the two forward-compatibility flags; either may be on only while an earlier
+    /// release is emulated (upstream's messages, both when both are wrong).
+    pub fn forward_compatible(
+        self,
+        forward_compatible: bool,
+        runtime_config_forward_compatible: bool,
+    ) -> Result<Emulation, String> {
+        if self.emulated_minor == BINARY_MINOR {
+            let mut errs = Vec::new();
+            if forward_compatible {
+                errs.push("ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version");
+            }
+            if runtime_config_forward_compatible {
+                errs.push("ServerRunOptions.RuntimeConfigEmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version");
+            }
+            match errs.as_slice() {
+                [] => {}
+                [one] => return Err((*one).to_owned()),
+                many => return Err(format!("[{}]", many.join(", "))),
+            }
+        }
+        Ok(Emulation {
+            forward_compatible,
+            runtime_config_forward_compatible,
+            ..self
+        })
+    }
+
+    /// The release that introduced `group/version/kind`, when after the emulated one.
+    pub(crate) fn introduced_later(&self, group: &str, version: &str, kind: &str) -> Option<u32> {
+        introduced(group, version, kind).filter(|m| *m > self.emulated_minor)
     }
 }
 
@@ -131,7 +167,9 @@ mod tests {
             ok("", ""),
             Emulation {
                 emulated_minor: 36,
-                min_compatibility_minor: 35
+                min_compatibility_minor: 35,
+                forward_compatible: false,
+                runtime_config_forward_compatible: false,
             }
         );
         assert_eq!(ok("1.35", "").min_compatibility_minor, 34);
@@ -167,15 +205,23 @@ mod tests {
     #[test]
     fn kinds_newer_than_the_emulated_release_are_not_served() {
         let at = |m: &str| Emulation::parse(m, "").unwrap();
-        assert!(at("1.36").serves("resource.k8s.io", "v1", "ResourceClaim"));
-        assert!(at("1.34").serves("resource.k8s.io", "v1", "ResourceClaim"));
-        assert!(!at("1.33").serves("resource.k8s.io", "v1", "ResourceClaim"));
-        assert!(!at("1.35").serves(
+        let serves =
+            |e: Emulation, g: &str, v: &str, k: &str| e.introduced_later(g, v, k).is_none();
+        assert!(serves(at("1.36"), "resource.k8s.io", "v1", "ResourceClaim"));
+        assert!(serves(at("1.34"), "resource.k8s.io", "v1", "ResourceClaim"));
+        assert!(!serves(
+            at("1.33"),
+            "resource.k8s.io",
+            "v1",
+            "ResourceClaim"
+        ));
+        assert!(!serves(
+            at("1.35"),
             "admissionregistration.k8s.io",
             "v1",
             "MutatingAdmissionPolicy"
         ));
-        assert!(at("1.33").serves("networking.k8s.io", "v1", "ServiceCIDR"));
-        assert!(at("1.33").serves("apps", "v1", "Deployment"));
+        assert!(serves(at("1.33"), "networking.k8s.io", "v1", "ServiceCIDR"));
+        assert!(serves(at("1.33"), "apps", "v1", "Deployment"));
     }
 }

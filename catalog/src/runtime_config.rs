@@ -40,6 +40,12 @@ impl Enablement {
             .map(|(g, v)| (g.as_str(), v.as_str()))
     }
 
+    /// Whether `<group>/<version>=true` was given.
+    pub(crate) fn named_version(&self, group: &str, version: &str) -> bool {
+        self.named_versions
+            .contains(&(group.to_owned(), version.to_owned()))
+    }
+
     /// Whether `<group>/<version>/<plural>=true` was given.
     pub(crate) fn named_resource(&self, group: &str, version: &str, plural: &str) -> bool {
         let key = (group.to_owned(), version.to_owned(), plural.to_owned());
@@ -117,6 +123,18 @@ fn parse_target(key: &str) -> Result<Option<Target>, String> {
 
 /// Resolves a `--runtime-config` value against the known `(group, version)` pairs.
 pub(crate) fn resolve(input: &str, known: &BTreeSet<(&str, &str)>) -> Result<Enablement, String> {
+    resolve_emulating(input, known, false)
+}
+
+/// As [`resolve`]; with `forward_compatible` (`--emulation-forward-compatible`) every beta or
+/// GA version or resource switched on also switches on its group's higher-priority versions
+/// (of that resource), and then the keys naming versions and resources are applied again so
+/// that what they switch off stays off.
+pub(crate) fn resolve_emulating(
+    input: &str,
+    known: &BTreeSet<(&str, &str)>,
+    forward_compatible: bool,
+) -> Result<Enablement, String> {
     if input.len() > RUNTIME_CONFIG_BYTES_MAX {
         return Err(format!(
             "runtime-config is longer than {RUNTIME_CONFIG_BYTES_MAX} bytes"
@@ -130,7 +148,56 @@ pub(crate) fn resolve(input: &str, known: &BTreeSet<(&str, &str)>) -> Result<Ena
     }
     apply_matchers(&pairs, known, &mut out)?;
     apply_targets(&pairs, known, &mut out)?;
+    if forward_compatible {
+        forward(&mut out, known);
+        apply_targets(&pairs, known, &mut out)?;
+    }
     Ok(out)
+}
+
+/// The versions of `group` preferred to `version` (higher priority), alpha ones excepted
+/// from being the starting point.
+fn preferred_to<'a>(
+    known: &'a BTreeSet<(&str, &str)>,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'a str> + 'a {
+    let alpha = parse_version(version).is_some_and(|v| v.stability == Stability::Alpha);
+    known
+        .iter()
+        .filter(move |(g, v)| {
+            !alpha
+                && *g == group
+                && crate::versions::compare_preferred_first(v, version) == std::cmp::Ordering::Less
+        })
+        .map(|(_, v)| *v)
+}
+
+/// `--emulation-forward-compatible`'s widening of what is switched on.
+fn forward(out: &mut Enablement, known: &BTreeSet<(&str, &str)>) {
+    let on_versions: Vec<(String, String)> = out
+        .versions
+        .iter()
+        .filter(|(_, on)| **on)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for (g, v) in &on_versions {
+        for higher in preferred_to(known, g, v) {
+            out.versions.insert((g.clone(), higher.to_owned()), true);
+        }
+    }
+    let on_resources: Vec<(String, String, String)> = out
+        .resources
+        .iter()
+        .filter(|(_, on)| **on)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for (g, v, r) in &on_resources {
+        for higher in preferred_to(known, g, v) {
+            out.resources
+                .insert((g.clone(), higher.to_owned(), r.clone()), true);
+        }
+    }
 }
 
 fn apply_matchers(

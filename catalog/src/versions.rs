@@ -65,6 +65,11 @@ pub(crate) fn compare_preferred_first(a: &str, b: &str) -> Ordering {
     }
 }
 
+/// Whether a version is an alpha (`v1alpha3`).
+pub(crate) fn is_alpha(version: &str) -> bool {
+    matches!(parse(version), Some(v) if v.stability == Stability::Alpha)
+}
+
 /// Whether a version is GA (`v1`, `v2`): only those are served by default in v1.32.
 pub(crate) fn is_ga(version: &str) -> bool {
     matches!(parse(version), Some(v) if v.stability == Stability::Ga)

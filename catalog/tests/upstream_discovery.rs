@@ -70,7 +70,14 @@ fn emulation_refuses_naming_what_came_later() {
         Catalog::emulating("resource.k8s.io/v1=true", at_1_33).err().unwrap(),
         "cannot enable version resource.k8s.io/v1 in runtime-config because all the resources have been introduced after the current version 1.33. Consider setting --runtime-config-emulation-forward-compatible=true"
     );
-    assert!(Catalog::emulating("storage.k8s.io/v1/volumeattributesclasses=true", at_1_33).is_err());
+    // The resource-level message, as upstream's apiserver words it (GroupVersionResource
+    // printed as Go prints it).
+    assert_eq!(
+        Catalog::emulating("storage.k8s.io/v1/volumeattributesclasses=true", at_1_33)
+            .err()
+            .unwrap(),
+        "cannot enable resource storage.k8s.io/v1, Resource=volumeattributesclasses in runtime-config because it is introduced at 1.34 after the current version 1.33. Consider setting --runtime-config-emulation-forward-compatible=true"
+    );
     // A group/version with older kinds serves those; wildcards just skip the newer ones.
     let storage = Catalog::emulating("storage.k8s.io/v1=true", at_1_33).unwrap();
     assert!(storage
@@ -90,5 +97,73 @@ fn emulation_refuses_naming_what_came_later() {
     let c = Catalog::emulating("resource.k8s.io/v1=true", at_1_34).unwrap();
     assert!(c
         .lookup("resource.k8s.io", "v1", "resourceclaims")
+        .is_some());
+}
+
+#[test]
+fn forward_compatibility_flags() {
+    let at = |m: &str, forward: bool, runtime_config: bool| {
+        Emulation::parse(m, "")
+            .unwrap()
+            .forward_compatible(forward, runtime_config)
+    };
+    // Only while emulating an earlier release (upstream's messages).
+    assert_eq!(
+        at("1.36", true, false).unwrap_err(),
+        "ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version"
+    );
+    assert_eq!(
+        at("1.36", false, true).unwrap_err(),
+        "ServerRunOptions.RuntimeConfigEmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version"
+    );
+    assert!(at("1.36", true, true)
+        .unwrap_err()
+        .starts_with("[ServerRunOptions."));
+    assert!(at("1.36", false, false).is_ok());
+
+    // --runtime-config-emulation-forward-compatible: what runtime-config names is served,
+    // what it does not name is not.
+    let named = at("1.33", false, true).unwrap();
+    let c = Catalog::emulating("resource.k8s.io/v1=true", named).unwrap();
+    assert!(c
+        .lookup("resource.k8s.io", "v1", "resourceclaims")
+        .is_some());
+    let c = Catalog::emulating("storage.k8s.io/v1/volumeattributesclasses=true", named).unwrap();
+    assert!(c
+        .lookup("storage.k8s.io", "v1", "volumeattributesclasses")
+        .is_some());
+    let c = Catalog::emulating("", named).unwrap();
+    assert!(c
+        .lookup("resource.k8s.io", "v1", "resourceclaims")
+        .is_none());
+
+    // --emulation-forward-compatible: a beta served at 1.33 brings its later versions.
+    let forward = at("1.33", true, false).unwrap();
+    let c = Catalog::emulating("resource.k8s.io/v1beta1=true", forward).unwrap();
+    for v in ["v1beta1", "v1beta2", "v1"] {
+        assert!(
+            c.lookup("resource.k8s.io", v, "resourceclaims").is_some(),
+            "{v}"
+        );
+    }
+    // ... but not resources the lower version does not have, nor anything from an alpha.
+    assert!(c
+        .lookup("resource.k8s.io", "v1beta2", "devicetaintrules")
+        .is_none());
+    let c = Catalog::emulating("", forward).unwrap();
+    assert!(c
+        .lookup("resource.k8s.io", "v1", "resourceclaims")
+        .is_none());
+    // A later version switched off by name stays off.
+    let c = Catalog::emulating(
+        "resource.k8s.io/v1beta1=true,resource.k8s.io/v1=false",
+        forward,
+    )
+    .unwrap();
+    assert!(c
+        .lookup("resource.k8s.io", "v1", "resourceclaims")
+        .is_none());
+    assert!(c
+        .lookup("resource.k8s.io", "v1beta2", "resourceclaims")
         .is_some());
 }

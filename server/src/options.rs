@@ -134,6 +134,16 @@ pub struct Options {
     #[arg(long, default_value = "")]
     pub min_compatibility_version: String,
 
+    /// While emulating an earlier release: a beta or GA resource served at it is also served
+    /// in its group's higher-priority versions introduced after it.
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false)]
+    pub emulation_forward_compatible: bool,
+
+    /// While emulating an earlier release: resources and versions introduced after it are
+    /// served when `--runtime-config` names them (instead of refusing to start).
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false)]
+    pub runtime_config_emulation_forward_compatible: bool,
+
     /// Feature gates, `Name=true|false,...`. Accepted and validated for form; keel has no
     /// gated features yet.
     #[arg(long, default_value = "")]

@@ -62,7 +62,11 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
     let emulation =
-        keel_catalog::Emulation::parse(&opts.emulated_version, &opts.min_compatibility_version)?;
+        keel_catalog::Emulation::parse(&opts.emulated_version, &opts.min_compatibility_version)?
+            .forward_compatible(
+                opts.emulation_forward_compatible,
+                opts.runtime_config_emulation_forward_compatible,
+            )?;
     let catalog = keel_catalog::Catalog::emulating(&opts.runtime_config, emulation)
         .map_err(|e| format!("--runtime-config: {e}"))?;
     if opts.tls_cert_file.is_some() != opts.tls_private_key_file.is_some() {

@@ -49,6 +49,34 @@ fn emulating_1_33_hides_what_came_later() {
         beta.get("/apis/resource.k8s.io/v1/resourceclaims").status,
         404
     );
+    // With --emulation-forward-compatible the beta brings the GA version introduced later;
+    // with --runtime-config-emulation-forward-compatible a later version named is served.
+    let forward = Server::start(&[
+        "--emulated-version=1.33",
+        "--emulation-forward-compatible",
+        "--runtime-config=resource.k8s.io/v1beta1=true",
+    ]);
+    assert_eq!(
+        forward
+            .get("/apis/resource.k8s.io/v1/resourceclaims")
+            .status,
+        200
+    );
+    let named = Server::start(&[
+        "--emulated-version=1.33",
+        "--runtime-config-emulation-forward-compatible=true",
+        "--runtime-config=resource.k8s.io/v1=true",
+    ]);
+    assert_eq!(
+        named.get("/apis/resource.k8s.io/v1/deviceclasses").status,
+        200
+    );
+    assert_eq!(
+        named
+            .get("/apis/storage.k8s.io/v1/volumeattributesclasses")
+            .status,
+        404
+    );
 }
 
 #[test]
@@ -83,6 +111,8 @@ fn refused_flags_stop_the_server() {
          "minCompatibilityVersion version 1.36 is not between [1.33, 1.35]"),
         (vec!["--emulated-version", "1.33", "--runtime-config", "resource.k8s.io/v1=true"],
          "cannot enable version resource.k8s.io/v1 in runtime-config because all the resources have been introduced after the current version 1.33"),
+        (vec!["--emulation-forward-compatible"],
+         "ServerRunOptions.EmulationForwardCompatible cannot be set to true if the emulation version is the same as the binary version"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
             .args(["--data-dir", data.to_str().unwrap(), "--secure-port", "0"])
