@@ -496,31 +496,31 @@ static TABLE: &[Strategy] = &[
     row(
         "resource.k8s.io",
         "deviceclasses",
-        K::Other,
+        K::DeviceClass,
         t(false, true, false, false),
     ),
     row(
         "resource.k8s.io",
         "resourceclaims",
-        K::Other,
+        K::ResourceClaim,
         empty_status(t(true, false, false, true)),
     ),
     row(
         "resource.k8s.io",
         "resourceclaimtemplates",
-        K::Other,
+        K::ResourceClaimTemplate,
         t(false, false, false, true),
     ),
     row(
         "resource.k8s.io",
         "resourceslices",
-        K::Other,
+        K::ResourceSlice,
         t(false, true, false, false),
     ),
     row(
         "resource.k8s.io",
         "devicetaintrules",
-        K::Other,
+        K::DeviceTaintRule,
         empty_status(t(true, true, false, false)),
     ),
     row(

@@ -5,7 +5,7 @@ use crate::errors::FieldErr;
 use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
-use crate::{config, ipaddress, node, pod, podspec_validation, service, workload_validation};
+use crate::{config, dra, ipaddress, node, pod, podspec_validation, service, workload_validation};
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -85,6 +85,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::IpAddress => ipaddress::validate(obj),
         Kind::ServiceCidr => ipaddress::validate_service_cidr(obj),
         Kind::Namespace | Kind::Event | Kind::Other => Vec::new(),
+        kind if dra::owns(kind) => dra::validate_create(kind, obj),
         workload => workload_validation::validate(workload, obj),
     }
 }

@@ -1,0 +1,134 @@
+//! Dynamic Resource Allocation (`resource.k8s.io`): the defaulting, validation and write
+//! policy of DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice and
+//! DeviceTaintRule, as a v1.36 kube-apiserver applies them with its default feature gates
+//! (prioritized lists, admin access, consumable capacity, device taints, partitionable
+//! devices, binding conditions and extended resources on; list-type attributes, node
+//! allocatable mappings and device taint rules off).
+//!
+//! Error paths, reasons and messages are upstream's; where upstream validates a value this
+//! crate cannot judge (CEL selector expressions are compiled and type-checked upstream), only
+//! the checks that need no compiler are made (size bounds, the empty expression).
+//!
+//! Submodules: `common` (shared checks and list rules), `claim` (claims, templates, claim
+//! status), `slice` (ResourceSlices), `class` (DeviceClasses and DeviceTaintRules), `gojson`
+//! (how upstream prints an immutable value).
+
+mod claim;
+mod class;
+mod common;
+mod gojson;
+mod slice;
+#[cfg(test)]
+mod tests;
+
+use crate::errors::FieldErr;
+use crate::kind::Kind;
+use serde_json::Value;
+
+/// Whether `kind` is one of the DRA kinds this module owns.
+pub fn owns(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::DeviceClass
+            | Kind::ResourceClaim
+            | Kind::ResourceClaimTemplate
+            | Kind::ResourceSlice
+            | Kind::DeviceTaintRule
+    )
+}
+
+/// Schema defaults (upstream's `SetObjectDefaults_*`, applied to every decoded body) that
+/// need no clock.
+pub fn apply_defaults(kind: Kind, obj: &mut Value) {
+    match kind {
+        Kind::ResourceClaim => {
+            if let Some(spec) = obj.get_mut("spec") {
+                claim::default_claim_spec(spec);
+            }
+            if let Some(results) = obj.pointer_mut("/status/allocation/devices/results") {
+                claim::default_results(results);
+            }
+        }
+        Kind::ResourceClaimTemplate => {
+            if let Some(spec) = obj.pointer_mut("/spec/spec") {
+                claim::default_claim_spec(spec);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A create: taints without `timeAdded` get `now` (RFC 3339, whole seconds); slices lose
+/// the fields of features that are off.
+pub fn prepare_create(kind: Kind, obj: &mut Value, now: &str) {
+    match kind {
+        Kind::ResourceSlice => {
+            slice::default_slice(obj, now);
+            slice::drop_disabled(obj, None);
+        }
+        Kind::DeviceTaintRule => class::default_taint_rule(obj, now),
+        _ => {}
+    }
+}
+
+/// An update of the main resource: as [`prepare_create`], keeping fields the stored object
+/// already uses; a DeviceTaintRule's `timeAdded` follows changes of its effect.
+pub fn prepare_update(kind: Kind, new: &mut Value, old: &Value, now: &str) {
+    match kind {
+        Kind::ResourceSlice => {
+            slice::default_slice(new, now);
+            slice::drop_disabled(new, Some(old));
+        }
+        Kind::DeviceTaintRule => {
+            class::taint_rule_time_added(new, old, now);
+            class::default_taint_rule(new, now);
+        }
+        _ => {}
+    }
+}
+
+/// After the generic status write (everything but status from the stored object): upstream's
+/// `ResetObjectMetaForStatus` also keeps the stored labels, annotations and finalizers.
+pub fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
+    if !matches!(kind, Kind::ResourceClaim | Kind::DeviceTaintRule) {
+        return;
+    }
+    let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in ["labels", "annotations", "finalizers"] {
+        match old.pointer(&format!("/metadata/{key}")) {
+            Some(v) => meta.insert(key.into(), v.clone()),
+            None => meta.remove(key),
+        };
+    }
+}
+
+/// The type's own rules for a new object (without its metadata).
+pub fn validate_create(kind: Kind, obj: &Value) -> Vec<FieldErr> {
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    match kind {
+        Kind::ResourceClaim => claim::validate_claim_spec(spec, "spec", false),
+        Kind::ResourceClaimTemplate => claim::validate_template_spec(spec),
+        Kind::DeviceClass => class::validate_class_spec(spec, None),
+        Kind::ResourceSlice => slice::validate_slice_spec(spec, None),
+        Kind::DeviceTaintRule => class::validate_taint_rule_spec(spec, None),
+        _ => Vec::new(),
+    }
+}
+
+/// The type's rules for an update of the resource (`subresource` empty) or its status.
+pub fn validate_update(kind: Kind, subresource: &str, new: &Value, old: &Value) -> Vec<FieldErr> {
+    let spec = new.get("spec").unwrap_or(&Value::Null);
+    let old_spec = old.get("spec").unwrap_or(&Value::Null);
+    match (kind, subresource) {
+        (Kind::ResourceClaim, "status") => claim::validate_status_update(new, old),
+        (Kind::ResourceClaim, _) => claim::validate_spec_immutable(spec, old_spec, false),
+        (Kind::ResourceClaimTemplate, _) => claim::validate_spec_immutable(spec, old_spec, true),
+        (Kind::DeviceClass, _) => class::validate_class_spec(spec, Some(old_spec)),
+        (Kind::ResourceSlice, _) => slice::validate_slice_spec(spec, Some(old_spec)),
+        (Kind::DeviceTaintRule, "status") => class::validate_taint_rule_status(new),
+        (Kind::DeviceTaintRule, _) => class::validate_taint_rule_spec(spec, Some(old_spec)),
+        _ => Vec::new(),
+    }
+}

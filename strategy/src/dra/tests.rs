@@ -1,0 +1,1 @@
+//! Table tests of the DRA rules, each asserting upstream's exact message.
