@@ -27,10 +27,19 @@ const EXACT_ORDER: &[&str] = &[
     "tolerations",
     "capacity",
 ];
+const DEVICE_STATUS_ORDER: &[&str] = &[
+    "driver",
+    "pool",
+    "device",
+    "shareID",
+    "conditions",
+    "data",
+    "networkData",
+];
 const TOLERATION_ORDER: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
 
 /// Moves the members named in `order` to the front, in that order.
-fn reorder(m: &mut Map<String, Value>, order: &[&str]) {
+pub(super) fn reorder(m: &mut Map<String, Value>, order: &[&str]) {
     let mut rest = std::mem::take(m);
     for key in order {
         if let Some(v) = rest.shift_remove(*key) {
@@ -64,13 +73,15 @@ fn default_tolerations(m: &mut Map<String, Value>) {
 }
 
 /// Defaults the device requests of a claim spec (claims and templates' `spec.spec`).
+/// `devices` and its `requests` (no `omitempty` upstream) always print, as Go prints them.
 pub fn default_claim_spec(spec: &mut Value) {
-    let Some(devices) = spec
-        .get_mut("devices")
-        .and_then(Value::as_object_mut)
-    else {
+    let Some(devices) = spec.as_object_mut().and_then(|m| json::child(m, "devices")) else {
         return;
     };
+    if !devices.contains_key("requests") {
+        devices.insert("requests".into(), Value::Null);
+        reorder(devices, &["requests"]);
+    }
     for req in json::each_obj(devices, "requests") {
         if let Some(exactly) = json::child_if(req, "exactly") {
             default_request(exactly);
@@ -79,6 +90,45 @@ pub fn default_claim_spec(spec: &mut Value) {
             default_request(sub);
         }
     }
+}
+
+/// A status write drops the device statuses of devices the new allocation no longer has
+/// (upstream's `dropDeallocatedStatusDevices`); empty lists are dropped as Go's `omitempty`
+/// does, and the members are put in Go order.
+pub fn prepare_status(new: &mut Value, old: &Value) {
+    let results = |v: &Value| -> Vec<DeviceId> {
+        items(v.pointer("/status/allocation/devices/results"))
+            .iter()
+            .map(device_id)
+            .collect()
+    };
+    let kept = results(new);
+    let gone: Vec<DeviceId> = results(old)
+        .into_iter()
+        .filter(|id| !kept.contains(id))
+        .collect();
+    let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(devices) = status.get_mut("devices").and_then(Value::as_array_mut) {
+        devices.retain(|d| !gone.contains(&device_id(d)));
+        // `conditions` has no `omitempty`: Go prints an empty list as `null`.
+        for d in devices.iter_mut().filter_map(Value::as_object_mut) {
+            let empty = d
+                .get("conditions")
+                .is_none_or(|c| c.as_array().is_some_and(Vec::is_empty));
+            if empty {
+                d.insert("conditions".into(), Value::Null);
+            }
+            reorder(d, DEVICE_STATUS_ORDER);
+        }
+    }
+    for key in ["reservedFor", "devices"] {
+        if status.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            status.remove(key);
+        }
+    }
+    reorder(status, &["allocation", "reservedFor", "devices"]);
 }
 
 /// Defaults the tolerations of allocation results.
@@ -280,19 +330,54 @@ fn constraint(k: &Value, path: &str, names: &RequestNames) -> Vec<FieldErr> {
     errs
 }
 
-/// A template: its `spec.metadata` (labels and annotations) and claim spec.
+/// `ObjectMeta` members a template may not set: JSON name and the path upstream reports
+/// (its Go field name with the first letter lowercased).
+const TEMPLATE_META_FORBIDDEN: &[(&str, &str)] = &[
+    ("name", "name"),
+    ("generateName", "generateName"),
+    ("namespace", "namespace"),
+    ("selfLink", "selfLink"),
+    ("uid", "uID"),
+    ("resourceVersion", "resourceVersion"),
+    ("generation", "generation"),
+    ("creationTimestamp", "creationTimestamp"),
+    ("deletionTimestamp", "deletionTimestamp"),
+    ("deletionGracePeriodSeconds", "deletionGracePeriodSeconds"),
+    ("ownerReferences", "ownerReferences"),
+    ("finalizers", "finalizers"),
+    ("managedFields", "managedFields"),
+];
+
+/// Whether a JSON value is Go's zero value of its field.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::Bool(b) => !b,
+        Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+/// A template: its `spec.metadata` (annotations, labels, nothing else) and claim spec.
 pub fn validate_template_spec(spec: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
-    if let Some(labels) = spec.pointer("/metadata/labels").and_then(Value::as_object) {
+    let meta = spec.get("metadata").unwrap_or(&Value::Null);
+    if let Some(ann) = meta.get("annotations").and_then(Value::as_object) {
+        let causes = keel_api::names::validate_annotations(ann, "spec.metadata.annotations");
+        errs.extend(causes.into_iter().map(FieldErr::from_cause));
+    }
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
         let causes = keel_api::names::validate_labels(labels, "spec.metadata.labels");
         errs.extend(causes.into_iter().map(FieldErr::from_cause));
     }
-    if let Some(ann) = spec
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-    {
-        let causes = keel_api::names::validate_annotations(ann, "spec.metadata.annotations");
-        errs.extend(causes.into_iter().map(FieldErr::from_cause));
+    for (key, go_name) in TEMPLATE_META_FORBIDDEN {
+        if meta.get(*key).is_some_and(|v| !is_zero(v)) {
+            errs.push(FieldErr::forbidden(
+                &format!("spec.metadata.{go_name}"),
+                "cannot be set",
+            ));
+        }
     }
     let inner = spec.get("spec").unwrap_or(&Value::Null);
     errs.extend(validate_claim_spec(inner, "spec.spec", false));
@@ -328,14 +413,13 @@ fn device_id(v: &Value) -> (String, String, String, Option<String>) {
     )
 }
 
-/// How upstream prints a `SharedDeviceID` (`<driver>/<pool>/<device>[/<shareID>]`).
-fn device_id_text(id: &(String, String, String, Option<String>)) -> String {
-    let mut t = format!("{}/{}/{}", id.0, id.1, id.2);
-    if let Some(share) = &id.3 {
-        t.push('/');
-        t.push_str(share);
-    }
-    t
+/// How upstream prints a `SharedDeviceID` in a message: the JSON of its Go struct.
+fn device_id_text(id: &DeviceId) -> String {
+    let fields = serde_json::json!({
+        "Driver": id.0, "Pool": id.1, "Device": id.2,
+        "ShareID": id.3.clone().unwrap_or_default(),
+    });
+    gojson::value(Some(&fields))
 }
 
 /// A status write: `reservedFor`, `devices`, and `allocation` (set once, then immutable).
@@ -460,7 +544,7 @@ fn device_status(d: &Value, path: &str, allocated: &[DeviceId]) -> Vec<FieldErr>
     if !allocated.contains(&id) {
         errs.push(FieldErr::invalid(
             path,
-            Bad::Str(device_id_text(&id)),
+            Bad::Raw(device_id_text(&id)),
             "must be an allocated device in the claim",
         ));
     }

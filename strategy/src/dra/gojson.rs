@@ -261,7 +261,7 @@ pub fn allocation(a: &Value) -> String {
     of(ALLOCATION, a)
 }
 
-/// `ObjectMeta` members in Go field order, with their `omitempty` (all but the timestamp).
+/// `ObjectMeta` members in Go field order (all `omitempty`; a zero timestamp is omitted too).
 const META_ORDER: &[&str] = &[
     "name",
     "generateName",
@@ -294,14 +294,7 @@ pub fn template_spec(spec: &Value) -> String {
             Some(Value::Array(a)) => a.is_empty(),
             Some(_) => false,
         };
-        if *key == "creationTimestamp" {
-            out.push_str("\"creationTimestamp\":");
-            match v {
-                Some(x) => go_value(x, true, &mut out),
-                None => out.push_str("null"),
-            }
-            out.push(',');
-        } else if !empty {
+        if !empty {
             go_string(key, &mut out);
             out.push(':');
             go_value(v.unwrap_or(&Value::Null), true, &mut out);

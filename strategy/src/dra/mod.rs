@@ -50,10 +50,20 @@ pub fn apply_defaults(kind: Kind, obj: &mut Value) {
             }
         }
         Kind::ResourceClaimTemplate => {
-            if let Some(spec) = obj.pointer_mut("/spec/spec") {
-                claim::default_claim_spec(spec);
+            // The template's `ObjectMeta` and claim spec are struct values: always printed.
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                crate::json::default(spec, "metadata", Value::Object(Default::default()));
+                if let Some(inner) = crate::json::child(spec, "spec") {
+                    let mut inner_value = Value::Object(std::mem::take(inner));
+                    claim::default_claim_spec(&mut inner_value);
+                    if let Value::Object(m) = inner_value {
+                        *inner = m;
+                    }
+                }
+                claim::reorder(spec, &["metadata", "spec"]);
             }
         }
+        Kind::ResourceSlice => slice::default_pool_generation(obj),
         _ => {}
     }
 }
@@ -92,6 +102,9 @@ pub fn prepare_update(kind: Kind, new: &mut Value, old: &Value, now: &str) {
 pub fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
     if !matches!(kind, Kind::ResourceClaim | Kind::DeviceTaintRule) {
         return;
+    }
+    if kind == Kind::ResourceClaim {
+        claim::prepare_status(new, old);
     }
     let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;

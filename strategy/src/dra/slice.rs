@@ -38,6 +38,19 @@ pub fn default_slice(obj: &mut Value, now: &str) {
     }
 }
 
+/// `spec.pool.generation` has no `omitempty`: Go prints 0.
+pub fn default_pool_generation(obj: &mut Value) {
+    if let Some(pool) = obj
+        .pointer_mut("/spec/pool")
+        .and_then(Value::as_object_mut)
+    {
+        if !pool.contains_key("generation") {
+            pool.insert("generation".into(), Value::from(0));
+            super::claim::reorder(pool, &["name", "generation", "resourceSliceCount"]);
+        }
+    }
+}
+
 /// Upstream's `dropDisabledFields` on create and on update where the stored slice does not
 /// use the feature (DRAListTypeAttributes, DRANodeAllocatableResources are off by default).
 pub fn drop_disabled(obj: &mut Value, old: Option<&Value>) {
