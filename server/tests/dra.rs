@@ -28,7 +28,10 @@ fn create_fails(ns: &str, obj: &Value) -> String {
 /// `kubectl create -f - -o json` that must succeed: the created object.
 fn create_ok(ns: &str, obj: &Value) -> Value {
     let s = server();
-    let out = s.kubectl_stdin(&["create", "-n", ns, "-f", "-", "-o", "json"], &yaml_of(obj));
+    let out = s.kubectl_stdin(
+        &["create", "-n", ns, "-f", "-", "-o", "json"],
+        &yaml_of(obj),
+    );
     assert!(
         out.status.success(),
         "create failed: {}",
@@ -154,7 +157,12 @@ fn valid_objects_round_trip_with_defaults() {
     assert_eq!(slice["metadata"]["generation"], json!(1));
     assert_eq!(slice["spec"]["pool"]["generation"], json!(0));
     let taint = &slice["spec"]["devices"][0]["taints"][0];
-    assert!(taint["timeAdded"].as_str().is_some_and(|t| t.ends_with('Z')), "{taint}");
+    assert!(
+        taint["timeAdded"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z')),
+        "{taint}"
+    );
 
     // The driver of a slice may not change; its pool generation may (and bumps generation).
     let mut moved = slice.clone();
@@ -169,7 +177,11 @@ fn valid_objects_round_trip_with_defaults() {
     let mut next = slice.clone();
     next["spec"]["pool"]["generation"] = json!(1);
     let out = s.kubectl_stdin(&["replace", "-f", "-", "-o", "json"], &yaml_of(&next));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let replaced: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(replaced["metadata"]["generation"], json!(2));
 }
@@ -229,5 +241,8 @@ fn claim_spec_is_immutable_and_status_has_its_own_subresource() {
     assert_eq!(got.status, 422, "{}", got.text());
     let msg = got.json()["message"].as_str().unwrap_or("").to_string();
     assert!(msg.ends_with(": field is immutable"), "{msg}");
-    assert!(msg.contains("status.allocation: Invalid value: {\"Devices\""), "{msg}");
+    assert!(
+        msg.contains("status.allocation: Invalid value: {\"Devices\""),
+        "{msg}"
+    );
 }

@@ -511,12 +511,15 @@ static TABLE: &[Strategy] = &[
         K::ResourceClaimTemplate,
         t(false, false, false, true),
     ),
-    row(
-        "resource.k8s.io",
-        "resourceslices",
-        K::ResourceSlice,
-        t(false, true, false, false),
-    ),
+    Strategy {
+        fields: fields::RESOURCE_SLICE,
+        ..row(
+            "resource.k8s.io",
+            "resourceslices",
+            K::ResourceSlice,
+            t(false, true, false, false),
+        )
+    },
     row(
         "resource.k8s.io",
         "devicetaintrules",

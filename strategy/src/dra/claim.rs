@@ -54,7 +54,9 @@ pub(super) fn reorder(m: &mut Map<String, Value>, order: &[&str]) {
 fn default_request(r: &mut Map<String, Value>) {
     json::default(r, "allocationMode", Value::from("ExactCount"));
     let exact_count = r.get("allocationMode").and_then(Value::as_str) == Some("ExactCount");
-    let count_zero = r.get("count").is_none_or(|n| n.is_null() || n.as_i64() == Some(0));
+    let count_zero = r
+        .get("count")
+        .is_none_or(|n| n.is_null() || n.as_i64() == Some(0));
     if exact_count && count_zero {
         r.insert("count".into(), Value::from(1));
     }
@@ -124,7 +126,11 @@ pub fn prepare_status(new: &mut Value, old: &Value) {
         }
     }
     for key in ["reservedFor", "devices"] {
-        if status.get(key).and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        if status
+            .get(key)
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
             status.remove(key);
         }
     }
@@ -280,7 +286,10 @@ fn request_body(r: &Value, path: &str, _stored: bool) -> Vec<FieldErr> {
     } else {
         errs.extend(c::dns_subdomain(class, &class_path));
     }
-    errs.extend(c::selectors(r.get("selectors"), &format!("{path}.selectors")));
+    errs.extend(c::selectors(
+        r.get("selectors"),
+        &format!("{path}.selectors"),
+    ));
     let count = r.get("count").and_then(Value::as_i64).unwrap_or(0);
     let count_path = format!("{path}.count");
     match s(r, "allocationMode") {
@@ -463,7 +472,10 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldErr> {
                 "status.reservedFor",
                 "may not be specified when `allocated` is not set",
             ));
-        } else if has(new.get("metadata").unwrap_or(&Value::Null), "deletionTimestamp") {
+        } else if has(
+            new.get("metadata").unwrap_or(&Value::Null),
+            "deletionTimestamp",
+        ) {
             let before = items(old_status.get("reservedFor"));
             if reserved.iter().any(|r| !before.contains(r)) {
                 errs.push(FieldErr::forbidden(
@@ -520,7 +532,11 @@ fn allocation_result(a: &Value, names: &RequestNames) -> Vec<FieldErr> {
                 "FromClaim" | "FromClass" => Vec::new(),
                 other => vec![FieldErr::not_supported(&sp, other, CONFIG_SOURCES)],
             };
-            errs.extend(request_refs(k.get("requests"), &format!("{p}.requests"), names));
+            errs.extend(request_refs(
+                k.get("requests"),
+                &format!("{p}.requests"),
+                names,
+            ));
             errs.extend(c::device_configuration(k, p, false));
             errs
         },

@@ -49,7 +49,9 @@ pub fn too_long(path: &str, max: usize) -> FieldErr {
 
 /// The array at `v` (absent, null and non-arrays are empty).
 pub fn items(v: Option<&Value>) -> &[Value] {
-    v.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+    v.and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
 }
 
 /// The string member `key` of `v`, or `""`.
@@ -439,7 +441,10 @@ pub fn node_selector(sel: &Value, path: &str) -> Vec<FieldErr> {
             ));
         }
         for (j, rq) in items(term.get("matchFields")).iter().enumerate() {
-            errs.extend(node_field_requirement(rq, &format!("{tp}.matchFields[{j}]")));
+            errs.extend(node_field_requirement(
+                rq,
+                &format!("{tp}.matchFields[{j}]"),
+            ));
         }
     }
     errs

@@ -44,7 +44,11 @@ const EXACT: &[F] = &[
     F("AllocationMode", "allocationMode", T::Str),
     F("Count", "count", T::Int),
     F("AdminAccess", "adminAccess", T::Scalar),
-    F("Tolerations", "tolerations", T::List(&T::Struct(TOLERATION))),
+    F(
+        "Tolerations",
+        "tolerations",
+        T::List(&T::Struct(TOLERATION)),
+    ),
     F("Capacity", "capacity", T::Ptr(CAPACITY)),
 ];
 const SUB: &[F] = &[
@@ -53,7 +57,11 @@ const SUB: &[F] = &[
     F("Selectors", "selectors", T::List(&T::Struct(SELECTOR))),
     F("AllocationMode", "allocationMode", T::Str),
     F("Count", "count", T::Int),
-    F("Tolerations", "tolerations", T::List(&T::Struct(TOLERATION))),
+    F(
+        "Tolerations",
+        "tolerations",
+        T::List(&T::Struct(TOLERATION)),
+    ),
     F("Capacity", "capacity", T::Ptr(CAPACITY)),
 ];
 const REQUEST: &[F] = &[
@@ -76,7 +84,11 @@ const CLAIM_CONFIG: &[F] = &[
 ];
 const DEVICE_CLAIM: &[F] = &[
     F("Requests", "requests", T::List(&T::Struct(REQUEST))),
-    F("Constraints", "constraints", T::List(&T::Struct(CONSTRAINT))),
+    F(
+        "Constraints",
+        "constraints",
+        T::List(&T::Struct(CONSTRAINT)),
+    ),
     F("Config", "config", T::List(&T::Struct(CLAIM_CONFIG))),
 ];
 const CLAIM_SPEC: &[F] = &[F("Devices", "devices", T::Struct(DEVICE_CLAIM))];
@@ -109,9 +121,17 @@ const RESULT: &[F] = &[
     F("Pool", "pool", T::Str),
     F("Device", "device", T::Str),
     F("AdminAccess", "adminAccess", T::Scalar),
-    F("Tolerations", "tolerations", T::List(&T::Struct(TOLERATION))),
+    F(
+        "Tolerations",
+        "tolerations",
+        T::List(&T::Struct(TOLERATION)),
+    ),
     F("BindingConditions", "bindingConditions", STRINGS),
-    F("BindingFailureConditions", "bindingFailureConditions", STRINGS),
+    F(
+        "BindingFailureConditions",
+        "bindingFailureConditions",
+        STRINGS,
+    ),
     F("ShareID", "shareID", T::Scalar),
     F("ConsumedCapacity", "consumedCapacity", T::Map(&T::Scalar)),
 ];

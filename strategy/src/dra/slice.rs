@@ -40,10 +40,7 @@ pub fn default_slice(obj: &mut Value, now: &str) {
 
 /// `spec.pool.generation` has no `omitempty`: Go prints 0.
 pub fn default_pool_generation(obj: &mut Value) {
-    if let Some(pool) = obj
-        .pointer_mut("/spec/pool")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(pool) = obj.pointer_mut("/spec/pool").and_then(Value::as_object_mut) {
         if !pool.contains_key("generation") {
             pool.insert("generation".into(), Value::from(0));
             super::claim::reorder(pool, &["name", "generation", "resourceSliceCount"]);
@@ -57,13 +54,16 @@ pub fn drop_disabled(obj: &mut Value, old: Option<&Value>) {
     let uses = |key: &str| {
         old.is_some_and(|o| {
             items(o.pointer("/spec/devices")).iter().any(|d| match key {
-                "lists" => d.get("attributes").and_then(Value::as_object).is_some_and(|m| {
-                    m.values().any(|a| {
-                        ["bools", "ints", "strings", "versions"]
-                            .iter()
-                            .any(|k| has(a, k))
-                    })
-                }),
+                "lists" => d
+                    .get("attributes")
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| {
+                        m.values().any(|a| {
+                            ["bools", "ints", "strings", "versions"]
+                                .iter()
+                                .any(|k| has(a, k))
+                        })
+                    }),
                 _ => has(d, key),
             })
         })
@@ -163,9 +163,7 @@ pub fn validate_slice_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldErr> {
         Some(max),
         "spec.devices",
         |d, p| {
-            let old_device = old_devices
-                .iter()
-                .find(|o| s(o, "name") == s(d, "name"));
+            let old_device = old_devices.iter().find(|o| s(o, "name") == s(d, "name"));
             device(d, old.map(|_| old_device), p, per_device)
         },
         |d| Bad::Str(s(d, "name").to_string()),
@@ -377,11 +375,17 @@ fn attribute(a: &Value, path: &str) -> Vec<FieldErr> {
     }
     if let Some(v) = a.get("string").filter(|v| !v.is_null()) {
         n += 1;
-        errs.extend(string_value(v.as_str().unwrap_or(""), &format!("{path}.string")));
+        errs.extend(string_value(
+            v.as_str().unwrap_or(""),
+            &format!("{path}.string"),
+        ));
     }
     if let Some(v) = a.get("version").filter(|v| !v.is_null()) {
         n += 1;
-        errs.extend(version_value(v.as_str().unwrap_or(""), &format!("{path}.version")));
+        errs.extend(version_value(
+            v.as_str().unwrap_or(""),
+            &format!("{path}.version"),
+        ));
     }
     for key in ["bools", "ints", "strings", "versions"] {
         let Some(list) = a.get(key).filter(|v| !v.is_null()) else {
@@ -408,7 +412,11 @@ fn attribute(a: &Value, path: &str) -> Vec<FieldErr> {
         }
     }
     match n {
-        0 => errs.push(FieldErr::invalid(path, "", "exactly one value must be specified")),
+        0 => errs.push(FieldErr::invalid(
+            path,
+            "",
+            "exactly one value must be specified",
+        )),
         1 => {}
         _ => errs.push(FieldErr::invalid(
             path,
@@ -451,23 +459,18 @@ fn is_semver(v: &str) -> bool {
         None => (rest, None),
     };
     let numeric = |s: &str| {
-        !s.is_empty()
-            && s.bytes().all(|b| b.is_ascii_digit())
-            && (s == "0" || !s.starts_with('0'))
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
     };
-    let ident_chars = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    };
+    let ident_chars =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
     let parts: Vec<&str> = core.split('.').collect();
     if parts.len() != 3 || !parts.iter().all(|p| numeric(p)) {
         return false;
     }
     if let Some(pre) = pre {
-        let ok = pre.split('.').all(|id| {
-            ident_chars(id) && (!id.bytes().all(|b| b.is_ascii_digit()) || numeric(id))
-        });
+        let ok = pre
+            .split('.')
+            .all(|id| ident_chars(id) && (!id.bytes().all(|b| b.is_ascii_digit()) || numeric(id)));
         if !ok {
             return false;
         }

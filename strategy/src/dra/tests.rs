@@ -77,8 +77,10 @@ fn empty_specs_print_as_go_structs() {
     );
     let (s, _) = create(
         "resourceslices",
-        slice(json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
-                     "allNodes": true})),
+        slice(
+            json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
+                     "allNodes": true}),
+        ),
     );
     assert_eq!(
         serde_json::to_string(&s["spec"]["pool"]).unwrap(),
@@ -213,7 +215,9 @@ fn claim_and_template_specs_are_immutable() {
     s.prepare_for_update(&mut new, &old, &ctx());
     assert_eq!(
         texts(s.validate_update(&new, &old)),
-        [r#"spec: Invalid value: {"Devices":{"Requests":[{"Name":"a","Exactly":{"DeviceClassName":"gpu","Selectors":[{"CEL":{"Expression":"a\u003cb\u0026\u0026\"x\""}}],"AllocationMode":"ExactCount","Count":1,"AdminAccess":null,"Tolerations":null,"Capacity":null},"FirstAvailable":null}],"Constraints":null,"Config":[{"Requests":["a"],"Opaque":{"Driver":"d","Parameters":{"z":[1],"a":"\u003c"}}}]}}: field is immutable"#]
+        [
+            r#"spec: Invalid value: {"Devices":{"Requests":[{"Name":"a","Exactly":{"DeviceClassName":"gpu","Selectors":[{"CEL":{"Expression":"a\u003cb\u0026\u0026\"x\""}}],"AllocationMode":"ExactCount","Count":1,"AdminAccess":null,"Tolerations":null,"Capacity":null},"FirstAvailable":null}],"Constraints":null,"Config":[{"Requests":["a"],"Opaque":{"Driver":"d","Parameters":{"z":[1],"a":"\u003c"}}}]}}: field is immutable"#
+        ]
     );
     let mut same = old.clone();
     same["metadata"]["labels"] = json!({"x": "y"});
@@ -230,7 +234,9 @@ fn claim_and_template_specs_are_immutable() {
     t.prepare_for_update(&mut new, &old, &ctx());
     assert_eq!(
         texts(t.validate_update(&new, &old)),
-        [r#"spec: Invalid value: {"labels":{"a":"b"},"annotations":{"k":"v"},"Spec":{"Devices":{"Requests":[{"Name":"a","Exactly":{"DeviceClassName":"gpu","Selectors":null,"AllocationMode":"ExactCount","Count":1,"AdminAccess":null,"Tolerations":null,"Capacity":null},"FirstAvailable":null}],"Constraints":null,"Config":null}}}: field is immutable"#]
+        [
+            r#"spec: Invalid value: {"labels":{"a":"b"},"annotations":{"k":"v"},"Spec":{"Devices":{"Requests":[{"Name":"a","Exactly":{"DeviceClassName":"gpu","Selectors":null,"AllocationMode":"ExactCount","Count":1,"AdminAccess":null,"Tolerations":null,"Capacity":null},"FirstAvailable":null}],"Constraints":null,"Config":null}}}: field is immutable"#
+        ]
     );
 }
 
@@ -320,7 +326,9 @@ fn claim_allocation_is_set_once() {
     let (moved, errs) = status_write(&allocated, status, json!({}));
     assert_eq!(
         errs,
-        [r#"status.allocation: Invalid value: {"Devices":{"Results":[{"Request":"a","Driver":"d.io","Pool":"p","Device":"e","AdminAccess":null,"Tolerations":[{"Key":"k","Operator":"Equal","Value":"v","Effect":"","TolerationSeconds":null}],"BindingConditions":null,"BindingFailureConditions":null,"ShareID":null,"ConsumedCapacity":null}],"Config":null},"NodeSelector":null,"AllocationTimestamp":null}: field is immutable"#]
+        [
+            r#"status.allocation: Invalid value: {"Devices":{"Results":[{"Request":"a","Driver":"d.io","Pool":"p","Device":"e","AdminAccess":null,"Tolerations":[{"Key":"k","Operator":"Equal","Value":"v","Effect":"","TolerationSeconds":null}],"BindingConditions":null,"BindingFailureConditions":null,"ShareID":null,"ConsumedCapacity":null}],"Config":null},"NodeSelector":null,"AllocationTimestamp":null}: field is immutable"#
+        ]
     );
     assert!(moved["status"].get("devices").is_none());
     // The main resource's update keeps the stored status.
@@ -446,8 +454,10 @@ fn resource_slice_updates() {
     let s = strategy(G, "resourceslices");
     let (old, errs) = create(
         "resourceslices",
-        slice(json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
-            "nodeName": "n1", "devices": [{"name": "d0", "taints": [{"key": "k", "effect": "NoSchedule"}]}]})),
+        slice(
+            json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
+            "nodeName": "n1", "devices": [{"name": "d0", "taints": [{"key": "k", "effect": "NoSchedule"}]}]}),
+        ),
     );
     assert!(errs.is_empty(), "{errs:?}");
     assert_eq!(
@@ -498,14 +508,21 @@ fn device_taint_rules() {
         json!({"metadata": {"name": "r"}, "spec": {"taint": {"key": "k", "effect": "NoSchedule"}}}),
     );
     assert!(errs.is_empty(), "{errs:?}");
-    assert_eq!(old["spec"]["taint"]["timeAdded"], json!("2026-01-01T00:00:00Z"));
+    assert_eq!(
+        old["spec"]["taint"]["timeAdded"],
+        json!("2026-01-01T00:00:00Z")
+    );
     let mut new = old.clone();
     new["spec"]["taint"]["effect"] = json!("NoExecute");
     s.prepare_for_update(&mut new, &old, &Ctx::at_unix_seconds(1_767_225_660));
-    assert_eq!(new["spec"]["taint"]["timeAdded"], json!("2026-01-01T00:01:00Z"));
+    assert_eq!(
+        new["spec"]["taint"]["timeAdded"],
+        json!("2026-01-01T00:01:00Z")
+    );
     assert_eq!(new["metadata"]["generation"], json!(2));
     let mut status = old.clone();
-    status["status"] = json!({"conditions": (0..9).map(|i| json!({"type": format!("T{i}")})).collect::<Vec<_>>()});
+    status["status"] =
+        json!({"conditions": (0..9).map(|i| json!({"type": format!("T{i}")})).collect::<Vec<_>>()});
     s.prepare_for_subresource_update("status", &mut status, &old);
     assert_eq!(
         texts(s.validate_subresource_update("status", &status, &old)),
@@ -525,4 +542,19 @@ fn semver_follows_semver_org() {
     ] {
         assert_eq!(super::slice::semver(v), ok, "{v}");
     }
+}
+
+/// Kubelets list their node's slices with `fieldSelector=spec.nodeName=<node>`.
+#[test]
+fn resource_slices_select_by_node_and_driver() {
+    let s = strategy(G, "resourceslices");
+    let obj = slice(json!({"driver": "d.io", "nodeName": "n1"}));
+    assert_eq!(s.field_value(&obj, "spec.nodeName").as_deref(), Some("n1"));
+    assert_eq!(s.field_value(&obj, "spec.driver").as_deref(), Some("d.io"));
+    let all_nodes = slice(json!({"driver": "d.io", "allNodes": true}));
+    assert_eq!(
+        s.field_value(&all_nodes, "spec.nodeName").as_deref(),
+        Some("")
+    );
+    assert_eq!(s.field_value(&obj, "spec.pool"), None);
 }
