@@ -275,7 +275,7 @@ fn key_in_path(key: &str, max: usize) -> String {
         return key.to_string();
     }
     let remaining = max - 3;
-    let head = (remaining + 1) / 2;
+    let head = remaining.div_ceil(2);
     let tail = remaining / 2;
     match (key.get(..head), key.get(key.len() - tail..)) {
         (Some(h), Some(t)) => format!("{h}...{t}"),
