@@ -572,6 +572,10 @@ fn device_status(d: &Value, path: &str, allocated: &[DeviceId]) -> Vec<FieldErr>
             c::DEVICE_STATUS_CONDITIONS_MAX,
         ));
     }
+    errs.extend(c::conditions(
+        d.get("conditions"),
+        &format!("{path}.conditions"),
+    ));
     if let Some(data) = d.get("data").filter(|v| !v.is_null()) {
         errs.extend(c::raw_object(
             Some(data),

@@ -84,15 +84,17 @@ pub fn validate_taint_rule_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldE
     errs
 }
 
-/// A rule's status write: at most 8 conditions.
+/// A rule's status write: valid conditions, at most 8.
 pub fn validate_taint_rule_status(new: &Value) -> Vec<FieldErr> {
-    let conditions = c::items(new.pointer("/status/conditions"));
-    if conditions.len() > c::TAINT_RULE_CONDITIONS_MAX {
-        return vec![c::too_many(
+    let conditions = new.pointer("/status/conditions");
+    let mut errs = c::conditions(conditions, "status.conditions");
+    let n = c::items(conditions).len();
+    if n > c::TAINT_RULE_CONDITIONS_MAX {
+        errs.push(c::too_many(
             "status.conditions",
-            conditions.len(),
+            n,
             c::TAINT_RULE_CONDITIONS_MAX,
-        )];
+        ));
     }
-    Vec::new()
+    errs
 }

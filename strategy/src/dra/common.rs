@@ -517,26 +517,124 @@ fn node_field_requirement(rq: &Value, path: &str) -> Vec<FieldErr> {
     errs
 }
 
-/// A UID in RFC 4122 normalized form (`shareID`).
+/// metav1 `ValidateConditions`: unique types, then each condition's fields.
+pub fn conditions(v: Option<&Value>, path: &str) -> Vec<FieldErr> {
+    let mut errs = Vec::new();
+    let all = items(v);
+    for (i, cond) in all.iter().enumerate() {
+        let p = format!("{path}[{i}]");
+        let ty = s(cond, "type");
+        if all[..i].iter().any(|o| s(o, "type") == ty) {
+            errs.push(FieldErr::duplicate(&format!("{p}.type"), ty));
+        }
+        errs.extend(label_name(ty, &format!("{p}.type")));
+        let status = s(cond, "status");
+        if !["False", "True", "Unknown"].contains(&status) {
+            errs.push(FieldErr::not_supported(
+                &format!("{p}.status"),
+                status,
+                &["False", "True", "Unknown"],
+            ));
+        }
+        if let Some(g) = cond.get("observedGeneration").and_then(Value::as_i64) {
+            if g < 0 {
+                errs.push(FieldErr::invalid(
+                    &format!("{p}.observedGeneration"),
+                    g,
+                    "must be greater than or equal to zero",
+                ));
+            }
+        }
+        if s(cond, "lastTransitionTime").is_empty() {
+            errs.push(FieldErr::required(&format!("{p}.lastTransitionTime"), ""));
+        }
+        let reason = s(cond, "reason");
+        let rp = format!("{p}.reason");
+        if reason.is_empty() {
+            errs.push(FieldErr::required(&rp, ""));
+        } else {
+            if !is_condition_reason(reason) {
+                errs.push(FieldErr::invalid(&rp, reason, CONDITION_REASON_MSG));
+            }
+            if reason.len() > CONDITION_REASON_BYTES_MAX {
+                errs.push(too_long(&rp, CONDITION_REASON_BYTES_MAX));
+            }
+        }
+        if s(cond, "message").len() > CONDITION_MESSAGE_BYTES_MAX {
+            errs.push(too_long(
+                &format!("{p}.message"),
+                CONDITION_MESSAGE_BYTES_MAX,
+            ));
+        }
+    }
+    errs
+}
+
+const CONDITION_REASON_BYTES_MAX: usize = 1024;
+const CONDITION_MESSAGE_BYTES_MAX: usize = 32 * 1024;
+const CONDITION_REASON_MSG: &str = "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')";
+
+/// `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`
+fn is_condition_reason(r: &str) -> bool {
+    let b = r.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b',' | b':');
+    let last = b[b.len() - 1];
+    b[0].is_ascii_alphabetic()
+        && b.iter().all(inner)
+        && (b.len() == 1 || last.is_ascii_alphanumeric() || last == b'_')
+}
+
+/// A UID in RFC 4122 normalized form (`shareID`); the parse errors are those of
+/// `github.com/google/uuid`'s `Validate`.
 pub fn uid(value: &str, path: &str) -> Vec<FieldErr> {
-    let b = value.as_bytes();
-    let hex = |c: &u8| c.is_ascii_hexdigit();
-    let canonical = b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => hex(c),
-        });
-    if !canonical {
-        // Upstream also accepts (then rejects as not normalized) braced and URN forms; their
-        // parse errors are not reproduced here.
+    if let Err(e) = uuid_validate(value) {
         return vec![FieldErr::invalid(
             path,
             value,
-            &format!("error validating uid: invalid UUID length: {}", value.len()),
+            &format!("error validating uid: {e}"),
         )];
     }
-    if value != value.to_lowercase() {
+    if value.len() != 36 || value != value.to_lowercase() {
         return vec![FieldErr::invalid(path, value, "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters")];
     }
     Vec::new()
+}
+
+fn uuid_validate(value: &str) -> Result<(), String> {
+    let b = value.as_bytes();
+    let hex_pairs = |s: &[u8], at: &[usize]| {
+        at.iter()
+            .all(|i| s[*i].is_ascii_hexdigit() && s[*i + 1].is_ascii_hexdigit())
+    };
+    let s: &[u8] = match b.len() {
+        36 => b,
+        45 => {
+            let prefix = &value[..9];
+            if !prefix.eq_ignore_ascii_case("urn:uuid:") {
+                return Err(format!(
+                    "invalid urn prefix: {}",
+                    crate::errors::quote(prefix)
+                ));
+            }
+            &b[9..]
+        }
+        // Braced form: upstream drops the first byte only, so no further checks apply.
+        38 => return Ok(()),
+        32 => {
+            let pairs: Vec<usize> = (0..32).step_by(2).collect();
+            return if hex_pairs(b, &pairs) {
+                Ok(())
+            } else {
+                Err("invalid UUID format".into())
+            };
+        }
+        n => return Err(format!("invalid UUID length: {n}")),
+    };
+    let dashes = s[8] == b'-' && s[13] == b'-' && s[18] == b'-' && s[23] == b'-';
+    let pairs = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+    if dashes && hex_pairs(s, &pairs) {
+        Ok(())
+    } else {
+        Err("invalid UUID format".into())
+    }
 }

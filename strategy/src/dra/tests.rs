@@ -521,13 +521,68 @@ fn device_taint_rules() {
     );
     assert_eq!(new["metadata"]["generation"], json!(2));
     let mut status = old.clone();
-    status["status"] =
-        json!({"conditions": (0..9).map(|i| json!({"type": format!("T{i}")})).collect::<Vec<_>>()});
+    let cond = |i: usize| {
+        json!({"type": format!("T{i}"), "status": "True", "reason": "R",
+        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    };
+    status["status"] = json!({"conditions": (0..9).map(cond).collect::<Vec<_>>()});
     s.prepare_for_subresource_update("status", &mut status, &old);
     assert_eq!(
         texts(s.validate_subresource_update("status", &status, &old)),
         ["status.conditions: Too many: 9: must have at most 8 items"]
     );
+    let mut bad = old.clone();
+    bad["status"] = json!({"conditions": [cond(0), {"type": "T0", "status": "Maybe",
+        "reason": "1x", "observedGeneration": -1}]});
+    s.prepare_for_subresource_update("status", &mut bad, &old);
+    assert_eq!(
+        texts(s.validate_subresource_update("status", &bad, &old)),
+        [
+            "status.conditions[1].type: Duplicate value: \"T0\"",
+            "status.conditions[1].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\"",
+            "status.conditions[1].observedGeneration: Invalid value: -1: must be greater than or equal to zero",
+            "status.conditions[1].lastTransitionTime: Required value",
+            "status.conditions[1].reason: Invalid value: \"1x\": a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')",
+        ]
+    );
+}
+
+#[test]
+fn share_ids_are_normalized_uuids() {
+    let normalized = "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters";
+    for (id, want) in [
+        ("0b1f4f6e-9c1a-4b8e-8f3a-2d8c6f1e7a90", None),
+        (
+            "0B1F4F6E-9C1A-4B8E-8F3A-2D8C6F1E7A90",
+            Some(normalized.to_string()),
+        ),
+        (
+            "0b1f4f6e9c1a4b8e8f3a2d8c6f1e7a90",
+            Some(normalized.to_string()),
+        ),
+        (
+            "abc",
+            Some("error validating uid: invalid UUID length: 3".to_string()),
+        ),
+        (
+            "0b1f4f6e-9c1a-4b8e-8f3a-2d8c6f1e7a9x",
+            Some("error validating uid: invalid UUID format".to_string()),
+        ),
+        (
+            "urn:uuix:0b1f4f6e-9c1a-4b8e-8f3a-2d8c6f1e7a90",
+            Some("error validating uid: invalid urn prefix: \"urn:uuix:\"".to_string()),
+        ),
+    ] {
+        let got: Vec<String> = super::common::uid(id, "p")
+            .into_iter()
+            .map(|e| e.body().to_string())
+            .collect();
+        let want: Vec<String> = want
+            .into_iter()
+            .map(|w| format!("Invalid value: \"{id}\": {w}"))
+            .collect();
+        assert_eq!(got, want, "{id}");
+    }
 }
 
 #[test]
