@@ -596,7 +596,7 @@ fn device_status(d: &Value, path: &str, allocated: &[DeviceId]) -> Vec<FieldErr>
             net.get("ips"),
             Some(16),
             &format!("{np}.ips"),
-            |_, _| Vec::new(),
+            |ip, p| c::interface_address(ip.as_str().unwrap_or(""), p),
             c::string_key,
         ));
     }

@@ -638,3 +638,38 @@ fn uuid_validate(value: &str) -> Result<(), String> {
         Err("invalid UUID format".into())
     }
 }
+
+/// An interface address in CIDR form (`networkData.ips`), canonical as Go prints it.
+pub fn interface_address(value: &str, path: &str) -> Vec<FieldErr> {
+    let parsed = value.split_once('/').and_then(|(ip, bits)| {
+        let ip: std::net::IpAddr = ip.parse().ok()?;
+        let ok_digits = !bits.is_empty() && bits.bytes().all(|b| b.is_ascii_digit());
+        let bits: u32 = bits.parse().ok().filter(|_| ok_digits)?;
+        let max = if ip.is_ipv4() { 32 } else { 128 };
+        (bits <= max).then_some((ip, bits))
+    });
+    let Some((ip, bits)) = parsed else {
+        return vec![FieldErr::invalid(
+            path,
+            value,
+            "must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)",
+        )];
+    };
+    // Go prints an IPv4-mapped IPv6 address as IPv4, its prefix shortened to match.
+    let canonical = match ip {
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) if bits > 32 => format!("{v4}/{}", bits - 96),
+            Some(v4) => format!("{v4}/{bits}"),
+            None => format!("{v6}/{bits}"),
+        },
+        std::net::IpAddr::V4(v4) => format!("{v4}/{bits}"),
+    };
+    if canonical == value {
+        return Vec::new();
+    }
+    let detail = format!(
+        "must be in canonical form ({})",
+        crate::errors::quote(&canonical)
+    );
+    vec![FieldErr::invalid(path, value, &detail)]
+}

@@ -613,3 +613,37 @@ fn resource_slices_select_by_node_and_driver() {
     );
     assert_eq!(s.field_value(&obj, "spec.pool"), None);
 }
+
+#[test]
+fn network_data_ips_are_canonical_cidrs() {
+    for (ip, want) in [
+        ("10.9.8.7/24", None),
+        ("2001:db8::1/64", None),
+        (
+            "10.9.8.7",
+            Some("must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)"),
+        ),
+        (
+            "10.9.8.7/33",
+            Some("must be a valid address in CIDR form, (e.g. 10.9.8.7/24 or 2001:db8::1/64)"),
+        ),
+        (
+            "2001:DB8::1/64",
+            Some("must be in canonical form (\"2001:db8::1/64\")"),
+        ),
+        (
+            "::ffff:1.2.3.4/120",
+            Some("must be in canonical form (\"1.2.3.4/24\")"),
+        ),
+    ] {
+        let got: Vec<String> = super::common::interface_address(ip, "p")
+            .into_iter()
+            .map(|e| e.body().to_string())
+            .collect();
+        let want: Vec<String> = want
+            .into_iter()
+            .map(|w| format!("Invalid value: \"{ip}\": {w}"))
+            .collect();
+        assert_eq!(got, want, "{ip}");
+    }
+}
