@@ -51,7 +51,7 @@ pub(super) fn reorder(m: &mut Map<String, Value>, order: &[&str]) {
 
 /// `SetDefaults_ExactDeviceRequest` / `SetDefaults_DeviceSubRequest` and the tolerations'
 /// `operator: Equal`.
-fn default_request(r: &mut Map<String, Value>) {
+pub(super) fn default_request(r: &mut Map<String, Value>) {
     json::default(r, "allocationMode", Value::from("ExactCount"));
     let exact_count = r.get("allocationMode").and_then(Value::as_str) == Some("ExactCount");
     let count_zero = r
@@ -64,7 +64,7 @@ fn default_request(r: &mut Map<String, Value>) {
     reorder(r, EXACT_ORDER);
 }
 
-fn default_tolerations(m: &mut Map<String, Value>) {
+pub(super) fn default_tolerations(m: &mut Map<String, Value>) {
     for t in json::each_obj(m, "tolerations") {
         let empty = t.get("operator").is_none_or(|o| o.is_null() || o == "");
         if empty {

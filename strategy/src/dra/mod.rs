@@ -20,6 +20,7 @@ mod gojson;
 mod slice;
 #[cfg(test)]
 mod tests;
+mod v1beta1;
 
 use crate::errors::FieldErr;
 use crate::kind::Kind;
@@ -41,6 +42,19 @@ pub fn owns(kind: Kind) -> bool {
 /// need no clock.
 pub fn apply_defaults(kind: Kind, obj: &mut Value) {
     match kind {
+        Kind::ResourceClaim if v1beta1::is_v1beta1(obj) => {
+            if let Some(spec) = obj.get_mut("spec") {
+                v1beta1::default_claim_spec(spec);
+            }
+            if let Some(results) = obj.pointer_mut("/status/allocation/devices/results") {
+                claim::default_results(results);
+            }
+        }
+        Kind::ResourceClaimTemplate if v1beta1::is_v1beta1(obj) => {
+            if let Some(spec) = obj.pointer_mut("/spec/spec") {
+                v1beta1::default_claim_spec(spec);
+            }
+        }
         Kind::ResourceClaim => {
             if let Some(spec) = obj.get_mut("spec") {
                 claim::default_claim_spec(spec);
@@ -74,6 +88,7 @@ pub fn prepare_create(kind: Kind, obj: &mut Value, now: &str) {
     match kind {
         Kind::ResourceSlice => {
             slice::default_slice(obj, now);
+            v1beta1::default_slice_taints(obj, now);
             slice::drop_disabled(obj, None);
         }
         Kind::DeviceTaintRule => class::default_taint_rule(obj, now),
@@ -87,6 +102,7 @@ pub fn prepare_update(kind: Kind, new: &mut Value, old: &Value, now: &str) {
     match kind {
         Kind::ResourceSlice => {
             slice::default_slice(new, now);
+            v1beta1::default_slice_taints(new, now);
             slice::drop_disabled(new, Some(old));
         }
         Kind::DeviceTaintRule => {
@@ -119,6 +135,9 @@ pub fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
 
 /// The type's own rules for a new object (without its metadata).
 pub fn validate_create(kind: Kind, obj: &Value) -> Vec<FieldErr> {
+    if v1beta1::is_v1beta1(obj) {
+        return validate_create(kind, &v1beta1::to_v1(obj).with_api_version());
+    }
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     match kind {
         Kind::ResourceClaim => claim::validate_claim_spec(spec, "spec", false),
@@ -132,6 +151,13 @@ pub fn validate_create(kind: Kind, obj: &Value) -> Vec<FieldErr> {
 
 /// The type's rules for an update of the resource (`subresource` empty) or its status.
 pub fn validate_update(kind: Kind, subresource: &str, new: &Value, old: &Value) -> Vec<FieldErr> {
+    if v1beta1::is_v1beta1(new) || v1beta1::is_v1beta1(old) {
+        let (new, old) = (
+            v1beta1::to_v1(new).with_api_version(),
+            v1beta1::to_v1(old).with_api_version(),
+        );
+        return validate_update(kind, subresource, &new, &old);
+    }
     let spec = new.get("spec").unwrap_or(&Value::Null);
     let old_spec = old.get("spec").unwrap_or(&Value::Null);
     match (kind, subresource) {
@@ -143,5 +169,19 @@ pub fn validate_update(kind: Kind, subresource: &str, new: &Value, old: &Value) 
         (Kind::DeviceTaintRule, "status") => class::validate_taint_rule_status(new),
         (Kind::DeviceTaintRule, _) => class::validate_taint_rule_spec(spec, Some(old_spec)),
         _ => Vec::new(),
+    }
+}
+
+/// Marks a converted view as v1 (so it is not converted again).
+trait V1View {
+    fn with_api_version(self) -> Value;
+}
+
+impl V1View for Value {
+    fn with_api_version(mut self) -> Value {
+        if let Some(m) = self.as_object_mut() {
+            m.insert("apiVersion".into(), Value::from("resource.k8s.io/v1"));
+        }
+        self
     }
 }

@@ -647,3 +647,53 @@ fn network_data_ips_are_canonical_cidrs() {
         assert_eq!(got, want, "{ip}");
     }
 }
+
+/// v1beta1 objects (stored as written) get v1beta1's defaults and are validated as upstream's
+/// internal form sees them: errors carry `exactly` paths, slice devices lose `basic`.
+#[test]
+fn v1beta1_objects_are_defaulted_and_validated_as_upstream_converts_them() {
+    let v1beta1 = |mut v: Value| {
+        v["apiVersion"] = json!("resource.k8s.io/v1beta1");
+        v
+    };
+    let (obj, errs) = create(
+        "resourceclaims",
+        v1beta1(claim(json!({"requests": [
+            {"name": "a", "deviceClassName": "gpu", "tolerations": [{"key": "k"}]},
+            {"name": "b", "firstAvailable": [{"name": "x", "deviceClassName": "gpu"}]}]}))),
+    );
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(
+        serde_json::to_string(&obj["spec"]).unwrap(),
+        r#"{"devices":{"requests":[{"name":"a","deviceClassName":"gpu","allocationMode":"ExactCount","count":1,"tolerations":[{"key":"k","operator":"Equal"}]},{"name":"b","deviceClassName":"","firstAvailable":[{"name":"x","deviceClassName":"gpu","allocationMode":"ExactCount","count":1}]}]}}"#
+    );
+    let (_, errs) = create(
+        "resourceclaims",
+        v1beta1(claim(json!({"requests": [
+            {"name": "c", "count": -1, "deviceClassName": "Bad_"}, {"name": "d"}]}))),
+    );
+    assert_eq!(
+        errs,
+        vec![
+            format!("spec.devices.requests[0].exactly.deviceClassName: Invalid value: \"Bad_\": {DNS_SUBDOMAIN}"),
+            "spec.devices.requests[0].exactly.count: Invalid value: -1: must be greater than zero".into(),
+            "spec.devices.requests[1]: Required value: exactly one of `exactly` or `firstAvailable` is required".into(),
+        ]
+    );
+    let (s, errs) = create(
+        "resourceslices",
+        v1beta1(slice(
+            json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
+            "allNodes": true, "devices": [{"name": "d", "basic": {"attributes": {"a": {}},
+            "taints": [{"key": "k", "effect": "NoSchedule"}]}}]}),
+        )),
+    );
+    assert_eq!(
+        errs,
+        ["spec.devices[0].attributes[a]: Invalid value: \"\": exactly one value must be specified"]
+    );
+    assert_eq!(
+        s["spec"]["devices"][0]["basic"]["taints"][0]["timeAdded"],
+        json!("2026-01-01T00:00:00Z")
+    );
+}
