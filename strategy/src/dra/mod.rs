@@ -17,6 +17,7 @@ mod claim;
 mod class;
 mod common;
 mod gojson;
+mod policy;
 mod slice;
 #[cfg(test)]
 mod tests;

@@ -317,11 +317,16 @@ fn device(d: &Value, old: Option<Option<&Value>>, path: &str, per_device: bool) 
         for key in sorted_keys(m) {
             errs.extend(c::qualified_name(key, &cp));
             let cap = &m[key.as_str()];
-            if !multi && has(cap, "requestPolicy") {
-                errs.push(FieldErr::forbidden(
-                    &format!("{cp}[{}].requestPolicy", key_in_path(key, KEY_PRINT_MAX)),
+            let pp = format!("{cp}[{}].requestPolicy", key_in_path(key, KEY_PRINT_MAX));
+            match cap.get("requestPolicy").filter(|p| !p.is_null()) {
+                Some(policy) if multi => {
+                    errs.extend(super::policy::request_policy(cap, policy, &pp))
+                }
+                Some(_) => errs.push(FieldErr::forbidden(
+                    &pp,
                     "allowMultipleAllocations must be true",
-                ));
+                )),
+                None => {}
             }
         }
     }

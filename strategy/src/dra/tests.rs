@@ -697,3 +697,56 @@ fn v1beta1_objects_are_defaulted_and_validated_as_upstream_converts_them() {
         json!("2026-01-01T00:00:00Z")
     );
 }
+
+/// A capacity's `requestPolicy` (consumable capacity), as a v1.36.2 server words it.
+#[test]
+fn capacity_request_policies() {
+    let with_policy = |policy: Value| {
+        slice(
+            json!({"driver": "d.io", "pool": {"name": "p", "resourceSliceCount": 1},
+            "allNodes": true, "devices": [{"name": "d", "allowMultipleAllocations": true,
+            "capacity": {"mem": {"value": "10Gi", "requestPolicy": policy}}}]}),
+        )
+    };
+    let p = "spec.devices[0].capacity[mem].requestPolicy";
+    assert_rows(vec![
+        (
+            "resourceslices",
+            with_policy(json!({"default": "3Gi", "validValues": ["2Gi", "1Gi", "1Gi", "20Gi"]})),
+            vec![
+                format!("{p}.validValues[1]: Invalid value: \"1Gi\": values must be sorted in ascending order"),
+                format!("{p}.validValues[3]: Invalid value: \"20Gi\": option is larger than capacity value: 10Gi"),
+                format!("{p}.validValues[2]: Duplicate value: \"1073741824\""),
+                format!("{p}.validValues: Invalid value: \"3Gi\": default value is not valid according to the requestPolicy"),
+            ],
+        ),
+        (
+            "resourceslices",
+            with_policy(json!({"default": "3Gi", "validRange": {"min": "2Gi", "max": "6Gi", "step": "3Gi"}})),
+            vec![
+                format!("{p}.validRange.step: Invalid value: \"3Gi\": value is not a multiple of a given step (3Gi) from (2Gi)"),
+                format!("{p}.validRange.step: Invalid value: \"6Gi\": value is not a multiple of a given step (3Gi) from (2Gi)"),
+            ],
+        ),
+        (
+            "resourceslices",
+            with_policy(json!({"default": "2Gi", "validRange": {"min": "2Gi", "step": "9Gi"}})),
+            vec![format!("{p}.validRange.step: Invalid value: \"9Gi\": one step 11Gi is larger than capacity value: 10Gi")],
+        ),
+        (
+            "resourceslices",
+            with_policy(json!({"validValues": ["1Gi"], "validRange": {"min": "1Gi"}})),
+            vec![format!("{p}: Forbidden: exactly one policy can be specified, cannot specify \"validValues\" and \"validRange\" at the same time")],
+        ),
+        (
+            "resourceslices",
+            with_policy(json!({"default": "1Gi", "validRange": {}})),
+            vec![format!("{p}.validRange.min: Required value: required when validRange is defined")],
+        ),
+        (
+            "resourceslices",
+            with_policy(json!({"default": "1Gi", "validRange": {"min": "1Gi", "max": "2Gi"}})),
+            vec![],
+        ),
+    ]);
+}
