@@ -9,9 +9,15 @@
 //! crate cannot judge (CEL selector expressions are compiled and type-checked upstream), only
 //! the checks that need no compiler are made (size bounds, the empty expression).
 //!
+//! Objects are checked in v1's shape; `resource.k8s.io/v1beta1` objects (stored as written)
+//! are defaulted in their own shape and validated through a v1-shaped view, as upstream
+//! validates its internal form. Not done: compiling CEL, the `adminAccess` namespace-label
+//! check (needs the namespace), canonical printing of quantities in messages.
+//!
 //! Submodules: `common` (shared checks and list rules), `claim` (claims, templates, claim
-//! status), `slice` (ResourceSlices), `class` (DeviceClasses and DeviceTaintRules), `gojson`
-//! (how upstream prints an immutable value).
+//! status), `slice` (ResourceSlices), `policy` (consumable capacity request policies),
+//! `class` (DeviceClasses and DeviceTaintRules), `v1beta1` (the flattened beta shape),
+//! `gojson` (how upstream prints an immutable value).
 
 mod claim;
 mod class;
@@ -152,6 +158,11 @@ pub fn validate_create(kind: Kind, obj: &Value) -> Vec<FieldErr> {
 
 /// The type's rules for an update of the resource (`subresource` empty) or its status.
 pub fn validate_update(kind: Kind, subresource: &str, new: &Value, old: &Value) -> Vec<FieldErr> {
+    // Upstream defaults what it reads from storage: an object stored before these defaults
+    // (by an earlier keel) compares as its defaulted form, so an unchanged spec stays equal.
+    let mut defaulted = old.clone();
+    apply_defaults(kind, &mut defaulted);
+    let old = &defaulted;
     if v1beta1::is_v1beta1(new) || v1beta1::is_v1beta1(old) {
         let (new, old) = (
             v1beta1::to_v1(new).with_api_version(),

@@ -750,3 +750,19 @@ fn capacity_request_policies() {
         ),
     ]);
 }
+
+/// A claim stored before defaulting existed (no `allocationMode`/`count`) can still be
+/// updated: its stored spec compares in defaulted form, as upstream reads it.
+#[test]
+fn claims_stored_without_defaults_stay_updatable() {
+    let s = strategy(G, "resourceclaims");
+    let stored = claim(json!({"requests": [{"name": "a", "exactly": {"deviceClassName": "gpu"}}]}));
+    let mut new = stored.clone();
+    new["metadata"]["labels"] = json!({"x": "y"});
+    s.prepare_for_update(&mut new, &stored, &ctx());
+    assert!(s.validate_update(&new, &stored).is_empty());
+    let mut changed = stored.clone();
+    changed["spec"]["devices"]["requests"][0]["exactly"]["count"] = json!(2);
+    s.prepare_for_update(&mut changed, &stored, &ctx());
+    assert_eq!(s.validate_update(&changed, &stored).len(), 1);
+}
