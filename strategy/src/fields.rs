@@ -55,6 +55,8 @@ pub const EVENT: &[&str] = &[
 pub const REPLICATED: &[&str] = &["metadata.name", "metadata.namespace", "status.replicas"];
 /// Jobs.
 pub const JOB: &[&str] = &["metadata.name", "metadata.namespace", "status.successful"];
+/// ResourceSlices (kubelets select their node's slices).
+pub const RESOURCE_SLICE: &[&str] = &["metadata.name", "spec.nodeName", "spec.driver"];
 /// CertificateSigningRequests.
 pub const CSR: &[&str] = &["metadata.name", "spec.signerName"];
 

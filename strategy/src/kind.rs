@@ -38,6 +38,16 @@ pub enum Kind {
     IpAddress,
     /// networking.k8s.io/v1 servicecidrs
     ServiceCidr,
+    /// resource.k8s.io deviceclasses
+    DeviceClass,
+    /// resource.k8s.io resourceclaims
+    ResourceClaim,
+    /// resource.k8s.io resourceclaimtemplates
+    ResourceClaimTemplate,
+    /// resource.k8s.io resourceslices
+    ResourceSlice,
+    /// resource.k8s.io devicetaintrules
+    DeviceTaintRule,
     /// Any other resource: only the generic rules apply.
     Other,
 }

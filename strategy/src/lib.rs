@@ -28,6 +28,7 @@ mod cron;
 mod ctx;
 mod deletion;
 mod diff;
+mod dra;
 mod errors;
 mod fields;
 mod generic;

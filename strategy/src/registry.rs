@@ -516,31 +516,34 @@ static TABLE: &[Strategy] = &[
     row(
         "resource.k8s.io",
         "deviceclasses",
-        K::Other,
+        K::DeviceClass,
         t(false, true, false, false),
     ),
     row(
         "resource.k8s.io",
         "resourceclaims",
-        K::Other,
+        K::ResourceClaim,
         empty_status(t(true, false, false, true)),
     ),
     row(
         "resource.k8s.io",
         "resourceclaimtemplates",
-        K::Other,
+        K::ResourceClaimTemplate,
         t(false, false, false, true),
     ),
-    row(
-        "resource.k8s.io",
-        "resourceslices",
-        K::Other,
-        t(false, true, false, false),
-    ),
+    Strategy {
+        fields: fields::RESOURCE_SLICE,
+        ..row(
+            "resource.k8s.io",
+            "resourceslices",
+            K::ResourceSlice,
+            t(false, true, false, false),
+        )
+    },
     row(
         "resource.k8s.io",
         "devicetaintrules",
-        K::Other,
+        K::DeviceTaintRule,
         empty_status(t(true, true, false, false)),
     ),
     row(
@@ -759,7 +762,8 @@ mod tests {
             let s = lookup(group, resource).unwrap_or_else(|| panic!("no row {group}/{resource}"));
             assert_eq!(s.traits.namespaced, namespaced, "{resource}");
             let mut obj = json!({"metadata": {"name": "x"}, "spec": {}, "status": {"x": 1}});
-            if !namespaced {
+            // DRA specs have required fields of their own (see dra/tests.rs).
+            if !namespaced && !matches!(resource, "resourceslices" | "devicetaintrules") {
                 assert!(
                     s.validate_create(&obj).is_empty(),
                     "{resource}: {:?}",

@@ -5,7 +5,7 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    autoscaling, binding, config, fields, generic, namespace, node, pod, scale, service,
+    autoscaling, binding, config, dra, fields, generic, namespace, node, pod, scale, service,
     validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
@@ -67,6 +67,7 @@ impl Strategy {
             K::Node => node::default_node(obj),
             K::Secret => config::default_secret(obj),
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
+            kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
             kind => workload_defaults::apply(kind, obj),
         }
     }
@@ -90,6 +91,7 @@ impl Strategy {
             }
             K::Namespace => namespace::prepare_create(obj),
             K::Service => set_status(obj, service::initial_status()),
+            kind if dra::owns(kind) => dra::prepare_create(kind, obj, &ctx.now_rfc3339),
             K::Job => {
                 workload_defaults::job_generate_selector(obj);
                 // Upstream re-defaults when the stored object is read back: Job labels then
@@ -123,13 +125,14 @@ impl Strategy {
     /// status (types with a status subresource) and generation, bumps the generation on spec
     /// changes, and carries over what only the server may change (namespace finalizers,
     /// allocated service values).
-    pub fn prepare_for_update(&self, new: &mut Value, old: &Value, _ctx: &Ctx) {
+    pub fn prepare_for_update(&self, new: &mut Value, old: &Value, ctx: &Ctx) {
         let tr = self.traits;
         self.canonicalize_input(new);
         self.apply_defaults(new);
         match self.kind {
             K::Namespace => namespace::prepare_update(new, old),
             K::Service => service_alloc::keep_allocated(new, old),
+            kind if dra::owns(kind) => dra::prepare_update(kind, new, old, &ctx.now_rfc3339),
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);
@@ -158,6 +161,7 @@ impl Strategy {
             (_, "status") => {
                 self.apply_defaults(new);
                 generic::prepare_status_update(new, old);
+                dra::prepare_status_update(self.kind, new, old);
             }
             (K::Namespace, "finalize") => {
                 self.apply_defaults(new);
@@ -197,6 +201,10 @@ impl Strategy {
         new: &Value,
         old: &Value,
     ) -> Vec<StatusCause> {
+        if dra::owns(self.kind) {
+            let type_errs = dra::validate_update(self.kind, subresource, new, old);
+            return validation::merge(validation::meta_causes(self, new), type_errs);
+        }
         let mut type_errs = validation::type_rules(self.kind, new);
         match (self.kind, subresource) {
             (K::Pod, "resize") => type_errs.extend(pod::validate_resize(new, old)),

@@ -6,7 +6,8 @@ use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
 use crate::{
-    autoscaling, config, ipaddress, node, pod, podspec_validation, service, workload_validation,
+    autoscaling, config, dra, ipaddress, node, pod, podspec_validation, service,
+    workload_validation,
 };
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
@@ -88,6 +89,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::HorizontalPodAutoscaler => autoscaling::validate(obj),
         Kind::ServiceCidr => ipaddress::validate_service_cidr(obj),
         Kind::Namespace | Kind::Event | Kind::Other => Vec::new(),
+        kind if dra::owns(kind) => dra::validate_create(kind, obj),
         workload => workload_validation::validate(workload, obj),
     }
 }
