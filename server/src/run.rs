@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// Checks everything that can be checked before touching the data directory.
 /// What the flags resolve to, checked before anything starts.
 pub struct Validated {
-    pub cidr: Cidr,
+    /// The service ranges: one, or two of different families (primary first).
+    pub cidrs: Vec<Cidr>,
     pub ports: (u16, u16),
     pub catalog: keel_catalog::Catalog,
     pub emulation: keel_catalog::Emulation,
@@ -57,8 +58,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
     }
     options::parse_feature_gates(&opts.feature_gates)
         .map_err(|e| format!("--feature-gates: {e}"))?;
-    let cidr = Cidr::parse(&opts.service_cluster_ip_range)
-        .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
+    let cidrs = options::parse_service_ranges(&opts.service_cluster_ip_range)?;
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
     let emulation =
@@ -69,7 +69,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
         return Err("--tls-cert-file and --tls-private-key-file must be given together".into());
     }
     Ok(Validated {
-        cidr,
+        cidrs,
         ports,
         catalog,
         emulation,
@@ -85,7 +85,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         });
     }
     let Validated {
-        cidr,
+        cidrs,
         ports,
         catalog,
         emulation,
@@ -144,7 +144,7 @@ pub fn run(opts: Options) -> Result<(), String> {
             .max(MAINTENANCE_INTERVAL_MIN),
         opts.watch_history,
     );
-    let registry = Registry::new(storage, Allocators::new(cidr, ports), namespaces);
+    let registry = Registry::new(storage, Allocators::new(cidrs, ports), namespaces);
     let cores = opts.cores.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())

@@ -364,3 +364,104 @@ fn restart_keeps_ip_addresses_consistent() {
     // The orphan's IP is free again.
     assert_eq!(create_service(&s, &ns, "z", Some(orphan_ip)).status, 201);
 }
+
+fn replace_service(
+    s: &Server,
+    ns: &str,
+    name: &str,
+    edit: impl FnOnce(&mut Value),
+) -> common::Http {
+    let path = format!("/api/v1/namespaces/{ns}/services/{name}");
+    let mut v = s.get(&path).json();
+    edit(&mut v);
+    s.send_json("PUT", &path, &v)
+}
+
+/// Type changes take and give back as upstream v1.36's (compared on the kit, where a PUT
+/// of the whole stored object with only the type changed clears what the new type does
+/// not need): ExternalName→NodePort takes a cluster IP (its IPAddress appears) and a node
+/// port; NodePort→ClusterIP gives the node port back; ClusterIP→ExternalName gives the IP
+/// back (its IPAddress goes); an update that fails gives back what it took.
+#[test]
+fn type_changes_take_and_give_back() {
+    let s = &Server::start(&["--service-node-port-range", "30000-30001"]);
+    let ns = s.namespace("ipobj-type");
+    let made = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "en"},
+                "spec": {"type": "ExternalName", "externalName": "x.example.com", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    let np = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("NodePort");
+        v["spec"].as_object_mut().unwrap().remove("externalName");
+    });
+    assert_eq!(np.status, 200, "{}", np.text());
+    let v = np.json();
+    let ip = cluster_ip(&v);
+    assert_eq!(v["spec"]["clusterIPs"], json!([ip]));
+    assert_eq!(v["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(v["spec"]["ipFamilyPolicy"], json!("SingleStack"));
+    let port = v["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+    assert_ip_object_of(s, &ip, &ns, "en");
+    // NodePort→ClusterIP: the node port goes back (another service can have it).
+    let cip = replace_service(s, &ns, "en", |v| v["spec"]["type"] = json!("ClusterIP"));
+    assert_eq!(cip.status, 200, "{}", cip.text());
+    let v = cip.json();
+    assert!(v["spec"]["ports"][0].get("nodePort").is_none(), "{v}");
+    assert!(v["spec"].get("externalTrafficPolicy").is_none(), "{v}");
+    assert_eq!(cluster_ip(&v), ip);
+    let other = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "other"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": port}]}}),
+    );
+    assert_eq!(other.status, 201, "{}", other.text());
+    // ClusterIP→ExternalName: the IP and its IPAddress go.
+    let en = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("ExternalName");
+        v["spec"]["externalName"] = json!("y.example.com");
+    });
+    assert_eq!(en.status, 200, "{}", en.text());
+    let v = en.json();
+    for k in [
+        "clusterIP",
+        "clusterIPs",
+        "ipFamilies",
+        "ipFamilyPolicy",
+        "internalTrafficPolicy",
+    ] {
+        assert!(v["spec"].get(k).is_none(), "{k}: {v}");
+    }
+    assert_eq!(ip_address(s, &ip).status, 404);
+    assert_eq!(create_service(s, &ns, "again", Some(&ip)).status, 201);
+    // A failed update gives back what it took: the last node port is taken by "other"'s
+    // sibling, so ExternalName→NodePort asking for two ports fails after taking the IP.
+    let third = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "third"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(third.status, 201, "{}", third.text());
+    let before = s.get(IPS).json()["items"].as_array().unwrap().len();
+    let full = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("NodePort");
+        v["spec"].as_object_mut().unwrap().remove("externalName");
+    });
+    assert_eq!(
+        status(&full),
+        (
+            500,
+            "InternalError".into(),
+            "Internal error occurred: failed to allocate a nodePort: range is full".into()
+        )
+    );
+    assert_eq!(s.get(IPS).json()["items"].as_array().unwrap().len(), before);
+    let kept = s
+        .get(&format!("/api/v1/namespaces/{ns}/services/en"))
+        .json();
+    assert_eq!(kept["spec"]["type"], "ExternalName");
+}

@@ -15,7 +15,7 @@ use crate::state::State;
 use keel_api::status::ApiError;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,14 +95,14 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
     let services = routes.core("services");
     let (ip_items, _) = st.registry.list_all(ips, "").await?;
     let (svc_items, _) = st.registry.list_all(services, "").await?;
-    let ip_objs: HashMap<Ipv4Addr, Value> = ip_items
+    let ip_objs: HashMap<IpAddr, Value> = ip_items
         .iter()
         .filter_map(|kv| objects::parse_stored(kv.value()).ok())
         .filter_map(|o| Some((objects::name(&o).parse().ok()?, o)))
         .collect();
-    let mut stored: HashSet<Ipv4Addr> = ip_objs.keys().copied().collect();
+    let mut stored: HashSet<IpAddr> = ip_objs.keys().copied().collect();
     // (ip, namespace, name) of every cluster IP a Service holds.
-    let mut holders: HashSet<(Ipv4Addr, String, String)> = HashSet::new();
+    let mut holders: HashSet<(IpAddr, String, String)> = HashSet::new();
     for kv in &svc_items {
         let svc = objects::parse_stored(kv.value())?;
         let Some(held) = services.strategy.service_held(&svc) else {
@@ -130,7 +130,7 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
 }
 
 /// An IPAddress the allocator made whose parent Service does not hold its IP.
-fn is_orphan(obj: &Value, ip: Ipv4Addr, holders: &HashSet<(Ipv4Addr, String, String)>) -> bool {
+fn is_orphan(obj: &Value, ip: IpAddr, holders: &HashSet<(IpAddr, String, String)>) -> bool {
     let managed = obj
         .pointer("/metadata/labels")
         .and_then(|l| l.get(registry::MANAGED_BY_LABEL))
@@ -156,7 +156,7 @@ fn older_than(obj: &Value, age: Duration) -> bool {
 async fn create_missing(
     st: &State,
     ips: &Resource,
-    ip: Ipv4Addr,
+    ip: IpAddr,
     svc: &Value,
 ) -> Result<(), ApiError> {
     let mut obj = registry::ip_object(ip, svc);
@@ -189,10 +189,10 @@ async fn delete_orphan(st: &State, ips: &Resource, obj: &Value) -> Result<(), Ap
     }
 }
 
-/// The IPv4 ranges of the ServiceCIDRs that are ready: not being deleted, and with a Ready
+/// The ranges of the ServiceCIDRs that are ready: not being deleted, and with a Ready
 /// condition that is not False (upstream treats one without the condition as ready: nothing
-/// may have set it yet). Ranges keel's allocator cannot serve (prefix outside 8..=30) are
-/// skipped.
+/// may have set it yet). Ranges the allocator cannot serve (IPv4 shorter than
+/// `IPV4_PREFIX_MIN`, IPv6 shorter than /64, as upstream's) are skipped.
 pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
     let mut out = Vec::new();
     for sc in cidrs {
@@ -210,7 +210,7 @@ pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
         let texts = sc.pointer("/spec/cidrs").and_then(Value::as_array);
         for text in texts.into_iter().flatten().filter_map(Value::as_str) {
             if let Ok(c) = Cidr::parse(text) {
-                if format!("{}/{}", c.base, c.prefix) == text {
+                if c.to_string() == text {
                     out.push(c);
                 }
             }
@@ -221,12 +221,12 @@ pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
 
 /// Creates the default ServiceCIDR when it is missing and marks it Ready.
 async fn ensure_default_cidr(st: &State, res: &Resource) -> Result<(), ApiError> {
-    let cidr = st.registry.allocators().default_cidr();
+    let cidrs = st.registry.allocators().default_cidrs();
     if !st.registry.exists(res, "", DEFAULT_SERVICE_CIDR)? {
         let obj = json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
             "metadata": {"name": DEFAULT_SERVICE_CIDR},
-            "spec": {"cidrs": [cidr]},
+            "spec": {"cidrs": cidrs},
         });
         match st
             .registry
@@ -297,16 +297,16 @@ mod tests {
             ),
             (
                 sc(json!(["10.2.0.0/24", "2001:db8::/64"]), json!({})),
-                vec!["10.2.0.0/24"],
+                vec!["10.2.0.0/24", "2001:db8::/64"],
             ),
             (sc(json!(["10.4.0.0/24"]), not_ready), vec![]),
             (deleting, vec![]),
-            (sc(json!(["10.5.0.0/31", "10.0.0.0/4"]), ready), vec![]),
+            (sc(json!(["10.0.0.0/4", "2001:db8::/48"]), ready), vec![]),
         ];
         for (obj, want) in rows {
             let got: Vec<String> = ready_ranges(std::slice::from_ref(&obj))
                 .iter()
-                .map(|c| format!("{}/{}", c.base, c.prefix))
+                .map(ToString::to_string)
                 .collect();
             assert_eq!(got, want, "{obj}");
         }
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn orphans_are_managed_objects_without_their_holder() {
-        let ip: Ipv4Addr = "10.0.0.9".parse().unwrap();
+        let ip: IpAddr = "10.0.0.9".parse().unwrap();
         let svc = json!({"metadata": {"name": "s", "namespace": "d"}});
         let obj = registry::ip_object(ip, &svc);
         let holder = HashSet::from([(ip, "d".to_string(), "s".to_string())]);
