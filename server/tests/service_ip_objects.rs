@@ -82,8 +82,14 @@ fn default_service_cidr_is_ready() {
             &json!("Ready"),
             &json!("True"),
             &json!(""),
-            &json!("Kubernetes default Service CIDR is ready")
+            // The controller manager's servicecidrs controller (in-process here) replaces
+            // the API server's "Kubernetes default Service CIDR is ready", as on the kit.
+            &json!("Kubernetes Service CIDR is ready")
         )
+    );
+    assert_eq!(
+        v["metadata"]["finalizers"],
+        json!(["networking.k8s.io/service-cidr-finalizer"])
     );
     assert!(c["lastTransitionTime"].is_string(), "{c}");
     // kubectl reads it too.
@@ -464,4 +470,153 @@ fn type_changes_take_and_give_back() {
         .get(&format!("/api/v1/namespaces/{ns}/services/en"))
         .json();
     assert_eq!(kept["spec"]["type"], "ExternalName");
+}
+
+/// A dual-stack server (`10.0.0.0/24,fd00:10:96::/112`, as the kit's): the default
+/// ServiceCIDR carries both ranges, the `kubernetes` service stays single-stack in the
+/// primary family, PreferDualStack gets one IP per family and an IPAddress for each (the
+/// IPv6 one named in canonical form), and deletion frees both.
+#[test]
+fn dual_stack_services_get_an_ip_per_family() {
+    let s = &Server::start(&["--service-cluster-ip-range", "10.0.0.0/24,fd00:10:96::/112"]);
+    let cidr = s.get(&format!("{CIDRS}/kubernetes")).json();
+    assert_eq!(
+        cidr["spec"]["cidrs"],
+        json!(["10.0.0.0/24", "fd00:10:96::/112"])
+    );
+    let k = s
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .json();
+    assert_eq!(k["spec"]["clusterIPs"], json!(["10.0.0.1"]));
+    assert_eq!(k["spec"]["ipFamilies"], json!(["IPv4"]));
+    let ns = s.namespace("ipobj-dual");
+    let made = s.kubectl_stdin(
+        &["create", "-n", &ns, "-f", "-", "-o", "json"],
+        r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pd"},
+            "spec": {"ipFamilyPolicy": "PreferDualStack", "ports": [{"port": 80}]}}"#,
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let v: Value = serde_json::from_slice(&made.stdout).unwrap();
+    assert_eq!(v["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
+    let ips: Vec<String> = v["spec"]["clusterIPs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ips.len(), 2, "{v}");
+    assert_eq!(cluster_ip(&v), ips[0]);
+    assert!(ips[0].starts_with("10.0.0."), "{ips:?}");
+    let v6: std::net::Ipv6Addr = ips[1].parse().unwrap();
+    assert_eq!(v6.to_string(), ips[1], "canonical text");
+    assert!(ips[1].starts_with("fd00:10:96::"), "{ips:?}");
+    assert_ip_object_of(s, &ips[0], &ns, "pd");
+    let six = ip_address(s, &ips[1]).json();
+    assert_eq!(
+        six["metadata"]["labels"]["ipaddress.kubernetes.io/ip-family"],
+        "IPv6"
+    );
+    assert_eq!(six["spec"]["parentRef"]["name"], "pd");
+    // IPv6 only, on request.
+    let v6only = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "six"},
+                "spec": {"ipFamilies": ["IPv6"], "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(v6only.status, 201, "{}", v6only.text());
+    assert_eq!(v6only.json()["spec"]["ipFamilyPolicy"], "SingleStack");
+    s.ok(&["delete", "service", "pd", "-n", &ns]);
+    for ip in &ips {
+        assert_eq!(ip_address(s, ip).status, 404, "{ip}");
+    }
+}
+
+/// RequireDualStack on a single-stack server is refused with upstream's message.
+#[test]
+fn require_dual_stack_is_refused_on_single_stack() {
+    let s = server();
+    let ns = s.namespace("ipobj-single");
+    let got = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "rd"},
+                "spec": {"ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(
+        status(&got),
+        (422, "Invalid".into(), "Service \"rd\" is invalid: spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services".into())
+    );
+    let got = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "v6"},
+                "spec": {"ipFamilies": ["IPv6"], "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(
+        status(&got).2,
+        "Service \"v6\" is invalid: spec.ipFamilies[0]: Invalid value: \"IPv6\": not configured on this cluster"
+    );
+}
+
+/// The ServiceCIDR finalizer as upstream's servicecidrs controller keeps it (compared on
+/// the kit with the controller manager running): a new ServiceCIDR gets the finalizer and
+/// Ready; deleted while a Service holds an IP only it contains, it stays with
+/// Ready=False/Terminating; once the IP is free it goes (after the 10 s grace).
+#[test]
+fn service_cidr_deletion_waits_for_its_ips() {
+    let s = &Server::start(&[]);
+    let ns = s.namespace("ipobj-fin");
+    let made = s.send_json(
+        "POST",
+        CIDRS,
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                "metadata": {"name": "extra"}, "spec": {"cidrs": ["10.9.0.0/24"]}}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    // Upstream's API server itself adds no finalizer.
+    assert!(made.json()["metadata"].get("finalizers").is_none());
+    let path = format!("{CIDRS}/extra");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let v = s.get(&path).json();
+            v["metadata"]["finalizers"] == json!(["networking.k8s.io/service-cidr-finalizer"])
+                && v["status"]["conditions"][0]["message"] == "Kubernetes Service CIDR is ready"
+        }),
+        "{}",
+        s.get(&path).text()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let code = create_service(s, &ns, "x", Some("10.9.0.5")).status;
+            code == 201 || code == 409
+        }),
+        "10.9.0.5 never became allocatable"
+    );
+    assert_eq!(s.http("DELETE", &path, &[], None).status, 200);
+    let blocked = |v: &Value| {
+        let c = &v["status"]["conditions"][0];
+        c["status"] == "False"
+            && c["reason"] == "Terminating"
+            && c["message"] == "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR"
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || blocked(&s.get(&path).json())),
+        "{}",
+        s.get(&path).text()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let still = s.get(&path);
+    assert_eq!(still.status, 200, "deleted while its IP is in use");
+    assert!(still.json()["metadata"]["deletionTimestamp"].is_string());
+    s.ok(&["delete", "service", "x", "-n", &ns]);
+    assert!(
+        eventually(Duration::from_secs(30), || s.get(&path).status == 404),
+        "{}",
+        s.get(&path).text()
+    );
 }

@@ -55,11 +55,15 @@ async fn run(st: Arc<State>) {
     let mut w = watches(&st).await;
     loop {
         let started = tokio::time::Instant::now();
-        if let Err(e) = reconcile(&st, ORPHAN_GRACE).await {
-            eprintln!("ipallocator controller: {}", e.message);
-        }
+        let next = match reconcile(&st, ORPHAN_GRACE).await {
+            Ok(next) => next.unwrap_or(RESYNC).min(RESYNC),
+            Err(e) => {
+                eprintln!("ipallocator controller: {}", e.message);
+                RESYNC
+            }
+        };
         tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
-        if super::wait_for_change(&mut w, RESYNC).await {
+        if super::wait_for_change(&mut w, next).await {
             w = watches(&st).await;
         }
     }
@@ -73,29 +77,32 @@ fn service_cidrs(routes: &crate::routes::Routes) -> Option<&Resource> {
     routes.lookup("networking.k8s.io", "v1", "servicecidrs")
 }
 
-/// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects and the taken
-/// set. `grace`: how old an orphaned IPAddress must be to be deleted.
-pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
+/// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects, the taken
+/// set and the ServiceCIDRs' finalizers (`servicecidrs`). `grace`: how old an orphaned
+/// IPAddress must be to be deleted. Returns how soon the next pass is needed, when a
+/// ServiceCIDR waits out its deletion grace.
+pub async fn reconcile(st: &State, grace: Duration) -> Result<Option<Duration>, ApiError> {
     let routes = st.routes.load();
     let alloc = st.registry.allocators();
+    let mut cidr_objs: Vec<Value> = Vec::new();
     if let Some(cidrs) = service_cidrs(&routes) {
         ensure_default_cidr(st, cidrs).await?;
         let (items, _) = st.registry.list_all(cidrs, "").await?;
-        let parsed: Vec<Value> = items
+        cidr_objs = items
             .iter()
             .filter_map(|kv| objects::parse_stored(kv.value()).ok())
             .collect();
-        alloc.set_extra_ranges(ready_ranges(&parsed));
+        alloc.set_extra_ranges(ready_ranges(&cidr_objs));
     }
     let Some(ips) = ip_addresses(&routes) else {
-        return Ok(());
+        return Ok(None);
     };
     alloc.use_ip_objects(ips.loc.clone());
     let epoch = alloc.ip_epoch();
     let services = routes.core("services");
     let (ip_items, _) = st.registry.list_all(ips, "").await?;
     let (svc_items, _) = st.registry.list_all(services, "").await?;
-    let ip_objs: HashMap<IpAddr, Value> = ip_items
+    let mut ip_objs: HashMap<IpAddr, Value> = ip_items
         .iter()
         .filter_map(|kv| objects::parse_stored(kv.value()).ok())
         .filter_map(|o| Some((objects::name(&o).parse().ok()?, o)))
@@ -119,14 +126,22 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
             }
         }
     }
+    let mut orphans = Vec::new();
     for (ip, obj) in &ip_objs {
         if is_orphan(obj, *ip, &holders) && !alloc.ip_pending(*ip) && older_than(obj, grace) {
             delete_orphan(st, ips, obj).await?;
             stored.remove(ip);
+            orphans.push(*ip);
         }
     }
     alloc.sync_ips(&stored, epoch);
-    Ok(())
+    for ip in orphans {
+        ip_objs.remove(&ip);
+    }
+    match service_cidrs(&routes) {
+        Some(cidrs) => super::servicecidrs::reconcile(st, cidrs, &cidr_objs, &ip_objs).await,
+        None => Ok(None),
+    }
 }
 
 /// An IPAddress the allocator made whose parent Service does not hold its IP.

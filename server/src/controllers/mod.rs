@@ -8,6 +8,7 @@ pub mod bootstrap;
 pub mod flowcontrol;
 pub mod ipallocator;
 pub mod namespace;
+pub mod servicecidrs;
 
 use crate::registry::{Source, Step};
 use crate::repr::{Encoder, Format};
