@@ -161,16 +161,9 @@ impl Allocators {
         }
     }
 
-    /// Marks what a stored service holds (at start).
-    pub fn restore(&self, strategy: &Strategy, svc: &Value) {
-        let Some(held) = strategy.service_held(svc) else {
-            return;
-        };
-        let mut ips = self.used_ips.lock();
-        for ip in held.cluster_ips.iter().filter_map(|ip| ip.parse().ok()) {
-            ips.take(ip);
-        }
-        drop(ips);
+    /// Marks the node ports a stored service holds taken (at start; its cluster IPs come
+    /// with the IPAddress objects through [`Allocators::sync_ips`]).
+    pub fn restore_ports(&self, held: &ServiceHeld) {
         let mut ports = self.used_ports.lock();
         ports.extend(
             held.node_ports

@@ -211,7 +211,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
+    let synced = rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
     if st.flowcontrol.enabled {
         // Errors are logged and retried by the controller; the built-in bootstrap applies.
         if let Err(e) = rt.block_on(crate::controllers::flowcontrol::reconcile(&st)) {
@@ -228,7 +228,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
     crate::controllers::namespace::spawn(st.clone());
-    crate::controllers::ipallocator::spawn(st.clone());
+    crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());
     }

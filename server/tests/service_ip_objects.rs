@@ -311,6 +311,17 @@ fn restart_keeps_ip_addresses_consistent() {
     let a = cluster_ip(&create_service(&s, &ns, "a", None).json());
     let b = cluster_ip(&create_service(&s, &ns, "b", None).json());
     let a_uid = ip_address(&s, &a).json()["metadata"]["uid"].clone();
+    let node_port = |name: &str| {
+        s.send_json(
+            "POST",
+            &format!("/api/v1/namespaces/{ns}/services"),
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                    "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30100}]}}),
+        )
+    };
+    let made = node_port("np");
+    assert_eq!(made.status, 201, "{}", made.text());
+    let np_ip0 = cluster_ip(&made.json());
     // b's object goes missing; an allocator-made object outlives its service (a crash
     // between the two writes); a user's object names no live service.
     assert_eq!(
@@ -320,7 +331,7 @@ fn restart_keeps_ip_addresses_consistent() {
     // Two IPs neither service was given (the allocator picks at random).
     let free: Vec<String> = (240..256)
         .map(|i| format!("10.0.0.{i}"))
-        .filter(|ip| *ip != a && *ip != b)
+        .filter(|ip| *ip != a && *ip != b && *ip != np_ip0)
         .take(2)
         .collect();
     let (orphan_ip, users_ip) = (free[0].as_str(), free[1].as_str());
@@ -356,7 +367,11 @@ fn restart_keeps_ip_addresses_consistent() {
         .map(|o| o["metadata"]["name"].as_str().unwrap())
         .collect();
     names.sort();
-    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), users_ip];
+    let np_ip = cluster_ip(
+        &s.get(&format!("/api/v1/namespaces/{ns}/services/np"))
+            .json(),
+    );
+    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), users_ip, np_ip.as_str()];
     want.sort();
     assert_eq!(names, want);
     for (name, ip) in [("x", &a), ("y", &b)] {
@@ -367,6 +382,17 @@ fn restart_keeps_ip_addresses_consistent() {
             "{message}"
         );
     }
+    // Node ports are restored from the same listing.
+    let (code, _, message) = status(&s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np2"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30100}]}}),
+    ));
+    assert_eq!(
+        (code, message.as_str()),
+        (422, "Service \"np2\" is invalid: spec.ports[0].nodePort: Invalid value: 30100: provided port is already allocated")
+    );
     // The orphan's IP is free again.
     assert_eq!(create_service(&s, &ns, "z", Some(orphan_ip)).status, 201);
 }

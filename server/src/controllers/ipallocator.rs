@@ -13,6 +13,7 @@ use crate::routes::Resource;
 use crate::selection::Selection;
 use crate::state::State;
 use keel_api::status::ApiError;
+use keel_engine::Revision;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -33,38 +34,52 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 /// Least time between two passes: a burst of changes is handled by one pass.
 pub const PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
 
-/// Runs the controller on its own thread with its own single-threaded runtime.
-pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    super::spawn_thread("keel-ipallocator-controller", move || run(st))
+/// Runs the controller on its own thread with its own single-threaded runtime. `synced`:
+/// the revision before bootstrap's pass began (the pass read everything as of then or
+/// later) and how soon that pass wanted the next; the controller then watches from there
+/// and passes again only on a change (a start-up reads the services once).
+pub fn spawn(
+    st: Arc<State>,
+    synced: Option<(Revision, Option<Duration>)>,
+) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-ipallocator-controller", move || run(st, synced))
 }
 
-async fn watches(st: &State) -> [Option<(Source, Selection)>; 3] {
+/// Watches of services, IPAddresses and ServiceCIDRs, after `from` (else from now).
+async fn watches(st: &State, from: Option<Revision>) -> [Option<(Source, Selection)>; 3] {
     let routes = st.routes.load();
+    let from = from.unwrap_or_else(|| st.registry.current_revision());
     let mut out = [None, None, None];
-    out[0] = super::watch_all(st, routes.core("services")).await;
+    out[0] = super::watch_all_after(st, routes.core("services"), from).await;
     if let Some(r) = ip_addresses(&routes) {
-        out[1] = super::watch_all(st, r).await;
+        out[1] = super::watch_all_after(st, r, from).await;
     }
     if let Some(r) = service_cidrs(&routes) {
-        out[2] = super::watch_all(st, r).await;
+        out[2] = super::watch_all_after(st, r, from).await;
     }
     out
 }
 
-async fn run(st: Arc<State>) {
-    let mut w = watches(&st).await;
+async fn run(st: Arc<State>, synced: Option<(Revision, Option<Duration>)>) {
+    let mut w = watches(&st, synced.map(|(rev, _)| rev)).await;
+    // Bootstrap's pass stands for the first one when every watch replays from before it.
+    let mut skip = synced.is_some() && w.iter().all(Option::is_some);
+    let mut next = synced.and_then(|(_, n)| n).unwrap_or(RESYNC).min(RESYNC);
     loop {
-        let started = tokio::time::Instant::now();
-        let next = match reconcile(&st, ORPHAN_GRACE).await {
-            Ok(next) => next.unwrap_or(RESYNC).min(RESYNC),
-            Err(e) => {
-                eprintln!("ipallocator controller: {}", e.message);
-                RESYNC
-            }
-        };
-        tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
+        if !skip {
+            let started = tokio::time::Instant::now();
+            next = match reconcile(&st, ORPHAN_GRACE, false).await {
+                Ok(n) => n.unwrap_or(RESYNC).min(RESYNC),
+                Err(e) => {
+                    eprintln!("ipallocator controller: {}", e.message);
+                    RESYNC
+                }
+            };
+            tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
+        }
+        skip = false;
         if super::wait_for_change(&mut w, next).await {
-            w = watches(&st).await;
+            w = watches(&st, None).await;
         }
     }
 }
@@ -79,9 +94,14 @@ fn service_cidrs(routes: &crate::routes::Routes) -> Option<&Resource> {
 
 /// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects, the taken
 /// set and the ServiceCIDRs' finalizers (`servicecidrs`). `grace`: how old an orphaned
-/// IPAddress must be to be deleted. Returns how soon the next pass is needed, when a
-/// ServiceCIDR waits out its deletion grace.
-pub async fn reconcile(st: &State, grace: Duration) -> Result<Option<Duration>, ApiError> {
+/// IPAddress must be to be deleted. `restore` (start-up): also mark the node ports of the
+/// services listed taken (the IPs are synced from the same listing). Returns how soon the
+/// next pass is needed, when a ServiceCIDR waits out its deletion grace.
+pub async fn reconcile(
+    st: &State,
+    grace: Duration,
+    restore: bool,
+) -> Result<Option<Duration>, ApiError> {
     let routes = st.routes.load();
     let alloc = st.registry.allocators();
     let mut cidr_objs: Vec<Value> = Vec::new();
@@ -94,12 +114,15 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<Option<Duration>, 
             .collect();
         alloc.set_extra_ranges(ready_ranges(&cidr_objs));
     }
+    let services = routes.core("services");
     let Some(ips) = ip_addresses(&routes) else {
+        if restore {
+            restore_without_objects(st, services).await?;
+        }
         return Ok(None);
     };
     alloc.use_ip_objects(ips.loc.clone());
     let epoch = alloc.ip_epoch();
-    let services = routes.core("services");
     let (ip_items, _) = st.registry.list_all(ips, "").await?;
     let (svc_items, _) = st.registry.list_all(services, "").await?;
     let mut ip_objs: HashMap<IpAddr, Value> = ip_items
@@ -115,6 +138,9 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<Option<Duration>, 
         let Some(held) = services.strategy.service_held(&svc) else {
             continue;
         };
+        if restore {
+            alloc.restore_ports(&held);
+        }
         let ns = objects::meta_str(&svc, "namespace")
             .unwrap_or("")
             .to_string();
@@ -142,6 +168,28 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<Option<Duration>, 
         Some(cidrs) => super::servicecidrs::reconcile(st, cidrs, &cidr_objs, &ip_objs).await,
         None => Ok(None),
     }
+}
+
+/// Start-up without IPAddress objects (their API disabled): the services' cluster IPs and
+/// node ports are what is taken.
+async fn restore_without_objects(st: &State, services: &Resource) -> Result<(), ApiError> {
+    let alloc = st.registry.allocators();
+    let epoch = alloc.ip_epoch();
+    let (items, _) = st.registry.list_all(services, "").await?;
+    let mut taken = HashSet::new();
+    for kv in &items {
+        let svc = objects::parse_stored(kv.value())?;
+        if let Some(held) = services.strategy.service_held(&svc) {
+            alloc.restore_ports(&held);
+            taken.extend(
+                held.cluster_ips
+                    .iter()
+                    .filter_map(|ip| ip.parse::<IpAddr>().ok()),
+            );
+        }
+    }
+    alloc.sync_ips(&taken, epoch);
+    Ok(())
 }
 
 /// An IPAddress the allocator made whose parent Service does not hold its IP.
