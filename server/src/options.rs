@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(v6.to_string(), "fd00:10:96::/112");
         assert_eq!(v6.size(), 65536);
         assert_eq!(v6.nth(0xffff), ip("fd00:10:96::ffff"));
-        assert!(v6.contains(ip("fd00:10:96::1:0")) == false);
+        assert!(!v6.contains(ip("fd00:10:96::1:0")));
         assert_eq!(Cidr::parse("fd00::/64").unwrap().size(), 1 << 64);
         assert_eq!(
             Cidr::parse("::/0").err().unwrap(),

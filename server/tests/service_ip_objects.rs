@@ -207,7 +207,9 @@ fn extra_service_cidr_serves_its_range() {
         "10.7.0.5 never became allocatable"
     );
     assert_ip_object_of(s, "10.7.0.5", &ns, "in-extra");
-    // Not ready: no longer served.
+    // The controller manager's servicecidrs controller (in-process) keeps it Ready: a
+    // user's Ready=False is set back, as upstream's controller does (read from its v1.36
+    // source; which ServiceCIDRs are served when not ready: `ready_ranges_table`).
     let not_ready = s.send_json("PUT", &format!("{CIDRS}/extra/status"), &{
         let mut v = s.get(&format!("{CIDRS}/extra")).json();
         v["status"] = json!({"conditions": [{"type": "Ready", "status": "False",
@@ -215,25 +217,19 @@ fn extra_service_cidr_serves_its_range() {
         v
     });
     assert_eq!(not_ready.status, 200, "{}", not_ready.text());
-    let mut attempt = 0;
     assert!(
         eventually(Duration::from_secs(10), || {
-            attempt += 1;
-            let name = format!("late-{attempt}");
-            let (code, _, message) = status(&create_service(s, &ns, &name, Some("10.7.0.6")));
-            if code == 0 {
-                // Created while the change was on its way: give the IP back for the next try.
-                s.http(
-                    "DELETE",
-                    &format!("/api/v1/namespaces/{ns}/services/{name}"),
-                    &[],
-                    None,
-                );
-            }
-            code == 422
-                && message.ends_with("the provided network does not match the current range")
+            let v = s.get(&format!("{CIDRS}/extra")).json();
+            let c = &v["status"]["conditions"][0];
+            c["status"] == "True" && c["message"] == "Kubernetes Service CIDR is ready"
         }),
-        "a ServiceCIDR that is not ready still served"
+        "Ready=False was never set back"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            create_service(s, &ns, "in-extra-2", Some("10.7.0.6")).status == 201
+        }),
+        "10.7.0.6 not allocatable once Ready again"
     );
     assert_eq!(
         s.http("DELETE", &format!("{CIDRS}/extra"), &[], None)

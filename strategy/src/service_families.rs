@@ -354,6 +354,9 @@ mod tests {
             .collect()
     }
 
+    /// The policy and families after, or the messages.
+    type Want = Result<(&'static str, Value), Vec<&'static str>>;
+
     const V4: &[&str] = &[IPV4];
     const DUAL: &[&str] = &[IPV4, IPV6];
     const DUAL6: &[&str] = &[IPV6, IPV4];
@@ -363,7 +366,7 @@ mod tests {
     #[test]
     fn init_on_create_table() {
         // (cluster, spec, policy and families after, or the messages)
-        let rows: Vec<(&[&str], Value, Result<(&str, Value), Vec<&str>>)> = vec![
+        let rows: Vec<(&[&str], Value, Want)> = vec![
             (V4, json!({}), Ok((SINGLE_STACK, json!(["IPv4"])))),
             (DUAL, json!({}), Ok((SINGLE_STACK, json!(["IPv4"])))),
             (DUAL6, json!({}), Ok((SINGLE_STACK, json!(["IPv6"])))),
