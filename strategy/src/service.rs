@@ -301,9 +301,8 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
         if new_ips.get(i).is_some_and(|n| n != old_ip) {
             errs.push(FieldErr::invalid(
                 &format!("spec.clusterIPs[{i}]"),
-                Bad::Raw(crate::errors::go_string_slice(
-                    new.pointer("/spec/clusterIPs"),
-                )),
+                // v1.36 prints the list as JSON (observed on the kit).
+                Bad::Raw(Value::Array(new_ips.to_vec()).to_string()),
                 "may not change once set",
             ));
         }

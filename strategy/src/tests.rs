@@ -402,7 +402,7 @@ fn service_allocation_and_update() {
     moved["spec"]["clusterIPs"] = json!(["10.0.0.6"]);
     assert_eq!(
         messages(validate_update("", "services", &moved, &stored)),
-        vec!["spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.6\"}: may not change once set"]
+        vec!["spec.clusterIPs[0]: Invalid value: [\"10.0.0.6\"]: may not change once set"]
     );
     assert!(allow_create_on_update("", "services"));
 }
