@@ -12,14 +12,16 @@
 //! the ServiceCIDRs. This module holds no I/O: it is told where the objects live
 //! ([`Allocators::use_ip_objects`]) and what is stored ([`Allocators::sync_ips`]).
 
-use crate::options::Cidr;
+use crate::options::{Cidr, IP_SCAN_MAX};
 use crate::storage::Location;
 use keel_api::status::ApiError;
-use keel_strategy::{AllocError, ClusterIpNeed, FailedNeed, NodePortNeed, Request, Strategy};
+use keel_strategy::{
+    AllocError, FailedNeed, NodePortNeed, Request, ServiceHeld, ServiceNeeds, Strategy,
+};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// How many ranges besides the default one (from user ServiceCIDRs) are served; more are
 /// ignored (upstream bounds nothing, keel bounds the allocator's scan).
@@ -30,13 +32,13 @@ pub const SERVICE_RANGES_EXTRA_MAX: usize = 64;
 /// has not finished (their objects may be missing from any listing).
 #[derive(Debug, Default)]
 struct IpSet {
-    taken: HashMap<Ipv4Addr, u64>,
-    pending: HashSet<Ipv4Addr>,
+    taken: HashMap<IpAddr, u64>,
+    pending: HashSet<IpAddr>,
     epoch: u64,
 }
 
 impl IpSet {
-    fn take(&mut self, ip: Ipv4Addr) {
+    fn take(&mut self, ip: IpAddr) {
         self.epoch += 1;
         self.taken.insert(ip, self.epoch);
     }
@@ -45,14 +47,15 @@ impl IpSet {
 /// What one create took, so a failed write can give it back.
 #[derive(Debug, Default)]
 pub struct Allocation {
-    ips: Vec<Ipv4Addr>,
+    ips: Vec<IpAddr>,
     ports: Vec<u16>,
 }
 
 pub struct Allocators {
-    /// `--service-cluster-ip-range`: the default ServiceCIDR's, always served.
-    range: Cidr,
-    /// The IPv4 ranges of the other ServiceCIDRs that are ready.
+    /// `--service-cluster-ip-range`: the default ServiceCIDR's, always served; one, or one
+    /// per family (dual-stack), the primary first.
+    ranges: Vec<Cidr>,
+    /// The ranges of the other ServiceCIDRs that are ready.
     extra_ranges: RwLock<Vec<Cidr>>,
     ports: (u16, u16),
     used_ips: Mutex<IpSet>,
@@ -62,9 +65,13 @@ pub struct Allocators {
 }
 
 impl Allocators {
-    pub fn new(range: Cidr, ports: (u16, u16)) -> Allocators {
+    pub fn new(ranges: Vec<Cidr>, ports: (u16, u16)) -> Allocators {
+        assert!(
+            matches!(ranges.len(), 1 | 2),
+            "one service range or two: {ranges:?}"
+        );
         Allocators {
-            range,
+            ranges,
             extra_ranges: RwLock::new(Vec::new()),
             ports,
             used_ips: Mutex::new(IpSet::default()),
@@ -73,14 +80,19 @@ impl Allocators {
         }
     }
 
-    /// The first address of the range: the `kubernetes` service's.
-    pub fn first_ip(&self) -> Ipv4Addr {
-        self.range.nth(1)
+    /// The first address of the primary range: the `kubernetes` service's.
+    pub fn first_ip(&self) -> IpAddr {
+        self.ranges[0].nth(1)
     }
 
-    /// The default range, as a ServiceCIDR writes it.
-    pub fn default_cidr(&self) -> String {
-        format!("{}/{}", self.range.base, self.range.prefix)
+    /// The default ranges, as the default ServiceCIDR writes them.
+    pub fn default_cidrs(&self) -> Vec<String> {
+        self.ranges.iter().map(ToString::to_string).collect()
+    }
+
+    /// The IP families the cluster serves, the primary first.
+    pub fn families(&self) -> Vec<&'static str> {
+        self.ranges.iter().map(Cidr::family).collect()
     }
 
     /// Records cluster IPs as IPAddress objects at `loc` from now on.
@@ -93,9 +105,9 @@ impl Allocators {
         self.ip_objects.read().clone()
     }
 
-    /// Serves `ranges` (the ready ServiceCIDRs' IPv4 ranges) besides the default one.
+    /// Serves `ranges` (the ready ServiceCIDRs' ranges) besides the default ones.
     pub fn set_extra_ranges(&self, mut ranges: Vec<Cidr>) {
-        ranges.retain(|r| *r != self.range);
+        ranges.retain(|r| !self.ranges.contains(r));
         ranges.dedup();
         ranges.truncate(SERVICE_RANGES_EXTRA_MAX);
         *self.extra_ranges.write() = ranges;
@@ -109,7 +121,7 @@ impl Allocators {
 
     /// Makes the taken IPs those `stored` (IPAddress objects and services' cluster IPs, listed
     /// after `epoch` was read), keeping what was taken since and what creates in flight hold.
-    pub fn sync_ips(&self, stored: &HashSet<Ipv4Addr>, epoch: u64) {
+    pub fn sync_ips(&self, stored: &HashSet<IpAddr>, epoch: u64) {
         let mut set = self.used_ips.lock();
         let IpSet { taken, pending, .. } = &mut *set;
         taken.retain(|ip, at| *at > epoch || pending.contains(ip) || stored.contains(ip));
@@ -121,23 +133,23 @@ impl Allocators {
     }
 
     /// Marks `ip` taken: an IPAddress object holds it.
-    pub fn mark_ip_taken(&self, ip: Ipv4Addr) {
+    pub fn mark_ip_taken(&self, ip: IpAddr) {
         self.used_ips.lock().take(ip);
     }
 
     /// Whether a create in flight holds `ip` (its object may exist before its service).
-    pub fn ip_pending(&self, ip: Ipv4Addr) -> bool {
+    pub fn ip_pending(&self, ip: IpAddr) -> bool {
         self.used_ips.lock().pending.contains(&ip)
     }
 
     /// Whether `ip` is taken by a finished create or a stored object (not one in flight).
-    pub fn ip_taken_settled(&self, ip: Ipv4Addr) -> bool {
+    pub fn ip_taken_settled(&self, ip: IpAddr) -> bool {
         let set = self.used_ips.lock();
         set.taken.contains_key(&ip) && !set.pending.contains(&ip)
     }
 
     /// Frees `ip`: the store shows nothing holds it (its IPAddress object was deleted).
-    pub fn forget_ip(&self, ip: Ipv4Addr) {
+    pub fn forget_ip(&self, ip: IpAddr) {
         self.used_ips.lock().taken.remove(&ip);
     }
 
@@ -149,16 +161,9 @@ impl Allocators {
         }
     }
 
-    /// Marks what a stored service holds (at start).
-    pub fn restore(&self, strategy: &Strategy, svc: &Value) {
-        let Some(held) = strategy.service_held(svc) else {
-            return;
-        };
-        let mut ips = self.used_ips.lock();
-        for ip in held.cluster_ips.iter().filter_map(|ip| ip.parse().ok()) {
-            ips.take(ip);
-        }
-        drop(ips);
+    /// Marks the node ports a stored service holds taken (at start; its cluster IPs come
+    /// with the IPAddress objects through [`Allocators::sync_ips`]).
+    pub fn restore_ports(&self, held: &ServiceHeld) {
         let mut ports = self.used_ports.lock();
         ports.extend(
             held.node_ports
@@ -176,23 +181,29 @@ impl Allocators {
         svc: &mut Value,
         dry_run: bool,
     ) -> Result<Allocation, ApiError> {
+        match strategy.service_allocation(svc) {
+            Some(needs) => self.allocate_needs(&needs, svc, dry_run),
+            None => Ok(Allocation::default()),
+        }
+    }
+
+    /// Assigns `needs` (decided by the Service strategy: all a new Service needs, or what an
+    /// update needs beyond what the stored object holds), writing the values into `svc`.
+    pub fn allocate_needs(
+        &self,
+        needs: &ServiceNeeds,
+        svc: &mut Value,
+        dry_run: bool,
+    ) -> Result<Allocation, ApiError> {
         let mut a = Allocation::default();
-        let Some(needs) = strategy.service_allocation(svc) else {
-            return Ok(a);
-        };
-        match &needs.cluster_ip {
-            ClusterIpNeed::None => {
-                if svc.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None") {
-                    set_ips(svc, "None");
-                }
-            }
-            ClusterIpNeed::Address(req) => match self.take_ip(req, dry_run, &mut a) {
-                Ok(ip) => set_ips(svc, &ip.to_string()),
+        for need in &needs.cluster_ips {
+            match self.take_ip(&need.family, &need.request, dry_run, &mut a) {
+                Ok(ip) => set_ip(svc, need.index, &ip.to_string()),
                 Err(e) => {
                     self.release(&a);
-                    return Err(e.to_status(svc, FailedNeed::ClusterIp(req)));
+                    return Err(e.to_status(svc, FailedNeed::ClusterIp(&need.request)));
                 }
-            },
+            }
         }
         for (i, need) in &needs.node_ports {
             let port = match need {
@@ -236,20 +247,22 @@ impl Allocators {
 
     fn take_ip(
         &self,
+        family: &str,
         req: &Request<String>,
         dry_run: bool,
         a: &mut Allocation,
-    ) -> Result<Ipv4Addr, AllocError> {
+    ) -> Result<IpAddr, AllocError> {
         let mut used = self.used_ips.lock();
         let extra = self.extra_ranges.read();
-        let ranges = || std::iter::once(&self.range).chain(extra.iter());
+        let ranges = || self.ranges.iter().chain(extra.iter());
         let ip = match req {
             Request::Any => ranges()
+                .filter(|r| r.family() == family)
                 .find_map(|r| free_ip(r, &used.taken))
                 .ok_or(AllocError::Full)?,
             Request::Exactly(text) => {
-                let outside = || AllocError::NotInRange(self.default_cidr());
-                let ip: Ipv4Addr = text.parse().map_err(|_| outside())?;
+                let outside = || AllocError::NotInRange(self.default_cidrs().join(","));
+                let ip: IpAddr = text.parse().map_err(|_| outside())?;
                 if !ranges().any(|r| allocatable(r, ip)) {
                     return Err(outside());
                 }
@@ -315,11 +328,8 @@ impl Allocators {
         }
     }
 
-    /// Gives back what a deleted object held.
-    pub fn release_object(&self, strategy: &Strategy, obj: &Value) {
-        let Some(held) = strategy.service_held(obj) else {
-            return;
-        };
+    /// Gives back `held` (what a deleted Service held, or what an update let go).
+    pub fn release_held(&self, held: &ServiceHeld) {
         self.release(&Allocation {
             ips: held
                 .cluster_ips
@@ -341,30 +351,45 @@ impl Allocators {
 
 impl Allocation {
     /// The cluster IPs taken.
-    pub fn ips(&self) -> &[Ipv4Addr] {
+    pub fn ips(&self) -> &[IpAddr] {
         &self.ips
     }
 }
 
-/// Whether `ip` can be handed out from `r`: inside it, and neither its network nor its
-/// broadcast address.
-fn allocatable(r: &Cidr, ip: Ipv4Addr) -> bool {
-    let first = u32::from(r.base);
-    r.contains(ip) && u32::from(ip) != first && u32::from(ip) != first + (r.size() - 1)
+/// Whether `ip` can be handed out from `r`: inside it and not its network address, nor, in
+/// IPv4, its broadcast address (upstream hands out an IPv6 range's last address).
+fn allocatable(r: &Cidr, ip: IpAddr) -> bool {
+    let offset = r.offset(ip);
+    r.contains(ip) && offset != 0 && !(r.is_ipv4() && offset == r.size() - 1)
 }
 
-/// A free address of `r`, scanning from a random one.
-fn free_ip(r: &Cidr, taken: &HashMap<Ipv4Addr, u64>) -> Option<Ipv4Addr> {
-    let hosts = r.size().checked_sub(2).filter(|n| *n > 0)?;
-    let start = rand::random::<u32>() % hosts;
-    (0..hosts)
+/// A free address of `r`, scanning at most [`IP_SCAN_MAX`] of them from a random one.
+fn free_ip(r: &Cidr, taken: &HashMap<IpAddr, u64>) -> Option<IpAddr> {
+    let reserved = if r.is_ipv4() { 2 } else { 1 };
+    let hosts = r.size().checked_sub(reserved).filter(|n| *n > 0)?;
+    let start = rand::random::<u128>() % hosts;
+    (0..hosts.min(IP_SCAN_MAX))
         .map(|i| r.nth(1 + (start + i) % hosts))
         .find(|ip| !taken.contains_key(ip))
 }
 
-fn set_ips(svc: &mut Value, ip: &str) {
-    if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
+/// Writes `ip` as `spec.clusterIPs[index]` (and `spec.clusterIP` for the primary).
+fn set_ip(svc: &mut Value, index: usize, ip: &str) {
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if index == 0 {
         spec.insert("clusterIP".into(), ip.into());
-        spec.insert("clusterIPs".into(), Value::Array(vec![ip.into()]));
     }
+    let ips = spec
+        .entry("clusterIPs")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !ips.is_array() {
+        *ips = Value::Array(Vec::new());
+    }
+    let list = ips.as_array_mut().expect("array");
+    if list.len() <= index {
+        list.resize(index + 1, Value::from(""));
+    }
+    list[index] = ip.into();
 }

@@ -1,7 +1,7 @@
 //! Command-line options. Names follow kube-apiserver's where one exists.
 
 use clap::Parser;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -241,49 +241,174 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-/// A parsed IPv4 CIDR range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The longest IPv4 range keel serves (upstream has no bound since v1.33; keel's dynamic
+/// allocation scans at most [`IP_SCAN_MAX`] addresses, the whole of such a range).
+pub const IPV4_PREFIX_MIN: u8 = 8;
+/// The longest IPv6 range, as upstream's allocator (`shortest allowed prefix length for
+/// service CIDR is 64`).
+pub const IPV6_PREFIX_MIN: u8 = 64;
+/// The fewest addresses a `--service-cluster-ip-range` holds, as upstream.
+pub const SERVICE_RANGE_ADDRESSES_MIN: u128 = 8;
+/// How many addresses one dynamic cluster-IP allocation looks at, from a random one, before
+/// it calls the range full: all of the longest IPv4 range; an IPv6 /64 is never scanned
+/// whole (upstream starts at a random 64-bit offset and walks on; a window of 2^24 from a
+/// random start finds a free address unless the range is nearly full near it).
+pub const IP_SCAN_MAX: u128 = 1 << 24;
+const _: () = assert!(IP_SCAN_MAX >= 1 << (32 - IPV4_PREFIX_MIN));
+
+/// A parsed IPv4 or IPv6 CIDR range (the base masked to the prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Cidr {
-    pub base: Ipv4Addr,
+    pub base: IpAddr,
     pub prefix: u8,
 }
 
 impl Cidr {
+    /// Parses `a.b.c.d/n` or `x:y::/n` (bits beyond the prefix are dropped, as upstream's
+    /// flag parsing does). Ranges the allocator cannot serve are refused.
     pub fn parse(s: &str) -> Result<Cidr, String> {
+        let c = Cidr::parse_any(s)?;
+        let min = if c.base.is_ipv4() {
+            IPV4_PREFIX_MIN
+        } else {
+            IPV6_PREFIX_MIN
+        };
+        if c.prefix < min {
+            return Err(if c.base.is_ipv4() {
+                format!("invalid CIDR {s:?}: prefix length must be at least {min}")
+            } else {
+                format!(
+                    "shortest allowed prefix length for service CIDR is {min}, got {}",
+                    c.prefix
+                )
+            });
+        }
+        Ok(c)
+    }
+
+    /// Parses any well-formed CIDR.
+    pub fn parse_any(s: &str) -> Result<Cidr, String> {
         let (ip, len) = s
             .split_once('/')
-            .ok_or_else(|| format!("invalid CIDR {s:?}: expected a.b.c.d/n"))?;
-        let ip: Ipv4Addr = ip
+            .ok_or_else(|| format!("invalid CIDR {s:?}: expected address/prefix"))?;
+        let ip: IpAddr = ip
             .parse()
-            .map_err(|_| format!("invalid CIDR {s:?}: bad IPv4 address"))?;
+            .map_err(|_| format!("invalid CIDR {s:?}: bad IP address"))?;
         let prefix: u8 = len
             .parse()
-            .map_err(|_| format!("invalid CIDR {s:?}: bad prefix length"))?;
-        if !(8..=30).contains(&prefix) {
-            return Err(format!(
-                "invalid CIDR {s:?}: prefix length must be between 8 and 30"
-            ));
-        }
-        let mask = u32::MAX << (32 - prefix);
+            .ok()
+            .filter(|p| *p <= bits(ip))
+            .ok_or_else(|| format!("invalid CIDR {s:?}: bad prefix length"))?;
+        let c = Cidr { base: ip, prefix };
         Ok(Cidr {
-            base: Ipv4Addr::from(u32::from(ip) & mask),
+            base: c.at(0),
             prefix,
         })
     }
 
-    /// Number of addresses in the range.
-    pub fn size(&self) -> u32 {
-        1u32 << (32 - self.prefix)
+    fn host_bits(&self) -> u32 {
+        u32::from(bits(self.base) - self.prefix)
     }
 
-    pub fn contains(&self, ip: Ipv4Addr) -> bool {
-        let mask = u32::MAX << (32 - self.prefix);
-        u32::from(ip) & mask == u32::from(self.base)
+    /// Number of addresses in the range (saturating at `u128::MAX`).
+    pub fn size(&self) -> u128 {
+        1u128.checked_shl(self.host_bits()).unwrap_or(u128::MAX)
     }
 
-    pub fn nth(&self, n: u32) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.base) + n)
+    pub fn is_ipv4(&self) -> bool {
+        self.base.is_ipv4()
     }
+
+    /// `IPv4` or `IPv6`.
+    pub fn family(&self) -> &'static str {
+        if self.is_ipv4() {
+            "IPv4"
+        } else {
+            "IPv6"
+        }
+    }
+
+    fn mask(&self) -> u128 {
+        let host = u128::MAX.checked_shr(u32::from(self.prefix) + 128 - u32::from(bits(self.base)));
+        !host.unwrap_or(0)
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        ip.is_ipv4() == self.is_ipv4()
+            && to_u128(ip) & self.mask() == to_u128(self.base) & self.mask()
+    }
+
+    /// The address `n` after the base (masked into the range).
+    pub fn nth(&self, n: u128) -> IpAddr {
+        self.at(n)
+    }
+
+    fn at(&self, n: u128) -> IpAddr {
+        let host_mask = !self.mask() & (u128::MAX >> (128 - u32::from(bits(self.base))));
+        let v = (to_u128(self.base) & self.mask()) | (n & host_mask);
+        from_u128(v, self.is_ipv4())
+    }
+
+    /// The offset of `ip` from the base.
+    pub fn offset(&self, ip: IpAddr) -> u128 {
+        to_u128(ip).wrapping_sub(to_u128(self.base))
+    }
+}
+
+impl std::fmt::Display for Cidr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.base, self.prefix)
+    }
+}
+
+fn bits(ip: IpAddr) -> u8 {
+    if ip.is_ipv4() {
+        32
+    } else {
+        128
+    }
+}
+
+fn to_u128(ip: IpAddr) -> u128 {
+    match ip {
+        IpAddr::V4(v) => u128::from(u32::from(v)),
+        IpAddr::V6(v) => u128::from(v),
+    }
+}
+
+fn from_u128(v: u128, v4: bool) -> IpAddr {
+    if v4 {
+        IpAddr::V4(Ipv4Addr::from(v as u32))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(v))
+    }
+}
+
+/// `--service-cluster-ip-range`: one CIDR, or two of different families (dual-stack, the
+/// first the primary), validated with upstream's messages.
+pub fn parse_service_ranges(s: &str) -> Result<Vec<Cidr>, String> {
+    let texts: Vec<&str> = s.split(',').collect();
+    if texts.len() > 2 {
+        return Err("--service-cluster-ip-range must not contain more than two entries".into());
+    }
+    let primary = Cidr::parse_any(texts[0].trim())
+        .map_err(|_| "service-cluster-ip-range[0] is not a valid cidr".to_string())?;
+    if primary.size() < SERVICE_RANGE_ADDRESSES_MIN {
+        return Err(format!("error determining service IP ranges for primary service cidr: the service cluster IP range must be at least {SERVICE_RANGE_ADDRESSES_MIN} IP addresses"));
+    }
+    let mut out = vec![primary];
+    if let Some(t) = texts.get(1) {
+        let secondary = Cidr::parse_any(t.trim())
+            .map_err(|_| "service-cluster-ip-range[1] is not an ip net".to_string())?;
+        if secondary.is_ipv4() == primary.is_ipv4() {
+            return Err("--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family".into());
+        }
+        out.push(secondary);
+    }
+    for c in &out {
+        Cidr::parse(&c.to_string()).map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
+    }
+    Ok(out)
 }
 
 /// Parses `low-high`.
@@ -347,13 +472,64 @@ mod tests {
 
     #[test]
     fn cidrs() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         let c = Cidr::parse("10.0.0.7/24").unwrap();
-        assert_eq!(c.base, Ipv4Addr::new(10, 0, 0, 0));
+        assert_eq!(c.base, ip("10.0.0.0"));
         assert_eq!(c.size(), 256);
-        assert!(c.contains(Ipv4Addr::new(10, 0, 0, 200)));
-        assert!(!c.contains(Ipv4Addr::new(10, 0, 1, 1)));
+        assert!(c.contains(ip("10.0.0.200")));
+        assert!(!c.contains(ip("10.0.1.1")));
+        assert!(!c.contains(ip("::a00:1")));
+        assert_eq!(c.nth(255), ip("10.0.0.255"));
         assert!(Cidr::parse("10.0.0.0").is_err());
         assert!(Cidr::parse("10.0.0.0/33").is_err());
+        let v6 = Cidr::parse("fd00:10:96::7/112").unwrap();
+        assert_eq!(v6.to_string(), "fd00:10:96::/112");
+        assert_eq!(v6.size(), 65536);
+        assert_eq!(v6.nth(0xffff), ip("fd00:10:96::ffff"));
+        assert!(!v6.contains(ip("fd00:10:96::1:0")));
+        assert_eq!(Cidr::parse("fd00::/64").unwrap().size(), 1 << 64);
+        assert_eq!(
+            Cidr::parse("::/0").err().unwrap(),
+            "shortest allowed prefix length for service CIDR is 64, got 0"
+        );
+    }
+
+    /// `--service-cluster-ip-range` as upstream's kube-apiserver checks it (messages from
+    /// its options' completion and validation).
+    #[test]
+    fn service_ranges_as_upstream() {
+        let ok = |s: &str| -> Vec<String> {
+            parse_service_ranges(s)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(ok("10.0.0.0/24"), ["10.0.0.0/24"]);
+        assert_eq!(ok("fd00:10:96::/112"), ["fd00:10:96::/112"]);
+        assert_eq!(
+            ok("10.0.0.0/24,fd00:10:96::/112"),
+            ["10.0.0.0/24", "fd00:10:96::/112"]
+        );
+        assert_eq!(
+            ok("fd00:10:96::/112,10.0.0.0/24"),
+            ["fd00:10:96::/112", "10.0.0.0/24"]
+        );
+        let rows = [
+            ("10.0.0.0/24,fd00::/112,10.1.0.0/24", "--service-cluster-ip-range must not contain more than two entries"),
+            ("nope", "service-cluster-ip-range[0] is not a valid cidr"),
+            ("10.0.0.0/24,nope", "service-cluster-ip-range[1] is not an ip net"),
+            ("10.0.0.0/24,10.1.0.0/24", "--service-cluster-ip-range[0] and --service-cluster-ip-range[1] must be of different IP family"),
+            ("10.0.0.0/30", "error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses"),
+            ("fd00::/48", "--service-cluster-ip-range: shortest allowed prefix length for service CIDR is 64, got 48"),
+        ];
+        for (flag, want) in rows {
+            assert_eq!(
+                parse_service_ranges(flag).err().as_deref(),
+                Some(want),
+                "{flag}"
+            );
+        }
     }
 
     #[test]

@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// Checks everything that can be checked before touching the data directory.
 /// What the flags resolve to, checked before anything starts.
 pub struct Validated {
-    pub cidr: Cidr,
+    /// The service ranges: one, or two of different families (primary first).
+    pub cidrs: Vec<Cidr>,
     pub ports: (u16, u16),
     pub catalog: keel_catalog::Catalog,
     pub emulation: keel_catalog::Emulation,
@@ -57,8 +58,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
     }
     options::parse_feature_gates(&opts.feature_gates)
         .map_err(|e| format!("--feature-gates: {e}"))?;
-    let cidr = Cidr::parse(&opts.service_cluster_ip_range)
-        .map_err(|e| format!("--service-cluster-ip-range: {e}"))?;
+    let cidrs = options::parse_service_ranges(&opts.service_cluster_ip_range)?;
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
     let emulation =
@@ -73,7 +73,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
         return Err("--tls-cert-file and --tls-private-key-file must be given together".into());
     }
     Ok(Validated {
-        cidr,
+        cidrs,
         ports,
         catalog,
         emulation,
@@ -89,7 +89,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         });
     }
     let Validated {
-        cidr,
+        cidrs,
         ports,
         catalog,
         emulation,
@@ -148,7 +148,7 @@ pub fn run(opts: Options) -> Result<(), String> {
             .max(MAINTENANCE_INTERVAL_MIN),
         opts.watch_history,
     );
-    let registry = Registry::new(storage, Allocators::new(cidr, ports), namespaces);
+    let registry = Registry::new(storage, Allocators::new(cidrs, ports), namespaces);
     let cores = opts.cores.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -215,7 +215,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
+    let synced = rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
     if st.flowcontrol.enabled {
         // Errors are logged and retried by the controller; the built-in bootstrap applies.
         if let Err(e) = rt.block_on(crate::controllers::flowcontrol::reconcile(&st)) {
@@ -232,7 +232,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
     crate::controllers::namespace::spawn(st.clone());
-    crate::controllers::ipallocator::spawn(st.clone());
+    crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());
     }

@@ -82,8 +82,14 @@ fn default_service_cidr_is_ready() {
             &json!("Ready"),
             &json!("True"),
             &json!(""),
-            &json!("Kubernetes default Service CIDR is ready")
+            // The controller manager's servicecidrs controller (in-process here) replaces
+            // the API server's "Kubernetes default Service CIDR is ready", as on the kit.
+            &json!("Kubernetes Service CIDR is ready")
         )
+    );
+    assert_eq!(
+        v["metadata"]["finalizers"],
+        json!(["networking.k8s.io/service-cidr-finalizer"])
     );
     assert!(c["lastTransitionTime"].is_string(), "{c}");
     // kubectl reads it too.
@@ -201,7 +207,9 @@ fn extra_service_cidr_serves_its_range() {
         "10.7.0.5 never became allocatable"
     );
     assert_ip_object_of(s, "10.7.0.5", &ns, "in-extra");
-    // Not ready: no longer served.
+    // The controller manager's servicecidrs controller (in-process) keeps it Ready: a
+    // user's Ready=False is set back, as upstream's controller does (read from its v1.36
+    // source; which ServiceCIDRs are served when not ready: `ready_ranges_table`).
     let not_ready = s.send_json("PUT", &format!("{CIDRS}/extra/status"), &{
         let mut v = s.get(&format!("{CIDRS}/extra")).json();
         v["status"] = json!({"conditions": [{"type": "Ready", "status": "False",
@@ -209,25 +217,19 @@ fn extra_service_cidr_serves_its_range() {
         v
     });
     assert_eq!(not_ready.status, 200, "{}", not_ready.text());
-    let mut attempt = 0;
     assert!(
         eventually(Duration::from_secs(10), || {
-            attempt += 1;
-            let name = format!("late-{attempt}");
-            let (code, _, message) = status(&create_service(s, &ns, &name, Some("10.7.0.6")));
-            if code == 0 {
-                // Created while the change was on its way: give the IP back for the next try.
-                s.http(
-                    "DELETE",
-                    &format!("/api/v1/namespaces/{ns}/services/{name}"),
-                    &[],
-                    None,
-                );
-            }
-            code == 422
-                && message.ends_with("the provided network does not match the current range")
+            let v = s.get(&format!("{CIDRS}/extra")).json();
+            let c = &v["status"]["conditions"][0];
+            c["status"] == "True" && c["message"] == "Kubernetes Service CIDR is ready"
         }),
-        "a ServiceCIDR that is not ready still served"
+        "Ready=False was never set back"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            create_service(s, &ns, "in-extra-2", Some("10.7.0.6")).status == 201
+        }),
+        "10.7.0.6 not allocatable once Ready again"
     );
     assert_eq!(
         s.http("DELETE", &format!("{CIDRS}/extra"), &[], None)
@@ -305,6 +307,17 @@ fn restart_keeps_ip_addresses_consistent() {
     let a = cluster_ip(&create_service(&s, &ns, "a", None).json());
     let b = cluster_ip(&create_service(&s, &ns, "b", None).json());
     let a_uid = ip_address(&s, &a).json()["metadata"]["uid"].clone();
+    let node_port = |name: &str| {
+        s.send_json(
+            "POST",
+            &format!("/api/v1/namespaces/{ns}/services"),
+            &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                    "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30100}]}}),
+        )
+    };
+    let made = node_port("np");
+    assert_eq!(made.status, 201, "{}", made.text());
+    let np_ip0 = cluster_ip(&made.json());
     // b's object goes missing; an allocator-made object outlives its service (a crash
     // between the two writes); a user's object names no live service.
     assert_eq!(
@@ -314,7 +327,7 @@ fn restart_keeps_ip_addresses_consistent() {
     // Two IPs neither service was given (the allocator picks at random).
     let free: Vec<String> = (240..256)
         .map(|i| format!("10.0.0.{i}"))
-        .filter(|ip| *ip != a && *ip != b)
+        .filter(|ip| *ip != a && *ip != b && *ip != np_ip0)
         .take(2)
         .collect();
     let (orphan_ip, users_ip) = (free[0].as_str(), free[1].as_str());
@@ -350,7 +363,11 @@ fn restart_keeps_ip_addresses_consistent() {
         .map(|o| o["metadata"]["name"].as_str().unwrap())
         .collect();
     names.sort();
-    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), users_ip];
+    let np_ip = cluster_ip(
+        &s.get(&format!("/api/v1/namespaces/{ns}/services/np"))
+            .json(),
+    );
+    let mut want = vec!["10.0.0.1", a.as_str(), b.as_str(), users_ip, np_ip.as_str()];
     want.sort();
     assert_eq!(names, want);
     for (name, ip) in [("x", &a), ("y", &b)] {
@@ -361,6 +378,267 @@ fn restart_keeps_ip_addresses_consistent() {
             "{message}"
         );
     }
+    // Node ports are restored from the same listing.
+    let (code, _, message) = status(&s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np2"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30100}]}}),
+    ));
+    assert_eq!(
+        (code, message.as_str()),
+        (422, "Service \"np2\" is invalid: spec.ports[0].nodePort: Invalid value: 30100: provided port is already allocated")
+    );
     // The orphan's IP is free again.
     assert_eq!(create_service(&s, &ns, "z", Some(orphan_ip)).status, 201);
+}
+
+fn replace_service(
+    s: &Server,
+    ns: &str,
+    name: &str,
+    edit: impl FnOnce(&mut Value),
+) -> common::Http {
+    let path = format!("/api/v1/namespaces/{ns}/services/{name}");
+    let mut v = s.get(&path).json();
+    edit(&mut v);
+    s.send_json("PUT", &path, &v)
+}
+
+/// Type changes take and give back as upstream v1.36's (compared on the kit, where a PUT
+/// of the whole stored object with only the type changed clears what the new type does
+/// not need): ExternalName→NodePort takes a cluster IP (its IPAddress appears) and a node
+/// port; NodePort→ClusterIP gives the node port back; ClusterIP→ExternalName gives the IP
+/// back (its IPAddress goes); an update that fails gives back what it took.
+#[test]
+fn type_changes_take_and_give_back() {
+    let s = &Server::start(&["--service-node-port-range", "30000-30001"]);
+    let ns = s.namespace("ipobj-type");
+    let made = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "en"},
+                "spec": {"type": "ExternalName", "externalName": "x.example.com", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    let np = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("NodePort");
+        v["spec"].as_object_mut().unwrap().remove("externalName");
+    });
+    assert_eq!(np.status, 200, "{}", np.text());
+    let v = np.json();
+    let ip = cluster_ip(&v);
+    assert_eq!(v["spec"]["clusterIPs"], json!([ip]));
+    assert_eq!(v["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(v["spec"]["ipFamilyPolicy"], json!("SingleStack"));
+    let port = v["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+    assert_ip_object_of(s, &ip, &ns, "en");
+    // NodePort→ClusterIP: the node port goes back (another service can have it).
+    let cip = replace_service(s, &ns, "en", |v| v["spec"]["type"] = json!("ClusterIP"));
+    assert_eq!(cip.status, 200, "{}", cip.text());
+    let v = cip.json();
+    assert!(v["spec"]["ports"][0].get("nodePort").is_none(), "{v}");
+    assert!(v["spec"].get("externalTrafficPolicy").is_none(), "{v}");
+    assert_eq!(cluster_ip(&v), ip);
+    let other = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "other"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": port}]}}),
+    );
+    assert_eq!(other.status, 201, "{}", other.text());
+    // ClusterIP→ExternalName: the IP and its IPAddress go.
+    let en = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("ExternalName");
+        v["spec"]["externalName"] = json!("y.example.com");
+    });
+    assert_eq!(en.status, 200, "{}", en.text());
+    let v = en.json();
+    for k in [
+        "clusterIP",
+        "clusterIPs",
+        "ipFamilies",
+        "ipFamilyPolicy",
+        "internalTrafficPolicy",
+    ] {
+        assert!(v["spec"].get(k).is_none(), "{k}: {v}");
+    }
+    assert_eq!(ip_address(s, &ip).status, 404);
+    assert_eq!(create_service(s, &ns, "again", Some(&ip)).status, 201);
+    // A failed update gives back what it took: the last node port is taken by "other"'s
+    // sibling, so ExternalName→NodePort asking for two ports fails after taking the IP.
+    let third = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "third"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(third.status, 201, "{}", third.text());
+    let before = s.get(IPS).json()["items"].as_array().unwrap().len();
+    let full = replace_service(s, &ns, "en", |v| {
+        v["spec"]["type"] = json!("NodePort");
+        v["spec"].as_object_mut().unwrap().remove("externalName");
+    });
+    assert_eq!(
+        status(&full),
+        (
+            500,
+            "InternalError".into(),
+            "Internal error occurred: failed to allocate a nodePort: range is full".into()
+        )
+    );
+    assert_eq!(s.get(IPS).json()["items"].as_array().unwrap().len(), before);
+    let kept = s
+        .get(&format!("/api/v1/namespaces/{ns}/services/en"))
+        .json();
+    assert_eq!(kept["spec"]["type"], "ExternalName");
+}
+
+/// A dual-stack server (`10.0.0.0/24,fd00:10:96::/112`, as the kit's): the default
+/// ServiceCIDR carries both ranges, the `kubernetes` service stays single-stack in the
+/// primary family, PreferDualStack gets one IP per family and an IPAddress for each (the
+/// IPv6 one named in canonical form), and deletion frees both.
+#[test]
+fn dual_stack_services_get_an_ip_per_family() {
+    let s = &Server::start(&["--service-cluster-ip-range", "10.0.0.0/24,fd00:10:96::/112"]);
+    let cidr = s.get(&format!("{CIDRS}/kubernetes")).json();
+    assert_eq!(
+        cidr["spec"]["cidrs"],
+        json!(["10.0.0.0/24", "fd00:10:96::/112"])
+    );
+    let k = s
+        .get("/api/v1/namespaces/default/services/kubernetes")
+        .json();
+    assert_eq!(k["spec"]["clusterIPs"], json!(["10.0.0.1"]));
+    assert_eq!(k["spec"]["ipFamilies"], json!(["IPv4"]));
+    let ns = s.namespace("ipobj-dual");
+    let made = s.kubectl_stdin(
+        &["create", "-n", &ns, "-f", "-", "-o", "json"],
+        r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pd"},
+            "spec": {"ipFamilyPolicy": "PreferDualStack", "ports": [{"port": 80}]}}"#,
+    );
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let v: Value = serde_json::from_slice(&made.stdout).unwrap();
+    assert_eq!(v["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
+    let ips: Vec<String> = v["spec"]["clusterIPs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ips.len(), 2, "{v}");
+    assert_eq!(cluster_ip(&v), ips[0]);
+    assert!(ips[0].starts_with("10.0.0."), "{ips:?}");
+    let v6: std::net::Ipv6Addr = ips[1].parse().unwrap();
+    assert_eq!(v6.to_string(), ips[1], "canonical text");
+    assert!(ips[1].starts_with("fd00:10:96::"), "{ips:?}");
+    assert_ip_object_of(s, &ips[0], &ns, "pd");
+    let six = ip_address(s, &ips[1]).json();
+    assert_eq!(
+        six["metadata"]["labels"]["ipaddress.kubernetes.io/ip-family"],
+        "IPv6"
+    );
+    assert_eq!(six["spec"]["parentRef"]["name"], "pd");
+    // IPv6 only, on request.
+    let v6only = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "six"},
+                "spec": {"ipFamilies": ["IPv6"], "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(v6only.status, 201, "{}", v6only.text());
+    assert_eq!(v6only.json()["spec"]["ipFamilyPolicy"], "SingleStack");
+    s.ok(&["delete", "service", "pd", "-n", &ns]);
+    for ip in &ips {
+        assert_eq!(ip_address(s, ip).status, 404, "{ip}");
+    }
+}
+
+/// RequireDualStack on a single-stack server is refused with upstream's message.
+#[test]
+fn require_dual_stack_is_refused_on_single_stack() {
+    let s = server();
+    let ns = s.namespace("ipobj-single");
+    let got = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "rd"},
+                "spec": {"ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(
+        status(&got),
+        (422, "Invalid".into(), "Service \"rd\" is invalid: spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services".into())
+    );
+    let got = s.send_json(
+        "POST",
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "v6"},
+                "spec": {"ipFamilies": ["IPv6"], "ports": [{"port": 80}]}}),
+    );
+    assert_eq!(
+        status(&got).2,
+        "Service \"v6\" is invalid: spec.ipFamilies[0]: Invalid value: \"IPv6\": not configured on this cluster"
+    );
+}
+
+/// The ServiceCIDR finalizer as upstream's servicecidrs controller keeps it (compared on
+/// the kit with the controller manager running): a new ServiceCIDR gets the finalizer and
+/// Ready; deleted while a Service holds an IP only it contains, it stays with
+/// Ready=False/Terminating; once the IP is free it goes (after the 10 s grace).
+#[test]
+fn service_cidr_deletion_waits_for_its_ips() {
+    let s = &Server::start(&[]);
+    let ns = s.namespace("ipobj-fin");
+    let made = s.send_json(
+        "POST",
+        CIDRS,
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                "metadata": {"name": "extra"}, "spec": {"cidrs": ["10.9.0.0/24"]}}),
+    );
+    assert_eq!(made.status, 201, "{}", made.text());
+    // Upstream's API server itself adds no finalizer.
+    assert!(made.json()["metadata"].get("finalizers").is_none());
+    let path = format!("{CIDRS}/extra");
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let v = s.get(&path).json();
+            v["metadata"]["finalizers"] == json!(["networking.k8s.io/service-cidr-finalizer"])
+                && v["status"]["conditions"][0]["message"] == "Kubernetes Service CIDR is ready"
+        }),
+        "{}",
+        s.get(&path).text()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let code = create_service(s, &ns, "x", Some("10.9.0.5")).status;
+            code == 201 || code == 409
+        }),
+        "10.9.0.5 never became allocatable"
+    );
+    assert_eq!(s.http("DELETE", &path, &[], None).status, 200);
+    let blocked = |v: &Value| {
+        let c = &v["status"]["conditions"][0];
+        c["status"] == "False"
+            && c["reason"] == "Terminating"
+            && c["message"] == "There are still IPAddresses referencing the ServiceCIDR, please remove them or create a new ServiceCIDR"
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || blocked(&s.get(&path).json())),
+        "{}",
+        s.get(&path).text()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let still = s.get(&path);
+    assert_eq!(still.status, 200, "deleted while its IP is in use");
+    assert!(still.json()["metadata"]["deletionTimestamp"].is_string());
+    s.ok(&["delete", "service", "x", "-n", &ns]);
+    assert!(
+        eventually(Duration::from_secs(30), || s.get(&path).status == 404),
+        "{}",
+        s.get(&path).text()
+    );
 }

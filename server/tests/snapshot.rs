@@ -41,7 +41,7 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
     let st = Arc::new(State::new(StateParts {
         registry: Registry::new(
             Storage::new(backend),
-            Allocators::new(cidr, (30000, 32767)),
+            Allocators::new(vec![cidr], (30000, 32767)),
             namespaces,
         ),
         routes: LiveRoutes::new(catalog),

@@ -206,18 +206,6 @@ pub(crate) fn go_string_map(v: Option<&Value>) -> String {
     format!("map[string]string{{{}}}", parts.join(", "))
 }
 
-/// Go's `%#v` of a `[]string`.
-pub(crate) fn go_string_slice(v: Option<&Value>) -> String {
-    let Some(items) = v.and_then(Value::as_array) else {
-        return "[]string(nil)".into();
-    };
-    let parts: Vec<String> = items
-        .iter()
-        .map(|s| quote(s.as_str().unwrap_or_default()))
-        .collect();
-    format!("[]string{{{}}}", parts.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,7 +290,5 @@ mod tests {
             "map[string]string{\"a\":\"1\", \"b\":\"2\"}"
         );
         assert_eq!(go_string_map(None), "map[string]string(nil)");
-        let s = serde_json::json!(["10.0.0.1"]);
-        assert_eq!(go_string_slice(Some(&s)), "[]string{\"10.0.0.1\"}");
     }
 }

@@ -47,6 +47,7 @@ mod scale;
 mod selector;
 mod service;
 mod service_alloc;
+mod service_families;
 mod strategy;
 mod validation;
 mod workload_defaults;
@@ -58,8 +59,9 @@ pub use errors::FieldErr;
 pub use kind::Kind;
 pub use registry::{custom_resource, strategy, Strategy, Traits};
 pub use service_alloc::{
-    AllocError, ClusterIpNeed, FailedNeed, NodePortNeed, Request, ServiceHeld, ServiceNeeds,
+    AllocError, FailedNeed, IpNeed, NodePortNeed, Request, ServiceHeld, ServiceNeeds,
 };
+pub use service_families::{family_of, IPV4, IPV6};
 
 #[cfg(test)]
 mod tests;

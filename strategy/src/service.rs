@@ -4,7 +4,7 @@ use crate::errors::{Bad, FieldErr};
 use crate::json::{arr_at, child, default, each_obj, str_at};
 use crate::names::{self, is_valid_port_num, PORT_RANGE_MSG};
 use crate::podspec_validation::PROTOCOLS;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::HashSet;
 
 /// Default `sessionAffinityConfig.clientIP.timeoutSeconds` (3 hours).
@@ -23,14 +23,9 @@ fn is_headless(svc: &Value) -> bool {
     str_at(svc, "spec.clusterIP") == "None"
 }
 
-/// Defaults of a Service (`SetDefaults_Service` plus the registry's IP-family defaults for a
-/// single-stack IPv4 cluster).
+/// Defaults of a Service (`SetDefaults_Service`; the IP families depend on the cluster and
+/// are the registry's, before allocation: `service_families::init_ip_families`).
 pub fn default_service(svc: &mut Value) {
-    let headless = is_headless(svc);
-    let has_selector = svc
-        .pointer("/spec/selector")
-        .and_then(Value::as_object)
-        .is_some_and(|m| !m.is_empty());
     let Some(spec) = svc.as_object_mut().and_then(|m| child(m, "spec")) else {
         return;
     };
@@ -69,7 +64,6 @@ pub fn default_service(svc: &mut Value) {
     }
     if ty != "ExternalName" {
         default(spec, "internalTrafficPolicy", json!("Cluster"));
-        default_ip_families(spec, headless && !has_selector);
     }
     let cluster_ip = spec
         .get("clusterIP")
@@ -81,20 +75,102 @@ pub fn default_service(svc: &mut Value) {
     }
 }
 
-fn default_ip_families(spec: &mut Map<String, Value>, headless_without_selector: bool) {
-    let policy = if headless_without_selector {
-        "RequireDualStack"
-    } else {
-        "SingleStack"
+/// Upstream's `dropTypeDependentFields`: a type change that leaves a field unneeded clears
+/// it when the update did not change it (cluster IPs and IP families leaving for
+/// `ExternalName`, node ports leaving NodePort/LoadBalancer, the health-check node port,
+/// `allocateLoadBalancerNodePorts` and `loadBalancerClass` leaving LoadBalancer,
+/// `externalTrafficPolicy` when no longer externally accessible). Run on a defaulted update
+/// before allocated values are kept; [`drop_type_dependent_status`] runs after the status
+/// is carried.
+pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
+    let (old_ty, new_ty) = (spec_type(old).to_string(), spec_type(new).to_string());
+    let same = |new: &Value, k: &str| {
+        new.pointer(&format!("/spec/{k}")) == old.pointer(&format!("/spec/{k}"))
     };
-    default(spec, "ipFamilyPolicy", json!(policy));
-    let has_families = spec
-        .get("ipFamilies")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    if !has_families {
-        spec.insert("ipFamilies".into(), json!(["IPv4"]));
+    let node_ports = |v: &Value| -> Vec<i64> {
+        arr_at(v, "spec.ports")
+            .iter()
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .filter(|n| *n != 0)
+            .collect()
+    };
+    let mut drop: Vec<&str> = Vec::new();
+    if old_ty != "ExternalName" && new_ty == "ExternalName" {
+        if same(new, "clusterIP") && same_list(new, old, "clusterIPs") {
+            drop.extend(["clusterIP", "clusterIPs"]);
+        }
+        if same(new, "ipFamilies") {
+            drop.push("ipFamilies");
+        }
+        if same(new, "ipFamilyPolicy") {
+            drop.push("ipFamilyPolicy");
+        }
     }
+    let needs_node_port = |t: &str| t == "NodePort" || t == "LoadBalancer";
+    let old_ports = node_ports(old);
+    let drop_node_ports = needs_node_port(&old_ty)
+        && !needs_node_port(&new_ty)
+        && node_ports(new).iter().all(|n| old_ports.contains(n));
+    let needs_hc = |v: &Value, t: &str| {
+        t == "LoadBalancer" && str_at(v, "spec.externalTrafficPolicy") == "Local"
+    };
+    if needs_hc(old, &old_ty) && !needs_hc(new, &new_ty) && same(new, "healthCheckNodePort") {
+        drop.push("healthCheckNodePort");
+    }
+    if old_ty == "LoadBalancer" && new_ty != "LoadBalancer" {
+        let a = new.pointer("/spec/allocateLoadBalancerNodePorts");
+        let b = old.pointer("/spec/allocateLoadBalancerNodePorts");
+        if a.is_some_and(Value::is_boolean) && a == b {
+            drop.push("allocateLoadBalancerNodePorts");
+        }
+        if same(new, "loadBalancerClass") {
+            drop.push("loadBalancerClass");
+        }
+    }
+    if externally_accessible(old, &old_ty)
+        && !externally_accessible(new, &new_ty)
+        && same(new, "externalTrafficPolicy")
+    {
+        drop.push("externalTrafficPolicy");
+    }
+    if new_ty == "ExternalName" {
+        // Upstream defaulted it for ExternalName once and drops it when read.
+        drop.push("internalTrafficPolicy");
+    }
+    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for k in drop {
+        spec.remove(k);
+    }
+    if drop_node_ports {
+        for p in each_obj(spec, "ports") {
+            p.remove("nodePort");
+        }
+    }
+}
+
+/// The status half of [`drop_type_dependent_fields`]: a Service that is not a LoadBalancer
+/// has an empty load-balancer status.
+pub fn drop_type_dependent_status(new: &mut Value) {
+    if spec_type(new) != "LoadBalancer" {
+        if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert("loadBalancer".into(), json!({}));
+        }
+    }
+}
+
+/// Upstream's `sameStringSlice`: unset and empty are the same.
+fn same_list(new: &Value, old: &Value, key: &str) -> bool {
+    let path = format!("spec.{key}");
+    arr_at(new, &path) == arr_at(old, &path)
+}
+
+/// Upstream's `ExternallyAccessible`: NodePort, LoadBalancer, or ClusterIP with external IPs.
+fn externally_accessible(svc: &Value, ty: &str) -> bool {
+    ty == "NodePort"
+        || ty == "LoadBalancer"
+        || (ty == "ClusterIP" && !arr_at(svc, "spec.externalIPs").is_empty())
 }
 
 /// Status of a new Service: an empty load-balancer status.
@@ -151,7 +227,7 @@ pub fn validate(svc: &Value) -> Vec<FieldErr> {
         svc.pointer("/spec/selector"),
         "spec.selector",
     ));
-    validate_cluster_ips(svc, &mut errs);
+    errs.extend(crate::service_families::validate_related(svc));
     errs
 }
 
@@ -214,27 +290,6 @@ fn validate_target_port(tp: Option<&Value>, field: &str, errs: &mut Vec<FieldErr
     }
 }
 
-fn validate_cluster_ips(svc: &Value, errs: &mut Vec<FieldErr>) {
-    let ip = str_at(svc, "spec.clusterIP");
-    let ips = arr_at(svc, "spec.clusterIPs");
-    if let Some(first) = ips.first().and_then(Value::as_str) {
-        if !ip.is_empty() && first != ip {
-            errs.push(FieldErr::invalid(
-                "spec.clusterIPs[0]",
-                first,
-                "must match `clusterIP` when both are specified",
-            ));
-        }
-    }
-    if !ip.is_empty() && ip != "None" && ip.parse::<std::net::IpAddr>().is_err() {
-        errs.push(FieldErr::invalid(
-            "spec.clusterIPs[0]",
-            ip,
-            "must be empty, 'None', or a valid IP address",
-        ));
-    }
-}
-
 /// Update rules: allocated cluster IPs cannot change (unless converting to/from ExternalName).
 pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
@@ -246,12 +301,85 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
         if new_ips.get(i).is_some_and(|n| n != old_ip) {
             errs.push(FieldErr::invalid(
                 &format!("spec.clusterIPs[{i}]"),
-                Bad::Raw(crate::errors::go_string_slice(
-                    new.pointer("/spec/clusterIPs"),
-                )),
+                // v1.36 prints the list as JSON (observed on the kit).
+                Bad::Raw(Value::Array(new_ips.to_vec()).to_string()),
                 "may not change once set",
             ));
         }
     }
     errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(spec: Value) -> Value {
+        json!({"metadata": {"name": "s"}, "spec": spec, "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}})
+    }
+
+    /// Upstream's `dropTypeDependentFields`: unchanged fields the new type does not need are
+    /// cleared; changed ones are left for validation to judge.
+    #[test]
+    fn type_dependent_fields_are_dropped_as_upstream() {
+        let lb = svc(
+            json!({"type": "LoadBalancer", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "externalTrafficPolicy": "Local",
+            "healthCheckNodePort": 31000, "allocateLoadBalancerNodePorts": true, "loadBalancerClass": "c",
+            "internalTrafficPolicy": "Cluster", "ports": [{"port": 80, "nodePort": 30000}]}),
+        );
+        let with = |edit: &dyn Fn(&mut Value)| {
+            let mut v = lb.clone();
+            edit(&mut v);
+            v
+        };
+        // (new, spec after)
+        let rows: Vec<(Value, Value)> = vec![
+            (
+                with(&|v| {
+                    v["spec"]["type"] = json!("ExternalName");
+                    v["spec"]["externalName"] = json!("x");
+                }),
+                json!({"type": "ExternalName", "externalName": "x", "ports": [{"port": 80}]}),
+            ),
+            (
+                with(&|v| v["spec"]["type"] = json!("ClusterIP")),
+                json!({"type": "ClusterIP", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+                    "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
+                    "ports": [{"port": 80}]}),
+            ),
+            // A new node port is the user's: kept (validation refuses it).
+            (
+                with(&|v| {
+                    v["spec"]["type"] = json!("ClusterIP");
+                    v["spec"]["ports"][0]["nodePort"] = json!(30001);
+                }),
+                json!({"type": "ClusterIP", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+                    "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
+                    "ports": [{"port": 80, "nodePort": 30001}]}),
+            ),
+            (
+                with(&|v| v["spec"]["externalTrafficPolicy"] = json!("Cluster")),
+                with(&|v| {
+                    v["spec"]["externalTrafficPolicy"] = json!("Cluster");
+                    v["spec"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("healthCheckNodePort");
+                })["spec"]
+                    .clone(),
+            ),
+        ];
+        for (mut new, want) in rows {
+            drop_type_dependent_fields(&mut new, &lb);
+            drop_type_dependent_status(&mut new);
+            assert_eq!(new["spec"], want, "{new}");
+            let lb_status = new["spec"]["type"] == "LoadBalancer";
+            assert_eq!(
+                new["status"]["loadBalancer"] != json!({}),
+                lb_status,
+                "{new}"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 
 use crate::errors::FieldErr;
 use crate::json::{arr_at, child, str_at};
+use crate::service_families::{family_of, IPV4};
 use keel_api::status::ApiError;
 use serde_json::Value;
 
@@ -17,13 +18,22 @@ pub enum Request<T> {
     Exactly(T),
 }
 
-/// The cluster IP a Service needs.
+/// One cluster IP a Service needs: `spec.clusterIPs[index]`, of `family` (`IPv4`/`IPv6`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClusterIpNeed {
-    /// None: an `ExternalName` service, or a headless one (`clusterIP: None`).
-    None,
-    /// One address from the service range.
-    Address(Request<String>),
+pub struct IpNeed {
+    pub index: usize,
+    pub family: String,
+    pub request: Request<String>,
+}
+
+impl IpNeed {
+    pub fn new(index: usize, family: &str, request: Request<String>) -> IpNeed {
+        IpNeed {
+            index,
+            family: family.to_string(),
+            request,
+        }
+    }
 }
 
 /// Where the node port of one entry of `spec.ports` comes from.
@@ -40,8 +50,9 @@ pub enum NodePortNeed {
 /// index into `spec.ports`), health-check node port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceNeeds {
-    /// The cluster IP.
-    pub cluster_ip: ClusterIpNeed,
+    /// The cluster IPs, one per family of `spec.ipFamilies` (none for `ExternalName` and
+    /// headless services).
+    pub cluster_ips: Vec<IpNeed>,
     /// `(index into spec.ports, need)` for every port that gets a node port.
     pub node_ports: Vec<(usize, NodePortNeed)>,
     /// `spec.healthCheckNodePort` (LoadBalancer with `externalTrafficPolicy: Local`).
@@ -72,7 +83,7 @@ pub enum AllocError {
 /// The need an allocator failed.
 #[derive(Clone, Copy, Debug)]
 pub enum FailedNeed<'a> {
-    /// [`ServiceNeeds::cluster_ip`].
+    /// One of [`ServiceNeeds::cluster_ips`].
     ClusterIp(&'a Request<String>),
     /// One of [`ServiceNeeds::node_ports`]: its index into `spec.ports` and request.
     NodePort(usize, &'a Request<i64>),
@@ -191,11 +202,7 @@ fn port_number(p: &Value) -> Option<&Value> {
 
 /// What `svc` (a Service about to be stored) needs from the allocators.
 pub fn needs(svc: &Value) -> ServiceNeeds {
-    let cluster_ip = match (needs_cluster_ip(svc), str_at(svc, "spec.clusterIP")) {
-        (false, _) | (true, "None") => ClusterIpNeed::None,
-        (true, "") => ClusterIpNeed::Address(Request::Any),
-        (true, ip) => ClusterIpNeed::Address(Request::Exactly(ip.to_string())),
-    };
+    let cluster_ips = cluster_ip_needs(svc);
     let health_check_node_port = needs_health_check(svc).then(|| {
         match svc
             .pointer("/spec/healthCheckNodePort")
@@ -206,10 +213,36 @@ pub fn needs(svc: &Value) -> ServiceNeeds {
         }
     });
     ServiceNeeds {
-        cluster_ip,
+        cluster_ips,
         node_ports: node_port_needs(svc),
         health_check_node_port,
     }
+}
+
+/// Upstream's `allocClusterIPs`: one address per family of `spec.ipFamilies` (defaulted
+/// before, see `service_families`), the one in `spec.clusterIPs` at its index if given.
+/// Without families (a Service not yet defaulted) the one cluster IP, of its own family.
+fn cluster_ip_needs(svc: &Value) -> Vec<IpNeed> {
+    let ip = str_at(svc, "spec.clusterIP");
+    if !needs_cluster_ip(svc) || ip == "None" {
+        return Vec::new();
+    }
+    let ips = arr_at(svc, "spec.clusterIPs");
+    let request = |i: usize| match ips.get(i).and_then(Value::as_str) {
+        Some(text) if !text.is_empty() => Request::Exactly(text.to_string()),
+        _ if i == 0 && !ip.is_empty() => Request::Exactly(ip.to_string()),
+        _ => Request::Any,
+    };
+    let families = arr_at(svc, "spec.ipFamilies");
+    if families.is_empty() {
+        let family = family_of(ip).unwrap_or(IPV4);
+        return vec![IpNeed::new(0, family, request(0))];
+    }
+    families
+        .iter()
+        .enumerate()
+        .map(|(i, f)| IpNeed::new(i, f.as_str().unwrap_or(IPV4), request(i)))
+        .collect()
 }
 
 /// Upstream's `initNodePorts`: entries with the same `port` share one node port; a port
@@ -279,6 +312,44 @@ pub fn held(svc: &Value) -> ServiceHeld {
     ServiceHeld {
         cluster_ips,
         node_ports,
+    }
+}
+
+/// What an update from `old` to `new` (prepared: type-dependent fields dropped, allocated
+/// values kept) needs beyond what `old` holds: upstream's `allocateUpdate`. A type change
+/// from `ExternalName` takes a cluster IP as a create would; node ports and the health-check
+/// node port `old` already holds are kept, not taken again.
+pub fn update_needs(new: &Value, old: &Value) -> ServiceNeeds {
+    let mut n = needs(new);
+    let h = held(old);
+    n.cluster_ips.retain(
+        |need| !matches!(&need.request, Request::Exactly(ip) if h.cluster_ips.contains(ip)),
+    );
+    n.node_ports
+        .retain(|(_, need)| !matches!(need, NodePortNeed::Allocate(Request::Exactly(p)) if h.node_ports.contains(p)));
+    if let Some(Request::Exactly(p)) = &n.health_check_node_port {
+        if h.node_ports.contains(p) {
+            n.health_check_node_port = None;
+        }
+    }
+    n
+}
+
+/// What `old` holds that `new` (as it is stored by the update) no longer does: given back
+/// once the update is stored (upstream releases on commit, never before).
+pub fn released(new: &Value, old: &Value) -> ServiceHeld {
+    let (was, now) = (held(old), held(new));
+    ServiceHeld {
+        cluster_ips: was
+            .cluster_ips
+            .into_iter()
+            .filter(|ip| !now.cluster_ips.contains(ip))
+            .collect(),
+        node_ports: was
+            .node_ports
+            .into_iter()
+            .filter(|p| !now.node_ports.contains(p))
+            .collect(),
     }
 }
 
@@ -359,12 +430,12 @@ mod tests {
     fn needs_table() {
         use NodePortNeed::{Allocate, SameAs};
         use Request::{Any, Exactly};
-        let any_ip = ClusterIpNeed::Address(Any);
+        let any_ip = vec![IpNeed::new(0, IPV4, Any)];
         let rows: Vec<(Value, ServiceNeeds)> = vec![
             (
                 svc(json!({"ports": [{"port": 80}]})),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![],
                     health_check_node_port: None,
                 },
@@ -372,7 +443,7 @@ mod tests {
             (
                 svc(json!({"clusterIP": "10.0.0.7", "ports": [{"port": 80}]})),
                 ServiceNeeds {
-                    cluster_ip: ClusterIpNeed::Address(Exactly("10.0.0.7".into())),
+                    cluster_ips: vec![IpNeed::new(0, IPV4, Exactly("10.0.0.7".into()))],
                     node_ports: vec![],
                     health_check_node_port: None,
                 },
@@ -380,7 +451,7 @@ mod tests {
             (
                 svc(json!({"clusterIP": "None"})),
                 ServiceNeeds {
-                    cluster_ip: ClusterIpNeed::None,
+                    cluster_ips: vec![],
                     node_ports: vec![],
                     health_check_node_port: None,
                 },
@@ -390,7 +461,7 @@ mod tests {
                     json!({"type": "ExternalName", "externalName": "x.example.com", "ports": [{"port": 80, "nodePort": 30001}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: ClusterIpNeed::None,
+                    cluster_ips: vec![],
                     node_ports: vec![],
                     health_check_node_port: None,
                 },
@@ -400,7 +471,7 @@ mod tests {
                     json!({"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "nodePort": 30001}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![(0, Allocate(Any)), (1, Allocate(Exactly(30001)))],
                     health_check_node_port: None,
                 },
@@ -411,7 +482,7 @@ mod tests {
                     {"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP", "nodePort": 30053},
                     {"port": 54}, {"port": 54, "protocol": "UDP"}, {"port": 54, "nodePort": 30055}]})),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![
                         (0, Allocate(Exactly(30053))),
                         (1, SameAs(0)),
@@ -427,7 +498,7 @@ mod tests {
                     json!({"type": "NodePort", "ports": [{"port": 80}, {"port": 80, "protocol": "UDP", "nodePort": 30002}, {"port": 80, "protocol": "SCTP", "nodePort": 30003}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![
                         (0, Allocate(Exactly(30002))),
                         (1, SameAs(0)),
@@ -439,7 +510,7 @@ mod tests {
             (
                 svc(json!({"type": "LoadBalancer", "ports": [{"port": 80}]})),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![(0, Allocate(Any))],
                     health_check_node_port: None,
                 },
@@ -451,7 +522,7 @@ mod tests {
                            "ports": [{"port": 80}, {"port": 81, "nodePort": 30081}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![(1, Allocate(Exactly(30081)))],
                     health_check_node_port: None,
                 },
@@ -461,7 +532,7 @@ mod tests {
                     json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![(0, Allocate(Any))],
                     health_check_node_port: Some(Any),
                 },
@@ -472,7 +543,7 @@ mod tests {
                            "allocateLoadBalancerNodePorts": false, "ports": [{"port": 80}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip.clone(),
+                    cluster_ips: any_ip.clone(),
                     node_ports: vec![],
                     health_check_node_port: Some(Exactly(31000)),
                 },
@@ -483,7 +554,7 @@ mod tests {
                     json!({"type": "NodePort", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]}),
                 ),
                 ServiceNeeds {
-                    cluster_ip: any_ip,
+                    cluster_ips: any_ip,
                     node_ports: vec![(0, Allocate(Any))],
                     health_check_node_port: None,
                 },
@@ -601,5 +672,119 @@ mod tests {
         let mut cluster = svc(json!({"type": "LoadBalancer", "externalTrafficPolicy": "Cluster"}));
         keep_allocated(&mut cluster, &lb);
         assert!(cluster["spec"].get("healthCheckNodePort").is_none());
+    }
+
+    /// Type changes as upstream's `allocateUpdate`: what an update takes beyond what the
+    /// stored object holds, and what it gives back once stored.
+    #[test]
+    fn type_change_needs_and_releases() {
+        use NodePortNeed::Allocate;
+        use Request::{Any, Exactly};
+        let en = svc(json!({"type": "ExternalName", "externalName": "x", "ports": [{"port": 80}]}));
+        let np = svc(
+            json!({"type": "NodePort", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+            "ports": [{"port": 80, "nodePort": 30000}]}),
+        );
+        let cip = svc(
+            json!({"type": "ClusterIP", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+            "ports": [{"port": 80}]}),
+        );
+        let lb_local = svc(
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"], "ports": [{"port": 80, "nodePort": 30000}]}),
+        );
+        let none = ServiceNeeds {
+            cluster_ips: vec![],
+            node_ports: vec![],
+            health_check_node_port: None,
+        };
+        // (old, new as prepared, needs, released)
+        let rows: Vec<(&Value, Value, ServiceNeeds, ServiceHeld)> = vec![
+            (
+                &en,
+                svc(json!({"type": "NodePort", "ports": [{"port": 80}]})),
+                ServiceNeeds {
+                    cluster_ips: vec![IpNeed::new(0, IPV4, Any)],
+                    node_ports: vec![(0, Allocate(Any))],
+                    health_check_node_port: None,
+                },
+                ServiceHeld::default(),
+            ),
+            (
+                &en,
+                svc(json!({"type": "ClusterIP", "clusterIP": "10.0.0.9", "ports": [{"port": 80}]})),
+                ServiceNeeds {
+                    cluster_ips: vec![IpNeed::new(0, IPV4, Exactly("10.0.0.9".into()))],
+                    node_ports: vec![],
+                    health_check_node_port: None,
+                },
+                ServiceHeld::default(),
+            ),
+            (
+                &np,
+                cip.clone(),
+                none.clone(),
+                ServiceHeld {
+                    cluster_ips: vec![],
+                    node_ports: vec![30000],
+                },
+            ),
+            (
+                &cip,
+                en.clone(),
+                none.clone(),
+                ServiceHeld {
+                    cluster_ips: vec!["10.0.0.5".into()],
+                    node_ports: vec![],
+                },
+            ),
+            (
+                &np,
+                en.clone(),
+                none.clone(),
+                ServiceHeld {
+                    cluster_ips: vec!["10.0.0.5".into()],
+                    node_ports: vec![30000],
+                },
+            ),
+            // Kept values are not taken again; a new port is.
+            (
+                &np,
+                svc(
+                    json!({"type": "NodePort", "clusterIP": "10.0.0.5", "clusterIPs": ["10.0.0.5"],
+                "ports": [{"name": "a", "port": 80, "nodePort": 30000}, {"name": "b", "port": 81}]}),
+                ),
+                ServiceNeeds {
+                    cluster_ips: vec![],
+                    node_ports: vec![(1, Allocate(Any))],
+                    health_check_node_port: None,
+                },
+                ServiceHeld::default(),
+            ),
+            (
+                &cip,
+                np.clone(),
+                ServiceNeeds {
+                    cluster_ips: vec![],
+                    node_ports: vec![(0, Allocate(Exactly(30000)))],
+                    health_check_node_port: None,
+                },
+                ServiceHeld::default(),
+            ),
+            (
+                &np,
+                lb_local.clone(),
+                ServiceNeeds {
+                    cluster_ips: vec![],
+                    node_ports: vec![],
+                    health_check_node_port: Some(Any),
+                },
+                ServiceHeld::default(),
+            ),
+        ];
+        for (old, new, want_needs, want_released) in rows {
+            assert_eq!(update_needs(&new, old), want_needs, "{old} -> {new}");
+            assert_eq!(released(&new, old), want_released, "{old} -> {new}");
+        }
     }
 }

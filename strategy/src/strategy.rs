@@ -131,11 +131,17 @@ impl Strategy {
         self.apply_defaults(new);
         match self.kind {
             K::Namespace => namespace::prepare_update(new, old),
-            K::Service => service_alloc::keep_allocated(new, old),
+            K::Service => {
+                service::drop_type_dependent_fields(new, old);
+                service_alloc::keep_allocated(new, old);
+            }
             kind if dra::owns(kind) => dra::prepare_update(kind, new, old, &ctx.now_rfc3339),
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);
+        if self.kind == K::Service {
+            service::drop_type_dependent_status(new);
+        }
         let old_gen = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -268,5 +274,35 @@ impl Strategy {
     /// other types.
     pub fn service_held(&self, svc: &Value) -> Option<ServiceHeld> {
         (self.kind == K::Service).then(|| service_alloc::held(svc))
+    }
+
+    /// Defaults and checks a Service's IP families against the families the cluster serves
+    /// (`cluster`, primary first) before allocation, on create (`old` `None`) and update:
+    /// the causes of a 422 when the cluster cannot serve what it asks. Other types: nothing.
+    pub fn service_init_families(
+        &self,
+        svc: &mut Value,
+        old: Option<&Value>,
+        cluster: &[&str],
+    ) -> Vec<keel_api::status::StatusCause> {
+        if self.kind != K::Service {
+            return Vec::new();
+        }
+        crate::service_families::init_ip_families(svc, old, cluster)
+            .into_iter()
+            .map(crate::errors::FieldErr::into_cause)
+            .collect()
+    }
+
+    /// What an update of a Service from `old` to `new` (prepared and validated) needs from
+    /// the allocators beyond what `old` holds; `None` for other types.
+    pub fn service_update_allocation(&self, new: &Value, old: &Value) -> Option<ServiceNeeds> {
+        (self.kind == K::Service).then(|| service_alloc::update_needs(new, old))
+    }
+
+    /// What a stored update of a Service from `old` to `new` gives back; `None` for other
+    /// types.
+    pub fn service_released(&self, new: &Value, old: &Value) -> Option<ServiceHeld> {
+        (self.kind == K::Service).then(|| service_alloc::released(new, old))
     }
 }

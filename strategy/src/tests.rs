@@ -280,23 +280,20 @@ fn service_defaults_table() {
             json!({"spec": {"selector": {"app": "a"}, "ports": [{"port": 80}]}}),
             json!({"spec": {"selector": {"app": "a"},
                 "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}],
-                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster",
-                "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]},
+                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster"},
                 "status": {"loadBalancer": {}}}),
         ),
         (
             json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "targetPort": "http"}]}}),
             json!({"spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": "http"}],
                 "sessionAffinity": "None", "type": "LoadBalancer", "internalTrafficPolicy": "Cluster",
-                "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true,
-                "ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4"]},
+                "externalTrafficPolicy": "Cluster", "allocateLoadBalancerNodePorts": true},
                 "status": {"loadBalancer": {}}}),
         ),
         (
             json!({"spec": {"clusterIP": "None"}}),
             json!({"spec": {"clusterIP": "None", "clusterIPs": ["None"],
-                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster",
-                "ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv4"]},
+                "sessionAffinity": "None", "type": "ClusterIP", "internalTrafficPolicy": "Cluster"},
                 "status": {"loadBalancer": {}}}),
         ),
         (
@@ -368,7 +365,7 @@ fn service_allocation_and_update() {
     assert_eq!(
         services.service_allocation(&np),
         Some(ServiceNeeds {
-            cluster_ip: ClusterIpNeed::Address(Request::Any),
+            cluster_ips: vec![IpNeed::new(0, "IPv4", Request::Any)],
             node_ports: vec![
                 (0, NodePortNeed::Allocate(Request::Any)),
                 (1, NodePortNeed::Allocate(Request::Exactly(30001)))
@@ -405,7 +402,7 @@ fn service_allocation_and_update() {
     moved["spec"]["clusterIPs"] = json!(["10.0.0.6"]);
     assert_eq!(
         messages(validate_update("", "services", &moved, &stored)),
-        vec!["spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.6\"}: may not change once set"]
+        vec!["spec.clusterIPs[0]: Invalid value: [\"10.0.0.6\"]: may not change once set"]
     );
     assert!(allow_create_on_update("", "services"));
 }

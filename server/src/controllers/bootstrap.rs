@@ -86,17 +86,23 @@ async fn ensure(st: &State, res: &Resource, obj: Value) -> Result<(), String> {
     }
 }
 
-/// Default namespaces and the `kubernetes` service; allocations of stored services.
-pub async fn bootstrap(st: &State, secure_port: u16) -> Result<(), String> {
+/// Default namespaces and the `kubernetes` service; allocations of stored services. Returns
+/// the revision before its allocator pass and how soon that pass wanted the next, for the
+/// `ipallocator` controller to go on from.
+pub async fn bootstrap(
+    st: &State,
+    secure_port: u16,
+) -> Result<(keel_engine::Revision, Option<std::time::Duration>), String> {
     let routes = st.routes.load();
-    restore_allocations(st, routes.core("services")).await?;
     for ns in DEFAULT_NAMESPACES {
         let obj = json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": ns}});
         ensure(st, routes.core("namespaces"), obj).await?;
     }
     // The default ServiceCIDR, and IPAddress objects equal to the stored services' cluster
-    // IPs (a restart finds them as they were, or repairs them), before any IP is handed out.
-    super::ipallocator::reconcile(st, std::time::Duration::ZERO)
+    // IPs (a restart finds them as they were, or repairs them), the taken IPs and node ports
+    // from the one listing of the services, before any IP or port is handed out.
+    let synced_at = st.registry.current_revision();
+    let next = super::ipallocator::reconcile(st, std::time::Duration::ZERO, true)
         .await
         .map_err(|e| e.message)?;
     let ip = st.registry.allocators().first_ip().to_string();
@@ -113,26 +119,12 @@ pub async fn bootstrap(st: &State, secure_port: u16) -> Result<(), String> {
         "metadata": {"name": LEGACY_TOKEN_TRACKING, "namespace": "kube-system"},
         "data": {"since": chrono::Utc::now().format("%Y-%m-%d").to_string()}
     });
-    ensure(st, routes.core("configmaps"), tracking).await
+    ensure(st, routes.core("configmaps"), tracking).await?;
+    Ok((synced_at, next))
 }
 
 /// The ConfigMap that says since when legacy service-account tokens are tracked.
 pub const LEGACY_TOKEN_TRACKING: &str = "kube-apiserver-legacy-service-account-token-tracking";
-
-/// Marks the cluster IPs and node ports of the stored services as taken.
-async fn restore_allocations(st: &State, services: &Resource) -> Result<(), String> {
-    let (items, _) = st
-        .registry
-        .list_all(services, "")
-        .await
-        .map_err(|e| e.message)?;
-    for kv in items {
-        if let Ok(v) = serde_json::from_slice::<Value>(kv.value()) {
-            st.registry.allocators().restore(services.strategy, &v);
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

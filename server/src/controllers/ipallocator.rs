@@ -13,9 +13,10 @@ use crate::routes::Resource;
 use crate::selection::Selection;
 use crate::state::State;
 use keel_api::status::ApiError;
+use keel_engine::Revision;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,34 +34,52 @@ pub const RESYNC: Duration = Duration::from_secs(60);
 /// Least time between two passes: a burst of changes is handled by one pass.
 pub const PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
 
-/// Runs the controller on its own thread with its own single-threaded runtime.
-pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    super::spawn_thread("keel-ipallocator-controller", move || run(st))
+/// Runs the controller on its own thread with its own single-threaded runtime. `synced`:
+/// the revision before bootstrap's pass began (the pass read everything as of then or
+/// later) and how soon that pass wanted the next; the controller then watches from there
+/// and passes again only on a change (a start-up reads the services once).
+pub fn spawn(
+    st: Arc<State>,
+    synced: Option<(Revision, Option<Duration>)>,
+) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-ipallocator-controller", move || run(st, synced))
 }
 
-async fn watches(st: &State) -> [Option<(Source, Selection)>; 3] {
+/// Watches of services, IPAddresses and ServiceCIDRs, after `from` (else from now).
+async fn watches(st: &State, from: Option<Revision>) -> [Option<(Source, Selection)>; 3] {
     let routes = st.routes.load();
+    let from = from.unwrap_or_else(|| st.registry.current_revision());
     let mut out = [None, None, None];
-    out[0] = super::watch_all(st, routes.core("services")).await;
+    out[0] = super::watch_all_after(st, routes.core("services"), from).await;
     if let Some(r) = ip_addresses(&routes) {
-        out[1] = super::watch_all(st, r).await;
+        out[1] = super::watch_all_after(st, r, from).await;
     }
     if let Some(r) = service_cidrs(&routes) {
-        out[2] = super::watch_all(st, r).await;
+        out[2] = super::watch_all_after(st, r, from).await;
     }
     out
 }
 
-async fn run(st: Arc<State>) {
-    let mut w = watches(&st).await;
+async fn run(st: Arc<State>, synced: Option<(Revision, Option<Duration>)>) {
+    let mut w = watches(&st, synced.map(|(rev, _)| rev)).await;
+    // Bootstrap's pass stands for the first one when every watch replays from before it.
+    let mut skip = synced.is_some() && w.iter().all(Option::is_some);
+    let mut next = synced.and_then(|(_, n)| n).unwrap_or(RESYNC).min(RESYNC);
     loop {
-        let started = tokio::time::Instant::now();
-        if let Err(e) = reconcile(&st, ORPHAN_GRACE).await {
-            eprintln!("ipallocator controller: {}", e.message);
+        if !skip {
+            let started = tokio::time::Instant::now();
+            next = match reconcile(&st, ORPHAN_GRACE, false).await {
+                Ok(n) => n.unwrap_or(RESYNC).min(RESYNC),
+                Err(e) => {
+                    eprintln!("ipallocator controller: {}", e.message);
+                    RESYNC
+                }
+            };
+            tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
         }
-        tokio::time::sleep_until(started + PASS_INTERVAL_MIN).await;
-        if super::wait_for_change(&mut w, RESYNC).await {
-            w = watches(&st).await;
+        skip = false;
+        if super::wait_for_change(&mut w, next).await {
+            w = watches(&st, None).await;
         }
     }
 }
@@ -73,41 +92,55 @@ fn service_cidrs(routes: &crate::routes::Routes) -> Option<&Resource> {
     routes.lookup("networking.k8s.io", "v1", "servicecidrs")
 }
 
-/// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects and the taken
-/// set. `grace`: how old an orphaned IPAddress must be to be deleted.
-pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
+/// One pass: the default ServiceCIDR, the served ranges, the IPAddress objects, the taken
+/// set and the ServiceCIDRs' finalizers (`servicecidrs`). `grace`: how old an orphaned
+/// IPAddress must be to be deleted. `restore` (start-up): also mark the node ports of the
+/// services listed taken (the IPs are synced from the same listing). Returns how soon the
+/// next pass is needed, when a ServiceCIDR waits out its deletion grace.
+pub async fn reconcile(
+    st: &State,
+    grace: Duration,
+    restore: bool,
+) -> Result<Option<Duration>, ApiError> {
     let routes = st.routes.load();
     let alloc = st.registry.allocators();
+    let mut cidr_objs: Vec<Value> = Vec::new();
     if let Some(cidrs) = service_cidrs(&routes) {
         ensure_default_cidr(st, cidrs).await?;
         let (items, _) = st.registry.list_all(cidrs, "").await?;
-        let parsed: Vec<Value> = items
+        cidr_objs = items
             .iter()
             .filter_map(|kv| objects::parse_stored(kv.value()).ok())
             .collect();
-        alloc.set_extra_ranges(ready_ranges(&parsed));
+        alloc.set_extra_ranges(ready_ranges(&cidr_objs));
     }
+    let services = routes.core("services");
     let Some(ips) = ip_addresses(&routes) else {
-        return Ok(());
+        if restore {
+            restore_without_objects(st, services).await?;
+        }
+        return Ok(None);
     };
     alloc.use_ip_objects(ips.loc.clone());
     let epoch = alloc.ip_epoch();
-    let services = routes.core("services");
     let (ip_items, _) = st.registry.list_all(ips, "").await?;
     let (svc_items, _) = st.registry.list_all(services, "").await?;
-    let ip_objs: HashMap<Ipv4Addr, Value> = ip_items
+    let mut ip_objs: HashMap<IpAddr, Value> = ip_items
         .iter()
         .filter_map(|kv| objects::parse_stored(kv.value()).ok())
         .filter_map(|o| Some((objects::name(&o).parse().ok()?, o)))
         .collect();
-    let mut stored: HashSet<Ipv4Addr> = ip_objs.keys().copied().collect();
+    let mut stored: HashSet<IpAddr> = ip_objs.keys().copied().collect();
     // (ip, namespace, name) of every cluster IP a Service holds.
-    let mut holders: HashSet<(Ipv4Addr, String, String)> = HashSet::new();
+    let mut holders: HashSet<(IpAddr, String, String)> = HashSet::new();
     for kv in &svc_items {
         let svc = objects::parse_stored(kv.value())?;
         let Some(held) = services.strategy.service_held(&svc) else {
             continue;
         };
+        if restore {
+            alloc.restore_ports(&held);
+        }
         let ns = objects::meta_str(&svc, "namespace")
             .unwrap_or("")
             .to_string();
@@ -119,18 +152,48 @@ pub async fn reconcile(st: &State, grace: Duration) -> Result<(), ApiError> {
             }
         }
     }
+    let mut orphans = Vec::new();
     for (ip, obj) in &ip_objs {
         if is_orphan(obj, *ip, &holders) && !alloc.ip_pending(*ip) && older_than(obj, grace) {
             delete_orphan(st, ips, obj).await?;
             stored.remove(ip);
+            orphans.push(*ip);
         }
     }
     alloc.sync_ips(&stored, epoch);
+    for ip in orphans {
+        ip_objs.remove(&ip);
+    }
+    match service_cidrs(&routes) {
+        Some(cidrs) => super::servicecidrs::reconcile(st, cidrs, &cidr_objs, &ip_objs).await,
+        None => Ok(None),
+    }
+}
+
+/// Start-up without IPAddress objects (their API disabled): the services' cluster IPs and
+/// node ports are what is taken.
+async fn restore_without_objects(st: &State, services: &Resource) -> Result<(), ApiError> {
+    let alloc = st.registry.allocators();
+    let epoch = alloc.ip_epoch();
+    let (items, _) = st.registry.list_all(services, "").await?;
+    let mut taken = HashSet::new();
+    for kv in &items {
+        let svc = objects::parse_stored(kv.value())?;
+        if let Some(held) = services.strategy.service_held(&svc) {
+            alloc.restore_ports(&held);
+            taken.extend(
+                held.cluster_ips
+                    .iter()
+                    .filter_map(|ip| ip.parse::<IpAddr>().ok()),
+            );
+        }
+    }
+    alloc.sync_ips(&taken, epoch);
     Ok(())
 }
 
 /// An IPAddress the allocator made whose parent Service does not hold its IP.
-fn is_orphan(obj: &Value, ip: Ipv4Addr, holders: &HashSet<(Ipv4Addr, String, String)>) -> bool {
+fn is_orphan(obj: &Value, ip: IpAddr, holders: &HashSet<(IpAddr, String, String)>) -> bool {
     let managed = obj
         .pointer("/metadata/labels")
         .and_then(|l| l.get(registry::MANAGED_BY_LABEL))
@@ -156,7 +219,7 @@ fn older_than(obj: &Value, age: Duration) -> bool {
 async fn create_missing(
     st: &State,
     ips: &Resource,
-    ip: Ipv4Addr,
+    ip: IpAddr,
     svc: &Value,
 ) -> Result<(), ApiError> {
     let mut obj = registry::ip_object(ip, svc);
@@ -189,10 +252,10 @@ async fn delete_orphan(st: &State, ips: &Resource, obj: &Value) -> Result<(), Ap
     }
 }
 
-/// The IPv4 ranges of the ServiceCIDRs that are ready: not being deleted, and with a Ready
+/// The ranges of the ServiceCIDRs that are ready: not being deleted, and with a Ready
 /// condition that is not False (upstream treats one without the condition as ready: nothing
-/// may have set it yet). Ranges keel's allocator cannot serve (prefix outside 8..=30) are
-/// skipped.
+/// may have set it yet). Ranges the allocator cannot serve (IPv4 shorter than
+/// `IPV4_PREFIX_MIN`, IPv6 shorter than /64, as upstream's) are skipped.
 pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
     let mut out = Vec::new();
     for sc in cidrs {
@@ -210,7 +273,7 @@ pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
         let texts = sc.pointer("/spec/cidrs").and_then(Value::as_array);
         for text in texts.into_iter().flatten().filter_map(Value::as_str) {
             if let Ok(c) = Cidr::parse(text) {
-                if format!("{}/{}", c.base, c.prefix) == text {
+                if c.to_string() == text {
                     out.push(c);
                 }
             }
@@ -221,12 +284,12 @@ pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
 
 /// Creates the default ServiceCIDR when it is missing and marks it Ready.
 async fn ensure_default_cidr(st: &State, res: &Resource) -> Result<(), ApiError> {
-    let cidr = st.registry.allocators().default_cidr();
+    let cidrs = st.registry.allocators().default_cidrs();
     if !st.registry.exists(res, "", DEFAULT_SERVICE_CIDR)? {
         let obj = json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
             "metadata": {"name": DEFAULT_SERVICE_CIDR},
-            "spec": {"cidrs": [cidr]},
+            "spec": {"cidrs": cidrs},
         });
         match st
             .registry
@@ -297,16 +360,16 @@ mod tests {
             ),
             (
                 sc(json!(["10.2.0.0/24", "2001:db8::/64"]), json!({})),
-                vec!["10.2.0.0/24"],
+                vec!["10.2.0.0/24", "2001:db8::/64"],
             ),
             (sc(json!(["10.4.0.0/24"]), not_ready), vec![]),
             (deleting, vec![]),
-            (sc(json!(["10.5.0.0/31", "10.0.0.0/4"]), ready), vec![]),
+            (sc(json!(["10.0.0.0/4", "2001:db8::/48"]), ready), vec![]),
         ];
         for (obj, want) in rows {
             let got: Vec<String> = ready_ranges(std::slice::from_ref(&obj))
                 .iter()
-                .map(|c| format!("{}/{}", c.base, c.prefix))
+                .map(ToString::to_string)
                 .collect();
             assert_eq!(got, want, "{obj}");
         }
@@ -314,7 +377,7 @@ mod tests {
 
     #[test]
     fn orphans_are_managed_objects_without_their_holder() {
-        let ip: Ipv4Addr = "10.0.0.9".parse().unwrap();
+        let ip: IpAddr = "10.0.0.9".parse().unwrap();
         let svc = json!({"metadata": {"name": "s", "namespace": "d"}});
         let obj = registry::ip_object(ip, &svc);
         let holder = HashSet::from([(ip, "d".to_string(), "s".to_string())]);

@@ -8,6 +8,7 @@ pub mod bootstrap;
 pub mod flowcontrol;
 pub mod ipallocator;
 pub mod namespace;
+pub mod servicecidrs;
 
 use crate::registry::{Source, Step};
 use crate::repr::{Encoder, Format};
@@ -19,12 +20,20 @@ use keel_api::rv::WatchStart;
 /// A watch of every object of `res` from now on, for a controller that uses only its wake-ups
 /// (each pass reads what it needs again); `None` when the watch cannot be opened.
 pub(crate) async fn watch_all(st: &State, res: &Resource) -> Option<(Source, Selection)> {
+    watch_all_after(st, res, st.registry.current_revision()).await
+}
+
+/// A watch of every object of `res` changed after revision `from`.
+pub(crate) async fn watch_all_after(
+    st: &State,
+    res: &Resource,
+    from: keel_engine::Revision,
+) -> Option<(Source, Selection)> {
     let sel = Selection::new(
         Filter::everything(res.strategy),
         None,
         Encoder::new(Format::Json, res.info.clone()),
     );
-    let from = st.registry.current_revision();
     let w = st
         .registry
         .watch(res, "", WatchStart::After(from), &sel)

@@ -38,8 +38,13 @@ impl Registry {
             return Err(invalid(res, &obj, causes));
         }
         self.check_namespace(res, namespace, objects::name(&obj))?;
+        self.init_families(res.strategy, &mut obj, None)?;
         let allocation = self
-            .allocate_recorded(res.strategy, &mut obj, opts.dry_run)
+            .allocate_recorded(
+                res.strategy.service_allocation(&obj),
+                &mut obj,
+                opts.dry_run,
+            )
             .await?;
         if opts.dry_run {
             return Ok(Created {

@@ -9,9 +9,9 @@ use crate::objects::{self, Spliced};
 use crate::storage::{storage_error, Location};
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
-use keel_strategy::{AllocError, ClusterIpNeed, FailedNeed, Request, Strategy};
+use keel_strategy::{AllocError, FailedNeed, Request, ServiceHeld, ServiceNeeds, Strategy};
 use serde_json::{json, Value};
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 /// The label upstream's allocator puts on the IPAddress objects it manages, and its value.
 pub const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
@@ -24,7 +24,7 @@ pub const IP_FAMILY_LABEL: &str = "ipaddress.kubernetes.io/ip-family";
 pub const IP_OBJECT_CLASHES_MAX: usize = 16;
 
 /// The IPAddress object recording that `svc` holds `ip`.
-pub fn ip_object(ip: Ipv4Addr, svc: &Value) -> Value {
+pub fn ip_object(ip: IpAddr, svc: &Value) -> Value {
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "IPAddress",
@@ -32,7 +32,7 @@ pub fn ip_object(ip: Ipv4Addr, svc: &Value) -> Value {
             "name": ip.to_string(),
             "uid": objects::new_uid(),
             "creationTimestamp": objects::now_rfc3339(),
-            "labels": {IP_FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: MANAGED_BY},
+            "labels": {IP_FAMILY_LABEL: family(ip), MANAGED_BY_LABEL: MANAGED_BY},
         },
         "spec": {"parentRef": {
             "resource": "services",
@@ -40,6 +40,15 @@ pub fn ip_object(ip: Ipv4Addr, svc: &Value) -> Value {
             "name": objects::name(svc),
         }},
     })
+}
+
+/// `IPv4` or `IPv6`, as the family label says.
+pub fn family(ip: IpAddr) -> &'static str {
+    if ip.is_ipv4() {
+        "IPv4"
+    } else {
+        "IPv6"
+    }
 }
 
 /// Whether the IPAddress `ip_obj` names `svc` as its holder.
@@ -58,26 +67,31 @@ impl Registry {
     /// asked for, it is a 422 as upstream's; picked, another is picked.
     pub(super) async fn allocate_recorded(
         &self,
-        strategy: &Strategy,
+        needs: Option<ServiceNeeds>,
         obj: &mut Value,
         dry_run: bool,
     ) -> Result<Allocation, ApiError> {
+        let Some(needs) = needs else {
+            return Ok(Allocation::default());
+        };
         let Some(loc) = self.alloc.ip_objects().filter(|_| !dry_run) else {
-            return self.alloc.allocate(strategy, obj, dry_run);
+            return self.alloc.allocate_needs(&needs, obj, dry_run);
         };
         let original = obj.clone();
-        self.forget_if_unrecorded(&loc, strategy, &original);
+        self.forget_if_unrecorded(&loc, &needs);
         for _ in 0..IP_OBJECT_CLASHES_MAX {
-            let allocation = self.alloc.allocate(strategy, obj, false)?;
+            let allocation = self.alloc.allocate_needs(&needs, obj, false)?;
             match self.record_ips(&loc, &allocation, obj).await {
                 Ok(()) => return Ok(allocation),
                 Err(Clash::Taken(ip)) => {
                     self.alloc.release(&allocation);
                     self.alloc.mark_ip_taken(ip);
-                    if let Some(ClusterIpNeed::Address(req @ Request::Exactly(_))) =
-                        strategy.service_allocation(&original).map(|n| n.cluster_ip)
-                    {
-                        let failed = FailedNeed::ClusterIp(&req);
+                    let asked = needs
+                        .cluster_ips
+                        .iter()
+                        .find(|n| matches!(&n.request, Request::Exactly(t) if t.parse() == Ok(ip)));
+                    if let Some(n) = asked {
+                        let failed = FailedNeed::ClusterIp(&n.request);
                         return Err(AllocError::Allocated.to_status(&original, failed));
                     }
                     *obj = original.clone();
@@ -91,22 +105,41 @@ impl Registry {
         Err(AllocError::Full.to_status(&original, FailedNeed::ClusterIp(&Request::Any)))
     }
 
+    /// Defaults a Service's IP families for the families this cluster serves (a 422 when it
+    /// cannot serve what the Service asks), before its allocation.
+    pub(super) fn init_families(
+        &self,
+        strategy: &Strategy,
+        svc: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let causes = strategy.service_init_families(svc, old, &self.alloc.families());
+        if causes.is_empty() {
+            return Ok(());
+        }
+        let name = objects::name(svc).to_string();
+        Err(ApiError::invalid("", "Service", &name, causes))
+    }
+
     /// The IPAddress object is the authority on whether an IP is taken: an IP the Service
     /// asks for that the taken set still holds although its object is gone (deleted by a
     /// user, and the controller has not synced yet) is free.
-    fn forget_if_unrecorded(&self, loc: &Location, strategy: &Strategy, svc: &Value) {
-        let Some(ClusterIpNeed::Address(Request::Exactly(text))) =
-            strategy.service_allocation(svc).map(|n| n.cluster_ip)
-        else {
-            return;
-        };
-        let Ok(ip) = text.parse::<Ipv4Addr>() else {
-            return;
-        };
-        if self.alloc.ip_taken_settled(ip)
-            && matches!(self.storage.get_latest(&loc.key("", &text)), Ok(None))
-        {
-            self.alloc.forget_ip(ip);
+    fn forget_if_unrecorded(&self, loc: &Location, needs: &ServiceNeeds) {
+        for need in &needs.cluster_ips {
+            let Request::Exactly(text) = &need.request else {
+                continue;
+            };
+            let Ok(ip) = text.parse::<IpAddr>() else {
+                continue;
+            };
+            if self.alloc.ip_taken_settled(ip)
+                && matches!(
+                    self.storage.get_latest(&loc.key("", &ip.to_string())),
+                    Ok(None)
+                )
+            {
+                self.alloc.forget_ip(ip);
+            }
         }
     }
 
@@ -164,18 +197,56 @@ impl Registry {
     /// Gives back what a deleted object held, deleting the IPAddress objects of its cluster
     /// IPs.
     pub(super) async fn release_held(&self, strategy: &Strategy, obj: &Value) {
-        self.alloc.release_object(strategy, obj);
-        let (Some(loc), Some(held)) = (self.alloc.ip_objects(), strategy.service_held(obj)) else {
+        if let Some(held) = strategy.service_held(obj) {
+            self.release_values(&held, obj).await;
+        }
+    }
+
+    /// Gives back `held`, values `holder` (a stored Service) had, deleting the IPAddress
+    /// objects of its cluster IPs.
+    async fn release_values(&self, held: &ServiceHeld, holder: &Value) {
+        self.alloc.release_held(held);
+        let Some(loc) = self.alloc.ip_objects() else {
             return;
         };
         for ip in held.cluster_ips.iter().filter_map(|ip| ip.parse().ok()) {
-            self.drop_ip_object(&loc, ip, obj).await;
+            self.drop_ip_object(&loc, ip, holder).await;
+        }
+    }
+
+    /// Allocates what an update of a Service from `old` to `new` needs beyond what `old`
+    /// holds (a type change from `ExternalName` takes a cluster IP and records it, a change
+    /// to NodePort takes node ports), as upstream's `allocateUpdate`.
+    pub(super) async fn allocate_update(
+        &self,
+        strategy: &Strategy,
+        new: &mut Value,
+        old: &Value,
+        dry_run: bool,
+    ) -> Result<Allocation, ApiError> {
+        self.init_families(strategy, new, Some(old))?;
+        let needs = strategy.service_update_allocation(new, old);
+        self.allocate_recorded(needs, new, dry_run).await
+    }
+
+    /// An update that took `a` was stored: what it took is settled, and `released` (what the
+    /// stored object `old` held that the update let go) is given back, its IPAddress objects
+    /// deleted. Upstream releases on commit, so a failed update never loses a value.
+    pub(super) async fn finish_update(
+        &self,
+        a: &Allocation,
+        released: Option<&ServiceHeld>,
+        old: &Value,
+    ) {
+        self.alloc.settle(a);
+        if let Some(r) = released.filter(|r| **r != ServiceHeld::default()) {
+            self.release_values(r, old).await;
         }
     }
 
     /// Deletes the IPAddress of `ip` if `svc` holds it (a user's object for the same IP is
     /// left alone). Failures are left to the `ipallocator` controller, which removes orphans.
-    async fn drop_ip_object(&self, loc: &Location, ip: Ipv4Addr, svc: &Value) {
+    async fn drop_ip_object(&self, loc: &Location, ip: IpAddr, svc: &Value) {
         let key = loc.key("", &ip.to_string());
         let Ok(Some(kv)) = self.storage.get_latest(&key) else {
             return;
@@ -196,7 +267,7 @@ impl Registry {
 /// Why the IPAddress objects of an allocation could not all be created.
 enum Clash {
     /// An object for this IP exists.
-    Taken(Ipv4Addr),
+    Taken(IpAddr),
     /// The store failed.
     Failed(ApiError),
 }

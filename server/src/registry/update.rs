@@ -9,6 +9,7 @@
 
 use super::create::Created;
 use super::{invalid, strategy_ctx, CreateOptions, Registry};
+use crate::alloc::Allocation;
 use crate::limits::UPDATE_RETRIES_MAX;
 use crate::objects::{self, Spliced};
 use crate::routes::Resource;
@@ -106,6 +107,16 @@ impl Registry {
                     created: false,
                 });
             }
+            // An update that leaves an object being deleted without finalizers removes it.
+            let deleting = strategy.delete_on_update(&new, &old);
+            // A Service whose type changes takes what it now needs (a cluster IP leaving
+            // ExternalName, node ports becoming a NodePort) before it is stored.
+            let allocation = if opts.strategy && opts.subresource.is_empty() && !deleting {
+                self.allocate_update(strategy, &mut new, &old, opts.dry_run)
+                    .await?
+            } else {
+                Allocation::default()
+            };
             if opts.dry_run {
                 objects::set_rv(&mut new, cur_rev);
                 return Ok(Updated {
@@ -113,8 +124,7 @@ impl Registry {
                     created: false,
                 });
             }
-            // An update that leaves an object being deleted without finalizers removes it.
-            if strategy.delete_on_update(&new, &old) {
+            if deleting {
                 let spliced = Spliced::new(&mut new);
                 match self.storage.delete(&key, cur_rev).await {
                     Ok(rev) => {
@@ -131,13 +141,22 @@ impl Registry {
                     Err(e) => return Err(storage_error(e)),
                 }
             }
+            // What the stored object held and the new one does not: given back only once
+            // the update is stored; a failed or lost write gives back what it took instead.
+            let released = strategy.service_released(&new, &old);
             let spliced = Spliced::new(&mut new);
-            match self.storage.update(&key, cur_rev, &spliced).await {
+            let written = self.storage.update(&key, cur_rev, &spliced).await;
+            if written.is_err() {
+                self.unrecord(&allocation, &new).await;
+            }
+            match written {
                 Ok((bytes, _)) => {
+                    self.finish_update(&allocation, released.as_ref(), &old)
+                        .await;
                     return Ok(Updated {
                         bytes,
                         created: false,
-                    })
+                    });
                 }
                 Err(StoreError::Conflict { .. } | StoreError::NotFound) if wanted.is_none() => {
                     continue
