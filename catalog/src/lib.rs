@@ -7,8 +7,9 @@
 //! swapped pointer shared by every core (`keel_server::routes::LiveRoutes`).
 //!
 //! Pure logic: no I/O, no async runtime. May depend only on serde/serde_json, the `k8s-openapi`
-//! type bindings (group/version/kind/plural/scope of each type), hashing/encoding crates, and
-//! keel-api (its timestamps).
+//! type bindings (group/version/kind/plural/scope of each type), hashing/encoding crates,
+//! keel-api (its timestamps) and keel-schema (the OpenAPI field descriptions Table columns
+//! carry; keel-schema depends on no keel crate that uses the catalog).
 //!
 //! Invariants:
 //! - Kind, plural and scope of every built-in resource come from `k8s-openapi`'s `Resource`

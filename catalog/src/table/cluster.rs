@@ -9,14 +9,15 @@ use serde_json::{json, Value};
 use super::infra::{int_or_string, NAME_AGE};
 use super::time::{human_duration, since};
 use super::util::{arr, created, format_labels, i, name, s};
-use super::{col, Col, Printer, Row, AGE, NAME};
+use super::{col, field, sentence, wide, Col, Printer, Row, AGE, NAME};
 
 pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match (group, kind) {
         ("", "ComponentStatus") => Some(&COMPONENT_STATUS),
         ("policy", "PodDisruptionBudget") => Some(&POD_DISRUPTION_BUDGET),
         ("apiregistration.k8s.io", "APIService") => Some(&API_SERVICE),
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => Some(&ROLE_BINDING),
+        ("rbac.authorization.k8s.io", "RoleBinding") => Some(&ROLE_BINDING),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => Some(&CLUSTER_ROLE_BINDING),
         (
             "admissionregistration.k8s.io",
             "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
@@ -58,10 +59,6 @@ pub(crate) fn row_order(group: &str, kind: &str) -> Option<fn(&Value, &Value) ->
     }
 }
 
-const fn text(name: &'static str, description: &'static str) -> Col {
-    col(name, "string", description)
-}
-
 /// The first condition of `type`, if any.
 fn condition<'a>(obj: &'a Value, pointer: &str, ty: &str) -> Option<&'a Value> {
     arr(obj, pointer).iter().find(|c| s(c, "/type") == ty)
@@ -72,9 +69,21 @@ fn condition<'a>(obj: &'a Value, pointer: &str, ty: &str) -> Option<&'a Value> {
 const COMPONENT_STATUS: Printer = Printer {
     columns: &[
         NAME,
-        text("Status", "Status of the component conditions"),
-        text("Message", "Message of the component conditions"),
-        text("Error", "Error of the component conditions"),
+        col(
+            "Status",
+            "string",
+            sentence("Status of the component conditions"),
+        ),
+        col(
+            "Message",
+            "string",
+            sentence("Message of the component conditions"),
+        ),
+        col(
+            "Error",
+            "string",
+            sentence("Error of the component conditions"),
+        ),
     ],
     print: |cs, _| {
         let healthy = condition(cs, "/conditions", "Healthy");
@@ -96,18 +105,20 @@ const COMPONENT_STATUS: Printer = Printer {
 const POD_DISRUPTION_BUDGET: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "Min Available",
-            "The minimum number of pods that must be available.",
+            "string",
+            sentence("The minimum number of pods that must be available."),
         ),
-        text(
+        col(
             "Max Unavailable",
-            "The maximum number of pods that may be unavailable.",
+            "string",
+            sentence("The maximum number of pods that may be unavailable."),
         ),
         col(
             "Allowed Disruptions",
             "integer",
-            "Calculated number of pods that may be disrupted at this time.",
+            sentence("Calculated number of pods that may be disrupted at this time."),
         ),
         AGE,
     ],
@@ -130,11 +141,16 @@ const POD_DISRUPTION_BUDGET: Printer = Printer {
 const API_SERVICE: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "Service",
-            "The reference to the service that hosts this API endpoint.",
+            "string",
+            sentence("The reference to the service that hosts this API endpoint."),
         ),
-        text("Available", "Whether this service is available."),
+        col(
+            "Available",
+            "string",
+            sentence("Whether this service is available."),
+        ),
         AGE,
     ],
     print: |svc, now| {
@@ -178,37 +194,46 @@ fn subjects(binding: &Value) -> [String; 3] {
     [users.join(", "), groups.join(", "), sas.join(", ")]
 }
 
+/// Role, age, users, groups and service accounts of a binding.
+fn print_binding(rb: &Value, now: i64) -> Row {
+    let [users, groups, sas] = subjects(rb);
+    Row::new(vec![
+        json!(name(rb)),
+        json!(format!(
+            "{}/{}",
+            s(rb, "/roleRef/kind"),
+            s(rb, "/roleRef/name")
+        )),
+        json!(since(created(rb), now)),
+        json!(users),
+        json!(groups),
+        json!(sas),
+    ])
+}
+
 const ROLE_BINDING: Printer = Printer {
     columns: &[
         NAME,
-        text(
-            "Role",
-            "RoleRef can only reference a ClusterRole in the global namespace.",
-        ),
+        col("Role", "string", sentence("RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.")),
         AGE,
-        super::wide("Users", "string", "Users in the roleBinding"),
-        super::wide("Groups", "string", "Groups in the roleBinding"),
-        super::wide(
-            "ServiceAccounts",
-            "string",
-            "ServiceAccounts in the roleBinding",
-        ),
+        wide("Users", "string", sentence("Users in the roleBinding")),
+        wide("Groups", "string", sentence("Groups in the roleBinding")),
+        wide("ServiceAccounts", "string", sentence("ServiceAccounts in the roleBinding")),
     ],
-    print: |rb, now| {
-        let [users, groups, sas] = subjects(rb);
-        Row::new(vec![
-            json!(name(rb)),
-            json!(format!(
-                "{}/{}",
-                s(rb, "/roleRef/kind"),
-                s(rb, "/roleRef/name")
-            )),
-            json!(since(created(rb), now)),
-            json!(users),
-            json!(groups),
-            json!(sas),
-        ])
-    },
+    print: print_binding,
+};
+
+// The same cells; the descriptions name the kind.
+const CLUSTER_ROLE_BINDING: Printer = Printer {
+    columns: &[
+        NAME,
+        col("Role", "string", sentence("RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.")),
+        AGE,
+        wide("Users", "string", sentence("Users in the clusterRoleBinding")),
+        wide("Groups", "string", sentence("Groups in the clusterRoleBinding")),
+        wide("ServiceAccounts", "string", sentence("ServiceAccounts in the clusterRoleBinding")),
+    ],
+    print: print_binding,
 };
 
 // ---- admission ----
@@ -219,7 +244,7 @@ const WEBHOOK_CONFIGURATION: Printer = Printer {
         col(
             "Webhooks",
             "integer",
-            "Webhooks indicates the number of webhooks registered in this configuration",
+            sentence("Webhooks indicates the number of webhooks registered in this configuration"),
         ),
         AGE,
     ],
@@ -251,15 +276,8 @@ fn print_admission_policy(policy: &Value, now: i64, rules: &str) -> Row {
 const VALIDATING_ADMISSION_POLICY: Printer = Printer {
     columns: &[
         NAME,
-        col(
-            "Validations",
-            "integer",
-            "Validations indicates the number of validation rules defined in this configuration",
-        ),
-        text(
-            "ParamKind",
-            "ParamKind specifies the kind of resources used to parameterize this policy",
-        ),
+        col("Validations", "integer", sentence("Validations indicates the number of validation rules defined in this configuration")),
+        col("ParamKind", "string", sentence("ParamKind specifies the kind of resources used to parameterize this policy")),
         AGE,
     ],
     print: |p, now| print_admission_policy(p, now, "/spec/validations"),
@@ -271,11 +289,14 @@ const MUTATING_ADMISSION_POLICY: Printer = Printer {
         col(
             "Mutations",
             "integer",
-            "Mutation indicates the number of mutations rules defined in this configuration",
+            sentence(
+                "Mutation indicates the number of mutations rules defined in this configuration",
+            ),
         ),
-        text(
+        col(
             "ParamKind",
-            "ParamKind specifies the kind of resources used to parameterize this policy",
+            "string",
+            sentence("ParamKind specifies the kind of resources used to parameterize this policy"),
         ),
         AGE,
     ],
@@ -331,13 +352,17 @@ fn param_ref(binding: &Value) -> String {
 const ADMISSION_POLICY_BINDING: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "PolicyName",
-            "PolicyName indicates the policy definition which the policy binding binded to",
+            "string",
+            sentence(
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
         ),
-        text(
+        col(
             "ParamRef",
-            "ParamRef indicates the param resource which sets the configration param",
+            "string",
+            sentence("ParamRef indicates the param resource which sets the configuration param"),
         ),
         AGE,
     ],
@@ -356,18 +381,44 @@ const ADMISSION_POLICY_BINDING: Printer = Printer {
 const FLOW_SCHEMA: Printer = Printer {
     columns: &[
         NAME,
-        text("PriorityLevel", "`name` is the name of the priority level configuration being referenced Required."),
-        text("MatchingPrecedence", "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request."),
-        text("DistinguisherMethod", "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema."),
+        col(
+            "PriorityLevel",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationReference",
+                "name",
+            ),
+        ),
+        col(
+            "MatchingPrecedence",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.FlowSchemaSpec",
+                "matchingPrecedence",
+            ),
+        ),
+        col(
+            "DistinguisherMethod",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.FlowSchemaSpec",
+                "distinguisherMethod",
+            ),
+        ),
         AGE,
-        text("MissingPL", "references a broken or non-existent PriorityLevelConfiguration"),
+        col(
+            "MissingPL",
+            "string",
+            sentence("references a broken or non-existent PriorityLevelConfiguration"),
+        ),
     ],
     print: |fs, now| {
         let method = fs
             .pointer("/spec/distinguisherMethod/type")
             .and_then(Value::as_str)
             .unwrap_or("<none>");
-        let dangling = condition(fs, "/status/conditions", "Dangling").map_or("?", |c| s(c, "/status"));
+        let dangling =
+            condition(fs, "/status/conditions", "Dangling").map_or("?", |c| s(c, "/status"));
         Row::new(vec![
             json!(name(fs)),
             json!(s(fs, "/spec/priorityLevelConfiguration/name")),
@@ -382,11 +433,40 @@ const FLOW_SCHEMA: Printer = Printer {
 const PRIORITY_LEVEL: Printer = Printer {
     columns: &[
         NAME,
-        text("Type", "`type` indicates whether this priority level is subject to limitation on request execution."),
-        text("NominalConcurrencyShares", "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level."),
-        text("Queues", "`queues` is the number of queues for this priority level."),
-        text("HandSize", "`handSize` is a small positive number that configures the shuffle sharding of requests into queues."),
-        text("QueueLengthLimit", "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time."),
+        col(
+            "Type",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+                "type",
+            ),
+        ),
+        col(
+            "NominalConcurrencyShares",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
+                "nominalConcurrencyShares",
+            ),
+        ),
+        col(
+            "Queues",
+            "string",
+            field("io.k8s.api.flowcontrol.v1.QueuingConfiguration", "queues"),
+        ),
+        col(
+            "HandSize",
+            "string",
+            field("io.k8s.api.flowcontrol.v1.QueuingConfiguration", "handSize"),
+        ),
+        col(
+            "QueueLengthLimit",
+            "string",
+            field(
+                "io.k8s.api.flowcontrol.v1.QueuingConfiguration",
+                "queueLengthLimit",
+            ),
+        ),
         AGE,
     ],
     print: |pl, now| {
@@ -448,13 +528,10 @@ const CSR: Printer = Printer {
     columns: &[
         NAME,
         AGE,
-        text("SignerName", "Requested signer for the request."),
-        text("Requestor", "Name of the user that created the request."),
-        text(
-            "RequestedDuration",
-            "Requested duration of validity of the issued certificate.",
-        ),
-        text("Condition", "Conditions applied to the request."),
+        col("SignerName", "string", sentence("Requested signer for the request. It is a qualified name in the form: `scope-hostname.io/name`. If empty, it will be defaulted:\n 1. If it's a kubelet client certificate, it is assigned\n    \"kubernetes.io/kube-apiserver-client-kubelet\".\n 2. If it's a kubelet serving certificate, it is assigned\n    \"kubernetes.io/kubelet-serving\".\n 3. Otherwise, it is assigned \"kubernetes.io/legacy-unknown\".\nDistribution of trust for signers happens out of band. You can select on this field using `spec.signerName`.")),
+        col("Requestor", "string", sentence("Base64-encoded PKCS#10 CSR data")),
+        col("RequestedDuration", "string", field("io.k8s.api.certificates.v1.CertificateSigningRequestSpec", "expirationSeconds")),
+        col("Condition", "string", sentence("Conditions applied to the request, such as approval or denial.")),
     ],
     print: |csr, now| {
         let duration = csr
@@ -475,9 +552,13 @@ const CSR: Printer = Printer {
 const CLUSTER_TRUST_BUNDLE: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "SignerName",
-            "signerName indicates the associated signer, if any.",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.ClusterTrustBundleSpec",
+                "signerName",
+            ),
         ),
     ],
     print: |b, _| {
@@ -491,12 +572,51 @@ const CLUSTER_TRUST_BUNDLE: Printer = Printer {
 const POD_CERTIFICATE_REQUEST: Printer = Printer {
     columns: &[
         NAME,
-        text("PodName", "podName is the name of the pod into which the certificate will be mounted."),
-        text("ServiceAccountName", "serviceAccountName is the name of the service account the pod is running as."),
-        text("NodeName", "nodeName is the name of the node the pod is assigned to."),
-        text("SignerName", "signerName indicates the requested signer."),
-        text("State", "Is the request Pending, Issued, Denied, or Failed?"),
-        text("UnverifiedUserAnnotations", "unverifiedUserAnnotations allow pod authors to pass additional information to the signer implementation."),
+        col(
+            "PodName",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.PodCertificateRequestSpec",
+                "podName",
+            ),
+        ),
+        col(
+            "ServiceAccountName",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.PodCertificateRequestSpec",
+                "serviceAccountName",
+            ),
+        ),
+        col(
+            "NodeName",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.PodCertificateRequestSpec",
+                "nodeName",
+            ),
+        ),
+        col(
+            "SignerName",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.PodCertificateRequestSpec",
+                "signerName",
+            ),
+        ),
+        col(
+            "State",
+            "string",
+            sentence("Is the request Pending, Issued, Denied, or Failed?"),
+        ),
+        col(
+            "UnverifiedUserAnnotations",
+            "string",
+            field(
+                "io.k8s.api.certificates.v1beta1.PodCertificateRequestSpec",
+                "unverifiedUserAnnotations",
+            ),
+        ),
     ],
     print: |r, _| {
         // Issued, Denied and Failed are exclusive; the last one listed wins.
@@ -525,15 +645,16 @@ const POD_CERTIFICATE_REQUEST: Printer = Printer {
 const LEASE_CANDIDATE: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "LeaseName",
-            "LeaseName is the name of the lease for which this candidate is contending.",
+            "string",
+            field(
+                "io.k8s.api.coordination.v1alpha2.LeaseCandidateSpec",
+                "leaseName",
+            ),
         ),
-        text("BinaryVersion", "BinaryVersion is the binary version."),
-        text(
-            "EmulationVersion",
-            "EmulationVersion is the emulation version.",
-        ),
+        col("BinaryVersion", "string", sentence("")),
+        col("EmulationVersion", "string", sentence("")),
         AGE,
     ],
     print: |lc, now| {
@@ -550,8 +671,22 @@ const LEASE_CANDIDATE: Printer = Printer {
 const STORAGE_VERSION: Printer = Printer {
     columns: &[
         NAME,
-        text("CommonEncodingVersion", "If all API server instances agree on the same encoding storage version, then this field is set to that version."),
-        text("StorageVersions", "The reported versions per API server instance."),
+        col(
+            "CommonEncodingVersion",
+            "string",
+            field(
+                "io.k8s.api.apiserverinternal.v1alpha1.StorageVersionStatus",
+                "commonEncodingVersion",
+            ),
+        ),
+        col(
+            "StorageVersions",
+            "string",
+            field(
+                "io.k8s.api.apiserverinternal.v1alpha1.StorageVersionStatus",
+                "storageVersions",
+            ),
+        ),
         AGE,
     ],
     print: |sv, now| {
@@ -574,10 +709,10 @@ const STORAGE_VERSION: Printer = Printer {
 
 const STORAGE_VERSION_MIGRATION: Printer = Printer {
     columns: &[
-        // Upstream's Name column here carries no `name` format.
-        text("Name", "Name must be unique within a namespace."),
-        text("Resource", "GroupResource to migrate"),
-        text("Status", "Status of the migration"),
+        // Upstream's printer gives this Name column no `name` format.
+        Col { format: "", ..NAME },
+        col("Resource", "string", sentence("GroupResource to migrate")),
+        col("Status", "string", sentence("Status of the migration")),
     ],
     print: |m, _| {
         let (resource, group) = (
@@ -607,12 +742,20 @@ const STORAGE_VERSION_MIGRATION: Printer = Printer {
 const POD_GROUP: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "Policy",
-            "SchedulingPolicy defines the scheduling policy for this instance of the PodGroup.",
+            "string",
+            field(
+                "io.k8s.api.scheduling.v1alpha2.PodGroupSpec",
+                "schedulingPolicy",
+            ),
         ),
-        text("Workload", "Name of the referenced Workload object"),
-        text("Status", "Status of the PodGroup"),
+        col(
+            "Workload",
+            "string",
+            sentence("Name of the referenced Workload object"),
+        ),
+        col("Status", "string", sentence("Status of the PodGroup")),
         AGE,
     ],
     print: |pg, now| {

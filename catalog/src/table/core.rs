@@ -9,7 +9,7 @@ use super::time::since;
 use super::util::{
     arr, created, deleting, format_labels, i, load_balancer_addresses, name, or_none, s,
 };
-use super::{col, wide, Printer, Row, AGE, NAME};
+use super::{col, field, sentence, wide, Col, Printer, Row, AGE, NAME};
 
 pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match (group, kind) {
@@ -86,30 +86,41 @@ fn unknown_if_empty(v: &str) -> String {
 const NODE: Printer = Printer {
     columns: &[
         NAME,
-        col("Status", "string", "The status of the node"),
-        col("Roles", "string", "The roles of the node"),
+        col("Status", "string", sentence("The status of the node")),
+        col("Roles", "string", sentence("The roles of the node")),
         AGE,
-        col("Version", "string", "Kubelet version reported by the node."),
+        col(
+            "Version",
+            "string",
+            field("io.k8s.api.core.v1.NodeSystemInfo", "kubeletVersion"),
+        ),
         wide(
             "Internal-IP",
             "string",
-            "First InternalIP address of the node.",
+            field("io.k8s.api.core.v1.NodeStatus", "addresses"),
         ),
         wide(
             "External-IP",
             "string",
-            "First ExternalIP address of the node.",
+            field("io.k8s.api.core.v1.NodeStatus", "addresses"),
         ),
-        wide("OS-Image", "string", "OS image reported by the node."),
+        wide(
+            "OS-Image",
+            "string",
+            field("io.k8s.api.core.v1.NodeSystemInfo", "osImage"),
+        ),
         wide(
             "Kernel-Version",
             "string",
-            "Kernel version reported by the node.",
+            field("io.k8s.api.core.v1.NodeSystemInfo", "kernelVersion"),
         ),
         wide(
             "Container-Runtime",
             "string",
-            "Container runtime version reported by the node.",
+            field(
+                "io.k8s.api.core.v1.NodeSystemInfo",
+                "containerRuntimeVersion",
+            ),
         ),
     ],
     print: |node, now| {
@@ -134,7 +145,7 @@ const NODE: Printer = Printer {
 const NAMESPACE: Printer = Printer {
     columns: &[
         NAME,
-        col("Status", "string", "The status of the namespace"),
+        col("Status", "string", sentence("The status of the namespace")),
         AGE,
     ],
     print: |ns, now| {
@@ -195,20 +206,28 @@ const SERVICE: Printer = Printer {
         col(
             "Type",
             "string",
-            "Type of the service: ClusterIP, NodePort, LoadBalancer or ExternalName.",
+            field("io.k8s.api.core.v1.ServiceSpec", "type"),
         ),
-        col("Cluster-IP", "string", "Cluster IP address of the service."),
+        col(
+            "Cluster-IP",
+            "string",
+            field("io.k8s.api.core.v1.ServiceSpec", "clusterIP"),
+        ),
         col(
             "External-IP",
             "string",
-            "External addresses of the service.",
+            field("io.k8s.api.core.v1.ServiceSpec", "externalIPs"),
         ),
-        col("Port(s)", "string", "Ports exposed by the service."),
+        col(
+            "Port(s)",
+            "string",
+            field("io.k8s.api.core.v1.ServiceSpec", "ports"),
+        ),
         AGE,
         wide(
             "Selector",
             "string",
-            "Label selector of the pods backing the service.",
+            field("io.k8s.api.core.v1.ServiceSpec", "selector"),
         ),
     ],
     print: |svc, now| {
@@ -277,7 +296,7 @@ const ENDPOINTS: Printer = Printer {
         col(
             "Endpoints",
             "string",
-            "Addresses and ports of the endpoints.",
+            field("io.k8s.api.core.v1.Endpoints", "subsets"),
         ),
         AGE,
     ],
@@ -301,7 +320,11 @@ fn map_len(obj: &Value, pointer: &str) -> usize {
 const CONFIG_MAP: Printer = Printer {
     columns: &[
         NAME,
-        col("Data", "string", "Number of keys in data and binaryData."),
+        col(
+            "Data",
+            "string",
+            field("io.k8s.api.core.v1.ConfigMap", "data"),
+        ),
         AGE,
     ],
     print: |cm, now| {
@@ -317,8 +340,8 @@ const CONFIG_MAP: Printer = Printer {
 const SECRET: Printer = Printer {
     columns: &[
         NAME,
-        col("Type", "string", "Type of the secret."),
-        col("Data", "string", "Number of keys in data."),
+        col("Type", "string", field("io.k8s.api.core.v1.Secret", "type")),
+        col("Data", "string", field("io.k8s.api.core.v1.Secret", "data")),
         AGE,
     ],
     print: |sec, now| {
@@ -343,42 +366,48 @@ const EVENT_COLUMNS: &[super::Col] = &[
     col(
         "Last Seen",
         "string",
-        "Time since the event was last observed.",
+        field("io.k8s.api.core.v1.Event", "lastTimestamp"),
     ),
-    col("Type", "string", "Type of the event (Normal, Warning)."),
+    col("Type", "string", field("io.k8s.api.core.v1.Event", "type")),
     col(
         "Reason",
         "string",
-        "Short, machine-understandable reason for the event.",
+        field("io.k8s.api.core.v1.Event", "reason"),
     ),
-    col("Object", "string", "The object this event is about."),
+    col(
+        "Object",
+        "string",
+        field("io.k8s.api.core.v1.Event", "involvedObject"),
+    ),
     wide(
         "Subobject",
         "string",
-        "Field path of the part of the object the event is about.",
+        field("io.k8s.api.core.v1.ObjectReference", "fieldPath"),
     ),
     wide(
         "Source",
         "string",
-        "Component (and host) reporting the event.",
+        field("io.k8s.api.core.v1.Event", "source"),
     ),
     col(
         "Message",
         "string",
-        "Human-readable description of the event.",
+        field("io.k8s.api.core.v1.Event", "message"),
     ),
     wide(
         "First Seen",
         "string",
-        "Time since the event was first observed.",
+        field("io.k8s.api.core.v1.Event", "firstTimestamp"),
     ),
-    wide("Count", "string", "Number of times the event occurred."),
-    super::Col {
-        name: "Name",
-        ty: "string",
-        format: "name",
-        description: "Name of the event.",
+    wide(
+        "Count",
+        "string",
+        field("io.k8s.api.core.v1.Event", "count"),
+    ),
+    // The events' name is shown only with `-o wide`.
+    Col {
         priority: 1,
+        ..NAME
     },
 ];
 
@@ -516,24 +545,51 @@ fn phase_or_terminating(obj: &Value) -> String {
 const PERSISTENT_VOLUME: Printer = Printer {
     columns: &[
         NAME,
-        col("Capacity", "string", "Storage capacity of the volume."),
-        col("Access Modes", "string", "Access modes of the volume."),
+        col(
+            "Capacity",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeSpec", "capacity"),
+        ),
+        col(
+            "Access Modes",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeSpec", "accessModes"),
+        ),
         col(
             "Reclaim Policy",
             "string",
-            "What happens to the volume when released from its claim.",
+            field(
+                "io.k8s.api.core.v1.PersistentVolumeSpec",
+                "persistentVolumeReclaimPolicy",
+            ),
         ),
-        col("Status", "string", "Phase of the volume."),
-        col("Claim", "string", "Namespace/name of the bound claim."),
-        col("StorageClass", "string", "StorageClass of the pv"),
+        col(
+            "Status",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeStatus", "phase"),
+        ),
+        col(
+            "Claim",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeSpec", "claimRef"),
+        ),
+        col("StorageClass", "string", sentence("StorageClass of the pv")),
         col(
             "VolumeAttributesClass",
             "string",
-            "VolumeAttributesClass of the pv",
+            sentence("VolumeAttributesClass of the pv"),
         ),
-        col("Reason", "string", "Reason for a failed phase."),
+        col(
+            "Reason",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeStatus", "reason"),
+        ),
         AGE,
-        wide("VolumeMode", "string", "Block or Filesystem volume."),
+        wide(
+            "VolumeMode",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeSpec", "volumeMode"),
+        ),
     ],
     print: |pv, now| {
         let claim = match pv.pointer("/spec/claimRef") {
@@ -559,22 +615,45 @@ const PERSISTENT_VOLUME: Printer = Printer {
 const PERSISTENT_VOLUME_CLAIM: Printer = Printer {
     columns: &[
         NAME,
-        col("Status", "string", "Phase of the claim."),
-        col("Volume", "string", "Name of the bound volume."),
-        col("Capacity", "string", "Actual capacity of the bound volume."),
+        col(
+            "Status",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "phase"),
+        ),
+        col(
+            "Volume",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "volumeName"),
+        ),
+        col(
+            "Capacity",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "capacity"),
+        ),
         col(
             "Access Modes",
             "string",
-            "Access modes of the bound volume.",
+            field(
+                "io.k8s.api.core.v1.PersistentVolumeClaimStatus",
+                "accessModes",
+            ),
         ),
-        col("StorageClass", "string", "StorageClass of the pvc"),
+        col(
+            "StorageClass",
+            "string",
+            sentence("StorageClass of the pvc"),
+        ),
         col(
             "VolumeAttributesClass",
             "string",
-            "VolumeAttributesClass of the pvc",
+            sentence("VolumeAttributesClass of the pvc"),
         ),
         AGE,
-        wide("VolumeMode", "string", "Block or Filesystem volume."),
+        wide(
+            "VolumeMode",
+            "string",
+            field("io.k8s.api.core.v1.PersistentVolumeClaimSpec", "volumeMode"),
+        ),
     ],
     print: |pvc, now| {
         let volume = s(pvc, "/spec/volumeName");

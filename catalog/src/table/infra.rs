@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::time::since;
 use super::util::{arr, containers_and_images, created, deleting, format_labels, i, name, s};
 use super::util::{label_selector, or_none};
-use super::{col, Col, Printer, Row, AGE, NAME};
+use super::{col, field, sentence, Col, Printer, Row, AGE, NAME};
 
 pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match (group, kind) {
@@ -31,11 +31,6 @@ pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
         ("resource.k8s.io", "ResourcePoolStatusRequest") => Some(&RESOURCE_POOL_STATUS_REQUEST),
         _ => None,
     }
-}
-
-/// A string column of priority 0 (most of these printers have no other kind).
-const fn text(name: &'static str, description: &'static str) -> Col {
-    col(name, "string", description)
 }
 
 /// `Name`, `Age`: kinds whose upstream printer shows nothing else.
@@ -74,12 +69,21 @@ pub(crate) fn int_or_string(v: &Value) -> String {
 const POD_TEMPLATE: Printer = Printer {
     columns: &[
         NAME,
-        text("Containers", "Names of each container in the template."),
-        text(
-            "Images",
-            "Images referenced by each container in the template.",
+        col(
+            "Containers",
+            "string",
+            sentence("Names of each container in the template."),
         ),
-        text("Pod Labels", "The labels for the pod template."),
+        col(
+            "Images",
+            "string",
+            sentence("Images referenced by each container in the template."),
+        ),
+        col(
+            "Pod Labels",
+            "string",
+            sentence("The labels for the pod template."),
+        ),
     ],
     print: |pt, _| {
         let (containers, images) = containers_and_images(pt.pointer("/template/spec"));
@@ -120,8 +124,8 @@ fn quota_cells(rq: &Value) -> (String, String) {
 const RESOURCE_QUOTA: Printer = Printer {
     columns: &[
         NAME,
-        text("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
-        text("Limit", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+        col("Request", "string", sentence("Request represents a minimum amount of cpu/memory that a container may consume.")),
+        col("Limit", "string", sentence("Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.")),
         AGE,
     ],
     print: |rq, now| {
@@ -160,10 +164,11 @@ fn controller_of(obj: &Value) -> String {
 const CONTROLLER_REVISION: Printer = Printer {
     columns: &[
         NAME,
-        text("Controller", "Controller of the object"),
-        text(
+        col("Controller", "string", sentence("Controller of the object")),
+        col(
             "Revision",
-            "Revision indicates the revision of the state represented by Data.",
+            "string",
+            field("io.k8s.api.apps.v1.ControllerRevision", "revision"),
         ),
         AGE,
     ],
@@ -281,11 +286,46 @@ fn hpa_targets(hpa: &Value) -> String {
 const HPA: Printer = Printer {
     columns: &[
         NAME,
-        text("Reference", "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count."),
-        text("Targets", "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used)."),
-        text("MinPods", "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down."),
-        text("MaxPods", "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up."),
-        text("Replicas", "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler."),
+        col(
+            "Reference",
+            "string",
+            field(
+                "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+                "scaleTargetRef",
+            ),
+        ),
+        col(
+            "Targets",
+            "string",
+            field(
+                "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+                "metrics",
+            ),
+        ),
+        col(
+            "MinPods",
+            "string",
+            field(
+                "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+                "minReplicas",
+            ),
+        ),
+        col(
+            "MaxPods",
+            "string",
+            field(
+                "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+                "maxReplicas",
+            ),
+        ),
+        col(
+            "Replicas",
+            "string",
+            field(
+                "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+                "currentReplicas",
+            ),
+        ),
         AGE,
     ],
     print: |hpa, now| {
@@ -314,8 +354,16 @@ const HPA: Printer = Printer {
 const INGRESS_CLASS: Printer = Printer {
     columns: &[
         NAME,
-        text("Controller", "controller refers to the name of the controller that should handle this class."),
-        text("Parameters", "parameters is a link to a custom resource containing additional configuration for the controller."),
+        col(
+            "Controller",
+            "string",
+            sentence("Controller that is responsible for handling this class"),
+        ),
+        col(
+            "Parameters",
+            "string",
+            sentence("A reference to a resource with additional parameters"),
+        ),
         AGE,
     ],
     print: |ic, now| {
@@ -341,9 +389,10 @@ const INGRESS_CLASS: Printer = Printer {
 const NETWORK_POLICY: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "Pod-Selector",
-            "podSelector selects the pods to which this NetworkPolicy object applies.",
+            "string",
+            field("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"),
         ),
         AGE,
     ],
@@ -359,7 +408,11 @@ const NETWORK_POLICY: Printer = Printer {
 const SERVICE_CIDR: Printer = Printer {
     columns: &[
         NAME,
-        text("CIDRs", "CIDRs defines the IP blocks in CIDR notation from which to assign service cluster IPs."),
+        col(
+            "CIDRs",
+            "string",
+            field("io.k8s.api.networking.v1.ServiceCIDRSpec", "cidrs"),
+        ),
         AGE,
     ],
     print: |sc, now| {
@@ -380,9 +433,10 @@ const SERVICE_CIDR: Printer = Printer {
 const IP_ADDRESS: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "ParentRef",
-            "ParentRef references the resource that an IPAddress is attached to.",
+            "string",
+            field("io.k8s.api.networking.v1.IPAddressSpec", "parentRef"),
         ),
     ],
     print: |ip, now| {
@@ -413,17 +467,20 @@ const IP_ADDRESS: Printer = Printer {
 const ENDPOINT_SLICE: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "AddressType",
-            "addressType specifies the type of address carried by this EndpointSlice.",
+            "string",
+            field("io.k8s.api.discovery.v1.EndpointSlice", "addressType"),
         ),
-        text(
+        col(
             "Ports",
-            "ports specifies the list of network ports exposed by each endpoint in this slice.",
+            "string",
+            field("io.k8s.api.discovery.v1.EndpointSlice", "ports"),
         ),
-        text(
+        col(
             "Endpoints",
-            "endpoints is a list of unique endpoints in this slice.",
+            "string",
+            field("io.k8s.api.discovery.v1.EndpointSlice", "endpoints"),
         ),
         AGE,
     ],
@@ -464,12 +521,39 @@ fn bool_or(obj: &Value, pointer: &str, default: bool) -> bool {
 const CSI_DRIVER: Printer = Printer {
     columns: &[
         NAME,
-        col("AttachRequired", "boolean", "attachRequired indicates this CSI volume driver requires an attach operation."),
-        col("PodInfoOnMount", "boolean", "podInfoOnMount indicates this CSI volume driver requires additional pod information during mount operations."),
-        col("StorageCapacity", "boolean", "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity."),
-        text("TokenRequests", "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication."),
-        col("RequiresRepublish", "boolean", "requiresRepublish indicates the CSI driver wants NodePublishVolume being periodically called to reflect any possible change in the mounted volume."),
-        text("Modes", "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports."),
+        col(
+            "AttachRequired",
+            "boolean",
+            field("io.k8s.api.storage.v1.CSIDriverSpec", "attachRequired"),
+        ),
+        col(
+            "PodInfoOnMount",
+            "boolean",
+            field("io.k8s.api.storage.v1.CSIDriverSpec", "podInfoOnMount"),
+        ),
+        col(
+            "StorageCapacity",
+            "boolean",
+            field("io.k8s.api.storage.v1.CSIDriverSpec", "storageCapacity"),
+        ),
+        col(
+            "TokenRequests",
+            "string",
+            field("io.k8s.api.storage.v1.CSIDriverSpec", "tokenRequests"),
+        ),
+        col(
+            "RequiresRepublish",
+            "boolean",
+            field("io.k8s.api.storage.v1.CSIDriverSpec", "requiresRepublish"),
+        ),
+        col(
+            "Modes",
+            "string",
+            field(
+                "io.k8s.api.storage.v1.CSIDriverSpec",
+                "volumeLifecycleModes",
+            ),
+        ),
         AGE,
     ],
     print: |d, now| {
@@ -504,7 +588,7 @@ const CSI_NODE: Printer = Printer {
         col(
             "Drivers",
             "integer",
-            "Drivers indicates the number of CSI drivers registered on the node",
+            sentence("Drivers indicates the number of CSI drivers registered on the node"),
         ),
         AGE,
     ],
@@ -521,24 +605,29 @@ const VOLUME_ATTACHMENT: Printer = Printer {
     columns: &[
         NAME,
         Col {
+            name: "Attacher",
+            ty: "string",
             format: "name",
-            ..text(
-                "Attacher",
-                "attacher indicates the name of the volume driver that MUST handle this request.",
-            )
+            description: field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "attacher"),
+            priority: 0,
         },
-        text(
+        col(
             "PV",
-            "persistentVolumeName represents the name of the persistent volume to attach.",
+            "string",
+            field(
+                "io.k8s.api.storage.v1.VolumeAttachmentSource",
+                "persistentVolumeName",
+            ),
         ),
-        text(
+        col(
             "Node",
-            "nodeName represents the node that the volume should be attached to.",
+            "string",
+            field("io.k8s.api.storage.v1.VolumeAttachmentSpec", "nodeName"),
         ),
         col(
             "Attached",
             "boolean",
-            "attached indicates the volume is successfully attached.",
+            field("io.k8s.api.storage.v1.VolumeAttachmentStatus", "attached"),
         ),
         AGE,
     ],
@@ -555,7 +644,15 @@ const VOLUME_ATTACHMENT: Printer = Printer {
 };
 
 const VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
-    columns: &[NAME, text("DriverName", "Name of the CSI driver"), AGE],
+    columns: &[
+        NAME,
+        col(
+            "DriverName",
+            "string",
+            field("io.k8s.api.storage.v1.VolumeAttributesClass", "driverName"),
+        ),
+        AGE,
+    ],
     print: |c, now| {
         Row::new(vec![
             json!(name(c)),
@@ -566,11 +663,7 @@ const VOLUME_ATTRIBUTES_CLASS: Printer = Printer {
 };
 
 const RUNTIME_CLASS: Printer = Printer {
-    columns: &[
-        NAME,
-        text("Handler", "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class."),
-        AGE,
-    ],
+    columns: &[NAME, col("Handler", "string", sentence("")), AGE],
     print: |rc, now| {
         Row::new(vec![
             json!(name(rc)),
@@ -604,9 +697,10 @@ fn claim_state(claim: &Value) -> String {
 const RESOURCE_CLAIM: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "State",
-            "A summary of the current state (allocated, pending, reserved, etc.).",
+            "string",
+            sentence("A summary of the current state (allocated, pending, reserved, etc.)."),
         ),
         AGE,
     ],
@@ -622,15 +716,21 @@ const RESOURCE_CLAIM: Printer = Printer {
 const RESOURCE_SLICE: Printer = Printer {
     columns: &[
         NAME,
-        text(
+        col(
             "Node",
-            "NodeName identifies the node which provides the resources in this pool.",
+            "string",
+            field("io.k8s.api.resource.v1.ResourceSliceSpec", "nodeName"),
         ),
-        text(
+        col(
             "Driver",
-            "Driver identifies the DRA driver providing the capacity information.",
+            "string",
+            field("io.k8s.api.resource.v1.ResourceSliceSpec", "driver"),
         ),
-        text("Pool", "Name is used to identify the pool."),
+        col(
+            "Pool",
+            "string",
+            field("io.k8s.api.resource.v1.ResourcePool", "name"),
+        ),
         AGE,
     ],
     print: |sl, now| {
@@ -647,10 +747,26 @@ const RESOURCE_SLICE: Printer = Printer {
 const DEVICE_TAINT_RULE: Printer = Printer {
     columns: &[
         NAME,
-        text("Key", "The taint key to be applied to a device."),
-        text("Value", "The taint value corresponding to the taint key."),
-        text("Effect", "The effect of the taint on claims that do not tolerate the taint and through such claims on the pods using them."),
-        text("TimeAdded", "TimeAdded represents the time at which the taint was added."),
+        col(
+            "Key",
+            "string",
+            field("io.k8s.api.resource.v1.DeviceTaint", "key"),
+        ),
+        col(
+            "Value",
+            "string",
+            field("io.k8s.api.resource.v1.DeviceTaint", "value"),
+        ),
+        col(
+            "Effect",
+            "string",
+            field("io.k8s.api.resource.v1.DeviceTaint", "effect"),
+        ),
+        col(
+            "TimeAdded",
+            "string",
+            field("io.k8s.api.resource.v1.DeviceTaint", "timeAdded"),
+        ),
         AGE,
     ],
     print: |r, now| {
@@ -726,18 +842,47 @@ fn pool_status_cells(r: &Value, now: i64) -> Vec<Value> {
 const RESOURCE_POOL_STATUS_REQUEST: Printer = Printer {
     columns: &[
         NAME,
-        text("Driver", "The driver to query pools for."),
-        text("Total", "Total number of devices across all pools."),
-        text("Available", "Number of available devices across all pools."),
-        text("Allocated", "Number of allocated devices across all pools."),
-        text(
-            "Unavailable",
-            "Number of unavailable devices across all pools.",
+        col(
+            "Driver",
+            "string",
+            sentence("The driver to query pools for."),
         ),
-        text("Errors", "Number of pools with validation errors."),
-        col("Pools", "integer", "Total number of matching pools."),
-        text("Status", "Processing status."),
-        text("Completed", "Time since the observation completed."),
+        col(
+            "Total",
+            "string",
+            sentence("Total number of devices across all pools."),
+        ),
+        col(
+            "Available",
+            "string",
+            sentence("Number of available devices across all pools."),
+        ),
+        col(
+            "Allocated",
+            "string",
+            sentence("Number of allocated devices across all pools."),
+        ),
+        col(
+            "Unavailable",
+            "string",
+            sentence("Number of unavailable devices across all pools."),
+        ),
+        col(
+            "Errors",
+            "string",
+            sentence("Number of pools with validation errors."),
+        ),
+        col(
+            "Pools",
+            "integer",
+            sentence("Total number of matching pools."),
+        ),
+        col("Status", "string", sentence("Processing status.")),
+        col(
+            "Completed",
+            "string",
+            sentence("Time since the observation completed."),
+        ),
     ],
     print: |r, now| Row::new(pool_status_cells(r, now)),
 };

@@ -4,6 +4,11 @@
 //! same columns, cell types and formats as upstream's printers for that kind. The server renders
 //! every column (priority 0 and 1); clients hide priority-1 columns unless asked (`-o wide`).
 //! Types without a printer get the default two columns, `Name` and `Created At`.
+//!
+//! Column definitions are upstream's byte for byte (`tests/upstream_tables.rs` compares them
+//! with a recording): most descriptions are the OpenAPI description of the field the column
+//! shows, named as a [`Desc::Field`] and read from the schemas `keel_schema` embeds; the rest
+//! are the sentences upstream's printers write themselves.
 
 mod cluster;
 mod core;
@@ -52,12 +57,60 @@ pub(crate) struct Col {
     pub name: &'static str,
     pub ty: &'static str,
     pub format: &'static str,
-    pub description: &'static str,
+    pub description: Desc,
     pub priority: i32,
 }
 
+/// Where a column's description comes from. Upstream's printers describe most columns with the
+/// API documentation of the field they show (`ServiceSpec{}.SwaggerDoc()["type"]`), which is
+/// that field's description in the published OpenAPI schemas; the rest with a sentence of
+/// their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Desc {
+    /// The description of `property` of `definition` in the published OpenAPI v2 definitions
+    /// (`keel_schema`), e.g. `io.k8s.api.core.v1.ServiceSpec` / `type`.
+    Field {
+        definition: &'static str,
+        property: &'static str,
+    },
+    /// A sentence of upstream's printer, as its server answers it (some are the documentation
+    /// of a field in an API version no longer published, e.g. rbac v1beta1).
+    Sentence(&'static str),
+}
+
+/// The description of a property of a published OpenAPI definition.
+pub(crate) const fn field(definition: &'static str, property: &'static str) -> Desc {
+    Desc::Field {
+        definition,
+        property,
+    }
+}
+
+/// A description upstream's printer writes itself.
+pub(crate) const fn sentence(text: &'static str) -> Desc {
+    Desc::Sentence(text)
+}
+
+impl Desc {
+    /// The text. A `Field` the embedded schemas lack is a programmer error the tests catch
+    /// (`every_field_description_resolves`); served, it is an empty description.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Desc::Sentence(text) => text,
+            Desc::Field {
+                definition,
+                property,
+            } => keel_schema::schemas()
+                .definition(definition)
+                .and_then(|d| d.pointer(&format!("/properties/{property}/description")))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// A column of priority 0 (shown by default).
-pub(crate) const fn col(name: &'static str, ty: &'static str, description: &'static str) -> Col {
+pub(crate) const fn col(name: &'static str, ty: &'static str, description: Desc) -> Col {
     Col {
         name,
         ty,
@@ -68,7 +121,7 @@ pub(crate) const fn col(name: &'static str, ty: &'static str, description: &'sta
 }
 
 /// A column of priority 1 (shown with `-o wide`).
-pub(crate) const fn wide(name: &'static str, ty: &'static str, description: &'static str) -> Col {
+pub(crate) const fn wide(name: &'static str, ty: &'static str, description: Desc) -> Col {
     Col {
         name,
         ty,
@@ -78,33 +131,25 @@ pub(crate) const fn wide(name: &'static str, ty: &'static str, description: &'st
     }
 }
 
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
 pub(crate) const NAME: Col = Col {
     name: "Name",
     ty: "string",
     format: "name",
-    description:
-        "Name of the object, unique within its namespace (or cluster for cluster-scoped objects).",
+    description: field(OBJECT_META, "name"),
     priority: 0,
 };
-pub(crate) const AGE: Col = col(
-    "Age",
-    "string",
-    "Time since the object was created (metadata.creationTimestamp).",
-);
+pub(crate) const AGE: Col = col("Age", "string", field(OBJECT_META, "creationTimestamp"));
 pub(crate) const CONTAINERS: Col = wide(
     "Containers",
     "string",
-    "Names of each container in the template.",
+    sentence("Names of each container in the template."),
 );
 pub(crate) const IMAGES: Col = wide(
     "Images",
     "string",
-    "Images referenced by each container in the template.",
-);
-pub(crate) const SELECTOR: Col = wide(
-    "Selector",
-    "string",
-    "Label selector of the pods this object manages.",
+    sentence("Images referenced by each container in the template."),
 );
 
 /// A rendered row: its cells and optional row conditions.
@@ -134,7 +179,7 @@ const DEFAULT_COLUMNS: &[Col] = &[
         name: "Created At",
         ty: "date",
         format: "",
-        description: "Time the object was created (metadata.creationTimestamp).",
+        description: field(OBJECT_META, "creationTimestamp"),
         priority: 0,
     },
 ];
@@ -163,7 +208,7 @@ fn printer_for(info: &ResourceInfo) -> &'static Printer {
 }
 
 fn column_json(c: &Col) -> Value {
-    json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
+    json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description.text(), "priority": c.priority})
 }
 
 fn row_object(obj: &Value, include: IncludeObject) -> Value {

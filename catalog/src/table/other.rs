@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::time::since;
 use super::util::{arr, created, i, load_balancer_addresses, name, s};
-use super::{col, Printer, Row, AGE, NAME};
+use super::{col, field, sentence, Printer, Row, AGE, NAME};
 
 pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match (group, kind) {
@@ -19,7 +19,11 @@ pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
 const LEASE: Printer = Printer {
     columns: &[
         NAME,
-        col("Holder", "string", "The holder of the lease"),
+        col(
+            "Holder",
+            "string",
+            field("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"),
+        ),
         AGE,
     ],
     print: |l, now| {
@@ -44,22 +48,22 @@ const STORAGE_CLASS: Printer = Printer {
         col(
             "Provisioner",
             "string",
-            "Indicates the type of the provisioner.",
+            field("io.k8s.api.storage.v1.StorageClass", "provisioner"),
         ),
         col(
             "ReclaimPolicy",
             "string",
-            "Indicates the type of the reclaim policy.",
+            field("io.k8s.api.storage.v1.StorageClass", "reclaimPolicy"),
         ),
         col(
             "VolumeBindingMode",
             "string",
-            "Indicates when volume binding and dynamic provisioning should occur.",
+            field("io.k8s.api.storage.v1.StorageClass", "volumeBindingMode"),
         ),
         col(
             "AllowVolumeExpansion",
             "string",
-            "Indicates whether the storage class allows volume expand.",
+            field("io.k8s.api.storage.v1.StorageClass", "allowVolumeExpansion"),
         ),
         AGE,
     ],
@@ -116,18 +120,10 @@ fn ingress_hosts(ing: &Value) -> String {
 const INGRESS: Printer = Printer {
     columns: &[
         NAME,
-        col("Class", "string", "The name of the IngressClass resource."),
-        col(
-            "Hosts",
-            "string",
-            "Hosts that incoming requests are matched against before the ingress rule",
-        ),
-        col(
-            "Address",
-            "string",
-            "Address is a list containing ingress points for the load-balancer",
-        ),
-        col("Ports", "string", "Ports of TLS configurations that open"),
+        col("Class", "string", sentence("The name of the IngressClass resource that should be used for additional configuration")),
+        col("Hosts", "string", sentence("Hosts that incoming requests are matched against before the ingress rule")),
+        col("Address", "string", sentence("Address is a list containing ingress points for the load-balancer")),
+        col("Ports", "string", sentence("Ports of TLS configurations that open")),
         AGE,
     ],
     print: |ing, now| {
@@ -154,17 +150,21 @@ const INGRESS: Printer = Printer {
 const PRIORITY_CLASS: Printer = Printer {
     columns: &[
         NAME,
-        col("Value", "integer", "The value of this priority class."),
+        col(
+            "Value",
+            "integer",
+            field("io.k8s.api.scheduling.v1.PriorityClass", "value"),
+        ),
         col(
             "Global-Default",
             "boolean",
-            "Whether this priority class is the default for pods without one.",
+            field("io.k8s.api.scheduling.v1.PriorityClass", "globalDefault"),
         ),
         AGE,
         col(
             "PreemptionPolicy",
             "string",
-            "Policy for preempting pods with lower priority.",
+            field("io.k8s.api.scheduling.v1.PriorityClass", "preemptionPolicy"),
         ),
     ],
     print: |pc, now| {

@@ -1813,3 +1813,29 @@ fn deployment_count_columns_are_strings_since_v1_36() {
     assert_eq!(types[..4], ["string", "string", "string", "string"]);
     assert_eq!(cells[..4], [json!("web"), json!("1/2"), json!(2), json!(1)]);
 }
+
+/// Every column described by a schema field names a property the embedded schemas describe: a
+/// typo, or a field a later release of the schemas drops, would otherwise serve an empty
+/// description (the recorded comparison in `tests/upstream_tables.rs` catches it as well, for
+/// the resources recorded).
+#[test]
+fn every_field_description_resolves() {
+    let catalog = Catalog::new("api/all=true").unwrap();
+    for info in catalog.resources() {
+        for c in super::printer_for(info).columns {
+            if let super::Desc::Field {
+                definition,
+                property,
+            } = c.description
+            {
+                assert!(
+                    !c.description.text().is_empty(),
+                    "{}/{} column {}: no description of {definition} {property}",
+                    info.group,
+                    info.plural,
+                    c.name
+                );
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@ use super::time::{human_duration, parse_rfc3339, since};
 use super::util::{
     arr, containers_and_images, created, deleting, has_true_condition, i, label_selector, name, s,
 };
-use super::{col, wide, Col, Printer, Row, AGE, CONTAINERS, IMAGES, NAME, SELECTOR};
+use super::{col, field, sentence, wide, Printer, Row, AGE, CONTAINERS, IMAGES, NAME};
 
 pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
     match (group, kind) {
@@ -27,14 +27,14 @@ pub(crate) fn printer(group: &str, kind: &str) -> Option<&'static Printer> {
 const POD: Printer = Printer {
     columns: &[
         NAME,
-        col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."),
-        col("Status", "string", "The aggregate status of the containers in this pod."),
-        col("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+        col("Ready", "string", sentence("The aggregate readiness state of this pod for accepting traffic.")),
+        col("Status", "string", sentence("The aggregate status of the containers in this pod.")),
+        col("Restarts", "string", sentence("The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.")),
         AGE,
-        wide("IP", "string", "IP address allocated to the pod."),
-        wide("Node", "string", "Node the pod is bound to."),
-        wide("Nominated Node", "string", "Node the scheduler nominated for this pod while preempting others."),
-        wide("Readiness Gates", "string", "Pod readiness gates: how many of them are true."),
+        wide("IP", "string", field("io.k8s.api.core.v1.PodStatus", "podIP")),
+        wide("Node", "string", field("io.k8s.api.core.v1.PodSpec", "nodeName")),
+        wide("Nominated Node", "string", field("io.k8s.api.core.v1.PodStatus", "nominatedNodeName")),
+        wide("Readiness Gates", "string", field("io.k8s.api.core.v1.PodSpec", "readinessGates")),
     ],
     print: print_pod,
 };
@@ -254,18 +254,38 @@ fn template_cells(obj: &Value, with_selector: bool) -> Vec<Value> {
 const DEPLOYMENT: Printer = Printer {
     columns: &[
         NAME,
-        col("Ready", "string", "Number of the pod with ready state"),
-        col("Up-to-date", "string", "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
-        col("Available", "string", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        col(
+            "Ready",
+            "string",
+            sentence("Number of the pod with ready state"),
+        ),
+        col(
+            "Up-to-date",
+            "string",
+            field("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"),
+        ),
+        col(
+            "Available",
+            "string",
+            field("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"),
+        ),
         AGE,
         CONTAINERS,
         IMAGES,
-        SELECTOR,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.apps.v1.DeploymentSpec", "selector"),
+        ),
     ],
     print: |d, now| {
         let mut cells = vec![
             json!(name(d)),
-            json!(format!("{}/{}", i(d, "/status/readyReplicas"), i(d, "/spec/replicas"))),
+            json!(format!(
+                "{}/{}",
+                i(d, "/status/readyReplicas"),
+                i(d, "/spec/replicas")
+            )),
             json!(i(d, "/status/updatedReplicas")),
             json!(i(d, "/status/availableReplicas")),
             json!(since(created(d), now)),
@@ -274,29 +294,6 @@ const DEPLOYMENT: Printer = Printer {
         Row::new(cells)
     },
 };
-
-const REPLICA_COLUMNS: &[Col] = &[
-    NAME,
-    col(
-        "Desired",
-        "integer",
-        "Number of desired pods (spec.replicas).",
-    ),
-    col(
-        "Current",
-        "integer",
-        "Number of most recently observed pods (status.replicas).",
-    ),
-    col(
-        "Ready",
-        "integer",
-        "Number of ready pods (status.readyReplicas).",
-    ),
-    AGE,
-    CONTAINERS,
-    IMAGES,
-    SELECTOR,
-];
 
 fn print_replicas(obj: &Value, now: i64, selector: String) -> Row {
     let (containers, images) = containers_and_images(obj.pointer("/spec/template/spec"));
@@ -313,12 +310,65 @@ fn print_replicas(obj: &Value, now: i64, selector: String) -> Row {
 }
 
 const REPLICA_SET: Printer = Printer {
-    columns: REPLICA_COLUMNS,
+    columns: &[
+        NAME,
+        col(
+            "Desired",
+            "integer",
+            field("io.k8s.api.apps.v1.ReplicaSetSpec", "replicas"),
+        ),
+        col(
+            "Current",
+            "integer",
+            field("io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"),
+        ),
+        col(
+            "Ready",
+            "integer",
+            field("io.k8s.api.apps.v1.ReplicaSetStatus", "readyReplicas"),
+        ),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.apps.v1.ReplicaSetSpec", "selector"),
+        ),
+    ],
     print: |rs, now| print_replicas(rs, now, label_selector(rs.pointer("/spec/selector"))),
 };
 
 const REPLICATION_CONTROLLER: Printer = Printer {
-    columns: REPLICA_COLUMNS,
+    columns: &[
+        NAME,
+        col(
+            "Desired",
+            "integer",
+            field("io.k8s.api.core.v1.ReplicationControllerSpec", "replicas"),
+        ),
+        col(
+            "Current",
+            "integer",
+            field("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"),
+        ),
+        col(
+            "Ready",
+            "integer",
+            field(
+                "io.k8s.api.core.v1.ReplicationControllerStatus",
+                "readyReplicas",
+            ),
+        ),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"),
+        ),
+    ],
     // A ReplicationController's selector is a plain label map.
     print: |rc, now| {
         let selector = super::util::format_labels(rc.pointer("/spec/selector"));
@@ -334,7 +384,11 @@ const REPLICATION_CONTROLLER: Printer = Printer {
 const STATEFUL_SET: Printer = Printer {
     columns: &[
         NAME,
-        col("Ready", "string", "Number of the pod with ready state"),
+        col(
+            "Ready",
+            "string",
+            sentence("Number of the pod with ready state"),
+        ),
         AGE,
         CONTAINERS,
         IMAGES,
@@ -360,37 +414,50 @@ const DAEMON_SET: Printer = Printer {
         col(
             "Desired",
             "integer",
-            "The total number of nodes that should be running the daemon pod.",
+            field(
+                "io.k8s.api.apps.v1.DaemonSetStatus",
+                "desiredNumberScheduled",
+            ),
         ),
         col(
             "Current",
             "integer",
-            "The number of nodes running at least one daemon pod that should run it.",
+            field(
+                "io.k8s.api.apps.v1.DaemonSetStatus",
+                "currentNumberScheduled",
+            ),
         ),
         col(
             "Ready",
             "integer",
-            "The number of nodes that should run the daemon pod and have it running and ready.",
+            field("io.k8s.api.apps.v1.DaemonSetStatus", "numberReady"),
         ),
         col(
             "Up-to-date",
             "integer",
-            "The number of nodes running the updated daemon pod.",
+            field(
+                "io.k8s.api.apps.v1.DaemonSetStatus",
+                "updatedNumberScheduled",
+            ),
         ),
         col(
             "Available",
             "integer",
-            "The number of nodes that should run the daemon pod and have it available.",
+            field("io.k8s.api.apps.v1.DaemonSetStatus", "numberAvailable"),
         ),
         col(
             "Node Selector",
             "string",
-            "Node selector of the daemon pods.",
+            field("io.k8s.api.core.v1.PodSpec", "nodeSelector"),
         ),
         AGE,
         CONTAINERS,
         IMAGES,
-        SELECTOR,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.apps.v1.DaemonSetSpec", "selector"),
+        ),
     ],
     print: |ds, now| {
         let mut cells = vec![
@@ -457,13 +524,25 @@ fn job_duration(job: &Value, now: i64) -> String {
 const JOB: Printer = Printer {
     columns: &[
         NAME,
-        col("Status", "string", "Status of the job."),
-        col("Completions", "string", "The completion status of the job."),
-        col("Duration", "string", "Time required to complete the job."),
+        col("Status", "string", sentence("Status of the job.")),
+        col(
+            "Completions",
+            "string",
+            field("io.k8s.api.batch.v1.JobStatus", "succeeded"),
+        ),
+        col(
+            "Duration",
+            "string",
+            sentence("Time required to complete the job."),
+        ),
         AGE,
         CONTAINERS,
         IMAGES,
-        SELECTOR,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.batch.v1.JobSpec", "selector"),
+        ),
     ],
     print: |job, now| {
         let mut cells = vec![
@@ -481,27 +560,39 @@ const JOB: Printer = Printer {
 const CRON_JOB: Printer = Printer {
     columns: &[
         NAME,
-        col("Schedule", "string", "The schedule in Cron format."),
+        col(
+            "Schedule",
+            "string",
+            field("io.k8s.api.batch.v1.CronJobSpec", "schedule"),
+        ),
         col(
             "Timezone",
             "string",
-            "The time zone name for the given schedule.",
+            field("io.k8s.api.batch.v1.CronJobSpec", "timeZone"),
         ),
         col(
             "Suspend",
             "boolean",
-            "Whether subsequent executions are suspended.",
+            field("io.k8s.api.batch.v1.CronJobSpec", "suspend"),
         ),
-        col("Active", "integer", "Number of currently running jobs."),
+        col(
+            "Active",
+            "integer",
+            field("io.k8s.api.batch.v1.CronJobStatus", "active"),
+        ),
         col(
             "Last Schedule",
             "string",
-            "Time since the job was last successfully scheduled.",
+            field("io.k8s.api.batch.v1.CronJobStatus", "lastScheduleTime"),
         ),
         AGE,
         CONTAINERS,
         IMAGES,
-        SELECTOR,
+        wide(
+            "Selector",
+            "string",
+            field("io.k8s.api.batch.v1.JobSpec", "selector"),
+        ),
     ],
     print: |cj, now| {
         let suspend = match cj.pointer("/spec/suspend").and_then(Value::as_bool) {
