@@ -63,11 +63,8 @@ impl Catalog {
     pub fn emulating(runtime_config: &str, emulation: Emulation) -> Result<Catalog, String> {
         let all = all_resources();
         let known: BTreeSet<(&str, &str)> = all.iter().map(|r| (r.group, r.version)).collect();
-        let enablement = runtime_config::resolve_emulating(
-            runtime_config,
-            &known,
-            emulation.forward_compatible,
-        )?;
+        let enablement =
+            runtime_config::resolve(runtime_config, &known, emulation.forward_compatible)?;
         let storage = storage::builtin(&all);
         // Each group's versions from the lowest priority up: a resource served in a beta or GA
         // version makes it "served below" for the versions preferred to it.
@@ -86,14 +83,14 @@ impl Catalog {
             let serve = match emulation.introduced_later(r.group, r.version, r.kind) {
                 None => true,
                 Some(introduced) => {
-                    if emulation.forward_compatible && served_below.contains(&(r.group, r.plural)) {
+                    let named = enablement.named_resource(r.group, r.version, r.plural);
+                    let forward =
+                        emulation.forward_compatible && served_below.contains(&(r.group, r.plural));
+                    let by_name = emulation.runtime_config_forward_compatible
+                        && (named || enablement.named_version(r.group, r.version));
+                    if forward || by_name {
                         true
-                    } else if emulation.runtime_config_forward_compatible
-                        && (enablement.named_resource(r.group, r.version, r.plural)
-                            || enablement.named_version(r.group, r.version))
-                    {
-                        true
-                    } else if enablement.named_resource(r.group, r.version, r.plural) {
+                    } else if named {
                         return Err(format!(
                             "cannot enable resource {}/{}, Resource={} in runtime-config because it is introduced at 1.{introduced} after the current version 1.{}. Consider setting --runtime-config-emulation-forward-compatible=true",
                             r.group, r.version, r.plural, emulation.emulated_minor

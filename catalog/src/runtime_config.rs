@@ -121,16 +121,12 @@ fn parse_target(key: &str) -> Result<Option<Target>, String> {
     }))
 }
 
-/// Resolves a `--runtime-config` value against the known `(group, version)` pairs.
-pub(crate) fn resolve(input: &str, known: &BTreeSet<(&str, &str)>) -> Result<Enablement, String> {
-    resolve_emulating(input, known, false)
-}
-
-/// As [`resolve`]; with `forward_compatible` (`--emulation-forward-compatible`) every beta or
+/// Resolves a `--runtime-config` value against the known `(group, version)` pairs. With
+/// `forward_compatible` (`--emulation-forward-compatible`) every beta or
 /// GA version or resource switched on also switches on its group's higher-priority versions
 /// (of that resource), and then the keys naming versions and resources are applied again so
 /// that what they switch off stays off.
-pub(crate) fn resolve_emulating(
+pub(crate) fn resolve(
     input: &str,
     known: &BTreeSet<(&str, &str)>,
     forward_compatible: bool,
@@ -345,7 +341,7 @@ mod tests {
             (" batch/v1 = f , ,", "batch", "v1", "jobs", false),
         ];
         for (cfg, g, v, r, want) in cases {
-            let e = resolve(cfg, &known()).unwrap_or_else(|err| panic!("{cfg}: {err}"));
+            let e = resolve(cfg, &known(), false).unwrap_or_else(|err| panic!("{cfg}: {err}"));
             assert_eq!(e.resource_enabled(g, v, r), want, "{cfg} -> {g}/{v}/{r}");
         }
     }
@@ -362,10 +358,10 @@ mod tests {
             ("batch/v1/Jobs=false", "resource is always lowercase plural"),
         ];
         for (cfg, want) in cases {
-            let err = resolve(cfg, &known()).expect_err(cfg);
+            let err = resolve(cfg, &known(), false).expect_err(cfg);
             assert!(err.contains(want), "{cfg}: {err}");
         }
         let long = "a".repeat(RUNTIME_CONFIG_BYTES_MAX + 1);
-        assert!(resolve(&long, &known()).is_err());
+        assert!(resolve(&long, &known(), false).is_err());
     }
 }
