@@ -862,29 +862,33 @@ fn autoscalers_are_defaulted_and_validated() {
         &ns,
         "--image=nginx:1.25",
     ]);
-    // kubectl autoscale writes autoscaling/v2; what it leaves out is defaulted, and a new
-    // autoscaler starts with Go's zero status of its version.
+    // kubectl 1.32's autoscale writes autoscaling/v1 without a CPU target: the target and
+    // the minimum are defaulted, and a new autoscaler starts with Go's zero status of v1.
     s.ok(&["autoscale", "deployment", "web", "-n", &ns, "--max=4"]);
-    let v2 = s.json(&["get", "hpa.v2.autoscaling", "web", "-n", &ns]);
-    assert_eq!(v2["spec"]["minReplicas"], 1, "{v2}");
-    assert_eq!(
-        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 80,
-        "{v2}"
-    );
-    assert_eq!(v2["status"]["desiredReplicas"], 0, "{v2}");
-    // An autoscaling/v1 object keeps its own shape.
-    let v1 = r#"{"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "old"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                 "maxReplicas": 2}}"#;
-    let out = s.kubectl_stdin(&["create", "-n", &ns, "-f", "-"], v1);
-    assert!(out.status.success(), "{out:?}");
-    let v1 = s.json(&["get", "hpa.v1.autoscaling", "old", "-n", &ns]);
+    let v1 = s.json(&["get", "hpa.v1.autoscaling", "web", "-n", &ns]);
+    assert_eq!(v1["spec"]["minReplicas"], 1, "{v1}");
     assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 80, "{v1}");
     assert_eq!(
         v1["status"],
         serde_json::json!({"currentReplicas": 0, "desiredReplicas": 0})
     );
+    // An autoscaling/v2 object gets v2's defaults (a CPU metric) and zero status.
+    let v2 = r#"{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "new"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 2, "behavior": {}}}"#;
+    let out = s.kubectl_stdin(&["create", "-n", &ns, "-f", "-"], v2);
+    assert!(out.status.success(), "{out:?}");
+    let v2 = s.json(&["get", "hpa.v2.autoscaling", "new", "-n", &ns]);
+    assert_eq!(
+        v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 80,
+        "{v2}"
+    );
+    assert_eq!(
+        v2["spec"]["behavior"]["scaleDown"]["selectPolicy"], "Max",
+        "{v2}"
+    );
+    assert_eq!(v2["status"]["desiredReplicas"], 0, "{v2}");
     // Upstream's rules and messages.
     let bad = r#"{"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "bad"},
