@@ -30,6 +30,8 @@ mod builtin;
 mod catalog;
 mod change;
 mod data;
+mod deprecation;
+mod deprecations;
 mod discovery;
 mod emulation;
 mod error;
@@ -46,6 +48,7 @@ mod versions;
 
 pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
 pub use change::CatalogChange;
+pub use deprecation::{deprecation, Deprecation};
 pub use emulation::{Emulation, BINARY_VERSION_MINOR, EMULATION_MINOR_MIN};
 pub use error::CatalogError;
 pub use intern::interned_bytes;

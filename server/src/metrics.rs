@@ -3,7 +3,7 @@
 
 use crate::limits::{METRIC_SERIES_MAX as SERIES_MAX, METRIC_SLOTS as SLOTS};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -125,6 +125,9 @@ pub struct Metrics {
     /// Distinct series over all slots (bounded by `SERIES_MAX`).
     series: AtomicUsize,
     watches: Arc<Mutex<WatchGauges>>,
+    /// Deprecated APIs requested since start: (group, version, resource, subresource,
+    /// removed release). Bounded by the deprecated resources and their subresources.
+    deprecated: Mutex<BTreeSet<(String, String, String, String, String)>>,
 }
 
 impl Default for Metrics {
@@ -133,6 +136,7 @@ impl Default for Metrics {
             slots: (0..SLOTS).map(|_| Mutex::new(Slot::default())).collect(),
             series: AtomicUsize::new(0),
             watches: Arc::default(),
+            deprecated: Mutex::default(),
         }
     }
 }
@@ -232,6 +236,23 @@ impl Metrics {
         all
     }
 
+    /// Records a request to a deprecated API.
+    pub fn requested_deprecated(
+        &self,
+        info: &keel_catalog::ResourceInfo,
+        subresource: &str,
+        removed_release: Option<&str>,
+    ) {
+        let key = (
+            info.group.to_owned(),
+            info.version.to_owned(),
+            info.plural.to_owned(),
+            subresource.to_owned(),
+            removed_release.unwrap_or("").to_owned(),
+        );
+        self.deprecated.lock().insert(key);
+    }
+
     pub fn watch_opened(&self, group: &str, resource: &str) -> WatchGuard {
         let g = self
             .watches
@@ -308,6 +329,13 @@ impl Metrics {
                 out,
                 "apiserver_longrunning_requests{{component=\"apiserver\",group=\"{group}\",resource=\"{resource}\",scope=\"resource\",subresource=\"\",verb=\"WATCH\"}} {}",
                 g.load(Ordering::Relaxed)
+            );
+        }
+        out.push_str("# HELP apiserver_requested_deprecated_apis [STABLE] Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release.\n# TYPE apiserver_requested_deprecated_apis gauge\n");
+        for (group, version, resource, sub, removed) in self.deprecated.lock().iter() {
+            let _ = writeln!(
+                out,
+                "apiserver_requested_deprecated_apis{{group=\"{group}\",removed_release=\"{removed}\",resource=\"{resource}\",subresource=\"{sub}\",version=\"{version}\"}} 1"
             );
         }
         crate::storage::encryption::render_metrics(&mut out);

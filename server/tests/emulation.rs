@@ -126,3 +126,37 @@ fn refused_flags_stop_the_server() {
         assert!(!data.exists(), "the data directory was touched");
     }
 }
+
+#[test]
+fn deprecated_apis_warn_as_upstream() {
+    let s = server();
+    // kubectl prints the server's warning; a current API gets none.
+    let out = s.kubectl(&["get", "endpoints", "-n", "default"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
+        ),
+        "{err}"
+    );
+    let out = s.kubectl(&["get", "deployments", "-n", "default"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("Warning"),
+        "{out:?}"
+    );
+    // Errors carry it too, and the request is counted.
+    let missing = s.get("/api/v1/namespaces/default/endpoints/missing");
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.header("warning"),
+        Some(
+            "299 - \"v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice\""
+        )
+    );
+    let metrics = s.get("/metrics").text();
+    assert!(
+        metrics.contains("apiserver_requested_deprecated_apis{group=\"\",removed_release=\"\",resource=\"endpoints\",subresource=\"\",version=\"v1\"} 1"),
+        "{metrics}"
+    );
+}

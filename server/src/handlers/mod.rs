@@ -102,6 +102,9 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
             resp.body = hold_seat(resp.body, t);
         }
     }
+    if let Some(l) = &labels {
+        deprecation_warning(&st, l, &mut resp);
+    }
     if let Some(l) = labels {
         let code = resp.status;
         st.metrics.observe(
@@ -121,6 +124,25 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
 }
 
 type Labels = (&'static str, String, String, String, String, &'static str);
+
+/// A request to a resource upstream deprecated (at the emulated release) is told so, as
+/// upstream tells it, whatever its answer; the request is counted in
+/// `apiserver_requested_deprecated_apis`.
+fn deprecation_warning(st: &State, l: &Labels, resp: &mut Response) {
+    let routes = st.routes.load();
+    let Some(res) = routes.lookup(&l.1, &l.2, &l.3) else {
+        return;
+    };
+    let Some(d) = keel_catalog::deprecation(&res.info, &st.emulation) else {
+        return;
+    };
+    st.metrics
+        .requested_deprecated(&res.info, &l.4, d.removed_release.as_deref());
+    resp.headers.push((
+        "Warning".into(),
+        format!("299 - \"{}\"", d.warning.replace('"', "\\\"")),
+    ));
+}
 
 /// Classifies the request and waits for its seat (`crate::flowcontrol`); `Ok(None)` when
 /// priority and fairness is off. A refusal is upstream's: 429, plain text, `Retry-After`.
