@@ -2,8 +2,11 @@
 //! The deprecation of upstream's alpha and beta resources: (group, version, resource,
 //! minor deprecated in, minor unavailable from (0: none given), replacement).
 
+/// (group, version, resource, deprecated minor, removed minor or 0, replacement).
+pub(crate) type Deprecated = (&'static str, &'static str, &'static str, u32, u32, Option<&'static str>);
+
 #[rustfmt::skip]
-pub(crate) static DEPRECATIONS: &[(&str, &str, &str, u32, u32, Option<&str>)] = &[
+pub(crate) static DEPRECATIONS: &[Deprecated] = &[
     ("", "v1", "componentstatuses", 19, 0, None),
     ("", "v1", "endpoints", 33, 0, Some("discovery.k8s.io/v1 EndpointSlice")),
     ("admissionregistration.k8s.io", "v1alpha1", "mutatingadmissionpolicies", 35, 38, None),
