@@ -120,6 +120,9 @@ impl Slot {
     }
 }
 
+/// (group, version, resource, subresource, removed release) of a deprecated API requested.
+type DeprecatedApi = (String, String, String, String, String);
+
 pub struct Metrics {
     slots: Vec<Mutex<Slot>>,
     /// Distinct series over all slots (bounded by `SERIES_MAX`).
@@ -127,7 +130,7 @@ pub struct Metrics {
     watches: Arc<Mutex<WatchGauges>>,
     /// Deprecated APIs requested since start: (group, version, resource, subresource,
     /// removed release). Bounded by the deprecated resources and their subresources.
-    deprecated: Mutex<BTreeSet<(String, String, String, String, String)>>,
+    deprecated: Mutex<BTreeSet<DeprecatedApi>>,
 }
 
 impl Default for Metrics {
