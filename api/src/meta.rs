@@ -10,6 +10,25 @@ pub fn drop_zero_creation_timestamp(meta: &mut Map<String, Value>) {
     }
 }
 
+/// `ObjectMeta`'s members in Go field order: how upstream serializes them.
+pub const OBJECT_META_ORDER: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -114,25 +114,6 @@ pub fn set_meta(obj: &mut Value, field: &str, value: Value) {
     meta_mut(obj).insert(field.to_string(), value);
 }
 
-/// Metadata keys in the order upstream serializes `ObjectMeta`, so `kubectl get -o yaml`
-/// output reads the same.
-const META_ORDER: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
 /// Top-level keys upstream writes first; the rest follow in the object's order.
 const TOP_ORDER: &[&str] = &["kind", "apiVersion", "metadata"];
 
@@ -146,7 +127,9 @@ pub fn to_canonical_json(obj: &Value) -> Vec<u8> {
     match obj.as_object() {
         Some(root) => write_ordered(&mut out, root, TOP_ORDER, |out, k, v| match (k, v) {
             ("metadata", Value::Object(m)) => {
-                write_ordered(out, m, META_ORDER, |out, _, v| write_json(out, v))
+                write_ordered(out, m, keel_api::meta::OBJECT_META_ORDER, |out, _, v| {
+                    write_json(out, v)
+                })
             }
             _ => write_json(out, v),
         }),

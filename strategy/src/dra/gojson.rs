@@ -281,30 +281,11 @@ pub fn allocation(a: &Value) -> String {
     of(ALLOCATION, a)
 }
 
-/// `ObjectMeta` members in Go field order (all `omitempty`; a zero timestamp is omitted too).
-const META_ORDER: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// A template's `spec`: its embedded `ObjectMeta` (JSON-tagged, promoted) and `Spec`.
 pub fn template_spec(spec: &Value) -> String {
     let meta = spec.get("metadata").unwrap_or(&Value::Null);
     let mut out = String::from("{");
-    for key in META_ORDER {
+    for key in keel_api::meta::OBJECT_META_ORDER {
         let v = meta.get(*key).filter(|v| !v.is_null());
         let empty = match v {
             None => true,
