@@ -166,8 +166,12 @@ fn default_volume(v: &mut Map<String, Value>) {
     {
         keel_api::meta::drop_zero_creation_timestamp(meta);
     }
-    if let Some(h) = child_if(v, "hostPath") {
-        default(h, "type", json!(""));
+    default_plugin_sources(v);
+    if let Some(spec) = child_if(v, "ephemeral")
+        .and_then(|e| child_if(e, "volumeClaimTemplate"))
+        .and_then(|t| child_if(t, "spec"))
+    {
+        default(spec, "volumeMode", json!("Filesystem"));
     }
     if let Some(d) = child_if(v, "downwardAPI") {
         for item in each_obj(d, "items") {
@@ -178,6 +182,40 @@ fn default_volume(v: &mut Map<String, Value>) {
         for source in each_obj(p, "sources") {
             default_projection(source);
         }
+    }
+}
+
+/// Defaults of the volume plugins' sources that pod volumes and PersistentVolumes share
+/// (`hostPath`, `iscsi`, `rbd`, `azureDisk`, `scaleIO`); `v` holds the sources as members.
+pub(crate) fn default_plugin_sources(v: &mut Map<String, Value>) {
+    if let Some(h) = child_if(v, "hostPath") {
+        default(h, "type", json!(""));
+    }
+    // These members are plain strings upstream: an empty one is defaulted like a missing one.
+    let default_str = |m: &mut Map<String, Value>, k: &str, val: &str| {
+        if m.get(k)
+            .is_none_or(|x| x.is_null() || x.as_str() == Some(""))
+        {
+            m.insert(k.into(), json!(val));
+        }
+    };
+    if let Some(i) = child_if(v, "iscsi") {
+        default_str(i, "iscsiInterface", "default");
+    }
+    if let Some(r) = child_if(v, "rbd") {
+        default_str(r, "pool", "rbd");
+        default_str(r, "user", "admin");
+        default_str(r, "keyring", "/etc/ceph/keyring");
+    }
+    if let Some(a) = child_if(v, "azureDisk") {
+        default(a, "cachingMode", json!("ReadWrite"));
+        default(a, "fsType", json!("ext4"));
+        default(a, "readOnly", json!(false));
+        default(a, "kind", json!("Shared"));
+    }
+    if let Some(s) = child_if(v, "scaleIO") {
+        default_str(s, "storageMode", "ThinProvisioned");
+        default_str(s, "fsType", "xfs");
     }
 }
 
