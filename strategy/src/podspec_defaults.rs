@@ -158,21 +158,18 @@ fn default_volume(v: &mut Map<String, Value>) {
             default(s, "defaultMode", json!(VOLUME_DEFAULT_MODE));
         }
     }
-    if let Some(meta) = v
-        .get_mut("ephemeral")
-        .and_then(|e| e.get_mut("volumeClaimTemplate"))
-        .and_then(|t| t.get_mut("metadata"))
-        .and_then(Value::as_object_mut)
+    // A claim template's metadata is a struct upstream: Go prints an empty one as `{}`.
+    if let Some(template) =
+        child_if(v, "ephemeral").and_then(|e| child_if(e, "volumeClaimTemplate"))
     {
-        keel_api::meta::drop_zero_creation_timestamp(meta);
+        if let Some(meta) = child(template, "metadata") {
+            keel_api::meta::drop_zero_creation_timestamp(meta);
+        }
+        if let Some(spec) = child_if(template, "spec") {
+            default(spec, "volumeMode", json!("Filesystem"));
+        }
     }
     default_plugin_sources(v);
-    if let Some(spec) = child_if(v, "ephemeral")
-        .and_then(|e| child_if(e, "volumeClaimTemplate"))
-        .and_then(|t| child_if(t, "spec"))
-    {
-        default(spec, "volumeMode", json!("Filesystem"));
-    }
     if let Some(d) = child_if(v, "downwardAPI") {
         for item in each_obj(d, "items") {
             default_field_ref(item);
@@ -251,6 +248,28 @@ pub fn default_pod_template(template: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pod volumes get the same source defaults as upstream's generated pod defaulters
+    /// (checked on v1.36.2 through a PodTemplate).
+    #[test]
+    fn volume_source_defaults() {
+        let mut spec = json!({"volumes": [
+            {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+            {"name": "i", "iscsi": {"iqn": "q", "lun": 0}},
+            {"name": "s", "scaleIO": {"gateway": "g", "system": "s", "fsType": ""}}
+        ]});
+        default_pod_spec(&mut spec);
+        assert_eq!(
+            spec["volumes"],
+            json!([
+                {"name": "e", "ephemeral": {"volumeClaimTemplate": {"metadata": {},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"}}}},
+                {"name": "i", "iscsi": {"iqn": "q", "lun": 0, "iscsiInterface": "default"}},
+                {"name": "s", "scaleIO": {"gateway": "g", "system": "s", "fsType": "xfs",
+                                          "storageMode": "ThinProvisioned"}}
+            ])
+        );
+    }
 
     #[test]
     fn pull_policy_table() {
