@@ -232,6 +232,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
     crate::controllers::namespace::spawn(st.clone());
+    crate::controllers::volumeprotection::spawn(st.clone());
     crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());

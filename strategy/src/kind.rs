@@ -18,6 +18,18 @@ pub enum Kind {
     Secret,
     /// core/v1 events
     Event,
+    /// events.k8s.io/v1 events (core events validated strictly, in their own field names)
+    EventV1,
+    /// core/v1 endpoints
+    Endpoints,
+    /// core/v1 persistentvolumes
+    PersistentVolume,
+    /// core/v1 persistentvolumeclaims
+    PersistentVolumeClaim,
+    /// core/v1 podtemplates
+    PodTemplate,
+    /// discovery.k8s.io/v1 endpointslices
+    EndpointSlice,
     /// core/v1 replicationcontrollers
     ReplicationController,
     /// apps/v1 deployments

@@ -24,6 +24,7 @@
 mod autoscaling;
 mod binding;
 mod config;
+mod core_defaults;
 mod cron;
 mod ctx;
 mod deletion;

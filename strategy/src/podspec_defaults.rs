@@ -158,17 +158,18 @@ fn default_volume(v: &mut Map<String, Value>) {
             default(s, "defaultMode", json!(VOLUME_DEFAULT_MODE));
         }
     }
-    if let Some(meta) = v
-        .get_mut("ephemeral")
-        .and_then(|e| e.get_mut("volumeClaimTemplate"))
-        .and_then(|t| t.get_mut("metadata"))
-        .and_then(Value::as_object_mut)
+    // A claim template's metadata is a struct upstream: Go prints an empty one as `{}`.
+    if let Some(template) =
+        child_if(v, "ephemeral").and_then(|e| child_if(e, "volumeClaimTemplate"))
     {
-        keel_api::meta::drop_zero_creation_timestamp(meta);
+        if let Some(meta) = child(template, "metadata") {
+            keel_api::meta::drop_zero_creation_timestamp(meta);
+        }
+        if let Some(spec) = child_if(template, "spec") {
+            default(spec, "volumeMode", json!("Filesystem"));
+        }
     }
-    if let Some(h) = child_if(v, "hostPath") {
-        default(h, "type", json!(""));
-    }
+    default_plugin_sources(v);
     if let Some(d) = child_if(v, "downwardAPI") {
         for item in each_obj(d, "items") {
             default_field_ref(item);
@@ -178,6 +179,40 @@ fn default_volume(v: &mut Map<String, Value>) {
         for source in each_obj(p, "sources") {
             default_projection(source);
         }
+    }
+}
+
+/// Defaults of the volume plugins' sources that pod volumes and PersistentVolumes share
+/// (`hostPath`, `iscsi`, `rbd`, `azureDisk`, `scaleIO`); `v` holds the sources as members.
+pub(crate) fn default_plugin_sources(v: &mut Map<String, Value>) {
+    if let Some(h) = child_if(v, "hostPath") {
+        default(h, "type", json!(""));
+    }
+    // These members are plain strings upstream: an empty one is defaulted like a missing one.
+    let default_str = |m: &mut Map<String, Value>, k: &str, val: &str| {
+        if m.get(k)
+            .is_none_or(|x| x.is_null() || x.as_str() == Some(""))
+        {
+            m.insert(k.into(), json!(val));
+        }
+    };
+    if let Some(i) = child_if(v, "iscsi") {
+        default_str(i, "iscsiInterface", "default");
+    }
+    if let Some(r) = child_if(v, "rbd") {
+        default_str(r, "pool", "rbd");
+        default_str(r, "user", "admin");
+        default_str(r, "keyring", "/etc/ceph/keyring");
+    }
+    if let Some(a) = child_if(v, "azureDisk") {
+        default(a, "cachingMode", json!("ReadWrite"));
+        default(a, "fsType", json!("ext4"));
+        default(a, "readOnly", json!(false));
+        default(a, "kind", json!("Shared"));
+    }
+    if let Some(s) = child_if(v, "scaleIO") {
+        default_str(s, "storageMode", "ThinProvisioned");
+        default_str(s, "fsType", "xfs");
     }
 }
 
@@ -213,6 +248,28 @@ pub fn default_pod_template(template: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pod volumes get the same source defaults as upstream's generated pod defaulters
+    /// (checked on v1.36.2 through a PodTemplate).
+    #[test]
+    fn volume_source_defaults() {
+        let mut spec = json!({"volumes": [
+            {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+            {"name": "i", "iscsi": {"iqn": "q", "lun": 0}},
+            {"name": "s", "scaleIO": {"gateway": "g", "system": "s", "fsType": ""}}
+        ]});
+        default_pod_spec(&mut spec);
+        assert_eq!(
+            spec["volumes"],
+            json!([
+                {"name": "e", "ephemeral": {"volumeClaimTemplate": {"metadata": {},
+                    "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem"}}}},
+                {"name": "i", "iscsi": {"iqn": "q", "lun": 0, "iscsiInterface": "default"}},
+                {"name": "s", "scaleIO": {"gateway": "g", "system": "s", "fsType": "xfs",
+                                          "storageMode": "ThinProvisioned"}}
+            ])
+        );
+    }
 
     #[test]
     fn pull_policy_table() {

@@ -207,14 +207,14 @@ static TABLE: &[Strategy] = &[
             t(true, true, false, true),
         )
     },
-    row("", "endpoints", K::Other, t(false, false, true, true)),
+    row("", "endpoints", K::Endpoints, t(false, false, true, true)),
     row("", "limitranges", K::Other, t(false, false, true, true)),
     Strategy {
         initial_status: Some(zero::pending_since),
         ..row(
             "",
             "persistentvolumes",
-            K::Other,
+            K::PersistentVolume,
             t(true, false, false, false),
         )
     },
@@ -223,7 +223,7 @@ static TABLE: &[Strategy] = &[
         ..row(
             "",
             "persistentvolumeclaims",
-            K::Other,
+            K::PersistentVolumeClaim,
             t(true, false, false, true),
         )
     },
@@ -239,7 +239,12 @@ static TABLE: &[Strategy] = &[
         K::Other,
         t(false, false, false, true),
     ),
-    row("", "podtemplates", K::Other, t(false, true, false, true)),
+    row(
+        "",
+        "podtemplates",
+        K::PodTemplate,
+        t(false, true, false, true),
+    ),
     row(
         "apps",
         "deployments",
@@ -298,11 +303,12 @@ static TABLE: &[Strategy] = &[
     },
     Strategy {
         initial_status: Some(zero::load_balancer),
+        // Ingresses track their generation (spec changes), as upstream's strategy does.
         ..row(
             "networking.k8s.io",
             "ingresses",
             K::Other,
-            t(true, false, false, true),
+            t(true, true, false, true),
         )
     },
     row(
@@ -341,7 +347,7 @@ static TABLE: &[Strategy] = &[
     row(
         "discovery.k8s.io",
         "endpointslices",
-        K::Other,
+        K::EndpointSlice,
         t(false, true, true, true),
     ),
     // events.k8s.io validates strictly (ObjectMeta with DNS-1123 subdomain names), unlike
@@ -349,7 +355,7 @@ static TABLE: &[Strategy] = &[
     row(
         "events.k8s.io",
         "events",
-        K::Other,
+        K::EventV1,
         t(false, false, true, true),
     ),
     Strategy {

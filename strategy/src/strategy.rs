@@ -5,8 +5,8 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    autoscaling, binding, config, dra, fields, generic, namespace, node, pod, scale, service,
-    validation, workload_defaults, Ctx,
+    autoscaling, binding, config, core_defaults, dra, fields, generic, namespace, node, pod, scale,
+    service, validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -68,6 +68,7 @@ impl Strategy {
             K::Secret => config::default_secret(obj),
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
+            kind if core_defaults::owns(kind) => core_defaults::apply(kind, obj),
             kind => workload_defaults::apply(kind, obj),
         }
     }
@@ -83,6 +84,7 @@ impl Strategy {
             tr.tracks_generation,
         );
         self.apply_defaults(obj);
+        core_defaults::admit_create(self.kind, obj);
         match self.kind {
             K::Pod => {
                 pod::admit_pod(obj);
@@ -139,6 +141,7 @@ impl Strategy {
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);
+        core_defaults::prepare_update(self.kind, new, old);
         if self.kind == K::Service {
             service::drop_type_dependent_status(new);
         }
@@ -168,6 +171,7 @@ impl Strategy {
                 self.apply_defaults(new);
                 generic::prepare_status_update(new, old);
                 dra::prepare_status_update(self.kind, new, old);
+                core_defaults::prepare_status_update(self.kind, new, old);
             }
             (K::Namespace, "finalize") => {
                 self.apply_defaults(new);

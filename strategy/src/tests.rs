@@ -417,7 +417,8 @@ fn node_bare_create() {
     assert_eq!(
         got,
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-        "spec": {},
+        // Upstream's TaintNodesByCondition admission taints a new node not-ready.
+        "spec": {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]},
         "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
                    "nodeInfo": {"architecture": "", "bootID": "", "containerRuntimeVersion": "",
                                 "kernelVersion": "", "kubeProxyVersion": "", "kubeletVersion": "",
@@ -499,7 +500,10 @@ fn workload_create_defaults_table() {
         (
             "daemonsets",
             json!({"metadata": meta, "spec": {"selector": sel, "template": template}}),
-            json!({"metadata": meta1, "spec": {"selector": sel, "template": dt, "revisionHistoryLimit": 10,
+            // Upstream shows the template generation (1 on create) as an annotation.
+            json!({"metadata": {"name": "w", "namespace": "d", "generation": 1,
+                                "annotations": {"deprecated.daemonset.template.generation": "1"}},
+                   "spec": {"selector": sel, "template": dt, "revisionHistoryLimit": 10,
                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}},
                    "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
                               "desiredNumberScheduled": 0, "numberReady": 0}}),
@@ -523,6 +527,7 @@ fn job_and_cronjob_defaults() {
     let want = json!({"metadata": {"name": "j", "namespace": "d", "uid": "u1", "generation": 1, "labels": labels},
         "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
                  "suspend": false, "podReplacementPolicy": "TerminatingOrFailed",
+                 "manualSelector": false,
                  "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
                  "template": {"metadata": {"labels": labels}, "spec": tmpl}},
         "status": {}});

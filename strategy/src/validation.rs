@@ -6,7 +6,7 @@ use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
 use crate::{
-    autoscaling, config, dra, ipaddress, node, pod, podspec_validation, service,
+    autoscaling, config, core_defaults, dra, ipaddress, node, pod, podspec_validation, service,
     workload_validation,
 };
 use keel_api::names::{self, NameRule};
@@ -88,7 +88,15 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::IpAddress => ipaddress::validate(obj),
         Kind::HorizontalPodAutoscaler => autoscaling::validate(obj),
         Kind::ServiceCidr => ipaddress::validate_service_cidr(obj),
-        Kind::Namespace | Kind::Event | Kind::Other => Vec::new(),
+        Kind::Event => core_defaults::validate_event(obj, false),
+        Kind::EventV1 => core_defaults::validate_event(obj, true),
+        Kind::Namespace
+        | Kind::Other
+        | Kind::Endpoints
+        | Kind::PersistentVolume
+        | Kind::PersistentVolumeClaim
+        | Kind::PodTemplate
+        | Kind::EndpointSlice => Vec::new(),
         kind if dra::owns(kind) => dra::validate_create(kind, obj),
         workload => workload_validation::validate(workload, obj),
     }

@@ -169,6 +169,8 @@ fn job(map: &mut Map<String, Value>) {
         return;
     };
     job_spec(spec);
+    // A Job's own default; a CronJob's job template does not get it.
+    default(spec, "manualSelector", json!(false));
     let template_labels = spec
         .get("template")
         .and_then(|t| t.pointer("/metadata/labels"))

@@ -1,5 +1,6 @@
 //! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
-//! authentication-trust and cluster-IP allocator (`ipallocator`) controllers.
+//! authentication-trust, cluster-IP allocator (`ipallocator`) and volume protection
+//! controllers.
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers (garbage collection, service accounts, ...) plug in here.
 
@@ -9,6 +10,7 @@ pub mod flowcontrol;
 pub mod ipallocator;
 pub mod namespace;
 pub mod servicecidrs;
+pub mod volumeprotection;
 
 use crate::registry::{Source, Step};
 use crate::repr::{Encoder, Format};
