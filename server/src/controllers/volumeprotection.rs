@@ -6,7 +6,7 @@
 //! finished uses it, and from a volume being deleted once it is not Bound, so that they go.
 //! Without it, claims would block their namespace's deletion forever.
 
-use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, NAMESPACE_RESYNC};
+use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, VOLUME_PROTECTION_RESYNC};
 use crate::objects;
 use crate::registry::{Source, UpdateOptions};
 use crate::routes::Resource;
@@ -24,12 +24,13 @@ pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
     super::spawn_thread("keel-volume-protection-controller", move || run(st))
 }
 
-async fn open_watches(st: &State) -> [Option<(Source, Selection)>; 3] {
+/// Claims and volumes are watched; pods are not (a cluster's pod churn would wake every
+/// pass): a claim whose last pod finishes is let go by the next resync.
+async fn open_watches(st: &State) -> [Option<(Source, Selection)>; 2] {
     let routes = st.routes.load();
     [
         super::watch_all(st, routes.core("persistentvolumeclaims")).await,
         super::watch_all(st, routes.core("persistentvolumes")).await,
-        super::watch_all(st, routes.core("pods")).await,
     ]
 }
 
@@ -41,7 +42,7 @@ async fn run(st: Arc<State>) {
             eprintln!("volume protection controller: {}", e.message);
         }
         tokio::time::sleep_until(pass_started + NAMESPACE_PASS_INTERVAL_MIN).await;
-        if super::wait_for_change(&mut watches, NAMESPACE_RESYNC).await {
+        if super::wait_for_change(&mut watches, VOLUME_PROTECTION_RESYNC).await {
             watches = open_watches(&st).await;
         }
     }
@@ -74,6 +75,12 @@ pub fn volume_in_use(pv: &Value) -> bool {
     pv.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
 }
 
+/// Whether stored bytes may be of an object being deleted: the pass parses only those.
+fn maybe_deleting(stored: &[u8]) -> bool {
+    const KEY: &[u8] = b"deletionTimestamp";
+    stored.windows(KEY.len()).any(|w| w == KEY)
+}
+
 fn waiting_on(obj: &Value, finalizer: &str) -> bool {
     objects::is_deleting(obj) && objects::finalizers(obj).iter().any(|f| f == finalizer)
 }
@@ -86,6 +93,9 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
     );
     let (claims, _) = st.registry.list_all(claims_res, "").await?;
     for kv in claims {
+        if !maybe_deleting(kv.value()) {
+            continue;
+        }
         let claim = objects::parse_stored(kv.value())?;
         if !waiting_on(&claim, PVC_FINALIZER) {
             continue;
@@ -105,6 +115,9 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
     }
     let (volumes, _) = st.registry.list_all(volumes_res, "").await?;
     for kv in volumes {
+        if !maybe_deleting(kv.value()) {
+            continue;
+        }
         let pv = objects::parse_stored(kv.value())?;
         if waiting_on(&pv, PV_FINALIZER) && !volume_in_use(&pv) {
             let name = objects::name(&pv).to_string();
