@@ -30,6 +30,7 @@ mod ctx;
 mod deletion;
 mod diff;
 mod dra;
+mod endpoints;
 mod errors;
 mod fields;
 mod generic;
