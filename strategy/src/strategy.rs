@@ -5,8 +5,8 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    autoscaling, binding, config, dra, fields, generic, namespace, node, pod, scale, service,
-    validation, workload_defaults, Ctx,
+    api_defaults, autoscaling, binding, config, dra, fields, generic, namespace, node, pod, scale,
+    service, validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -68,6 +68,9 @@ impl Strategy {
             K::Secret => config::default_secret(obj),
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
+            K::Other if api_defaults::owns(self.group, self.resource) => {
+                api_defaults::apply(self.group, self.resource, obj)
+            }
             kind => workload_defaults::apply(kind, obj),
         }
     }
@@ -83,6 +86,7 @@ impl Strategy {
             tr.tracks_generation,
         );
         self.apply_defaults(obj);
+        api_defaults::prepare_create(self.group, self.resource, obj, ctx);
         match self.kind {
             K::Pod => {
                 pod::admit_pod(obj);
