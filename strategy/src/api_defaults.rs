@@ -426,6 +426,9 @@ fn priority_level(o: &mut Map<String, Value>) {
             json!(NOMINAL_CONCURRENCY_SHARES_DEFAULT),
         );
         default(limited, "lendablePercent", json!(0));
+        if let Some(response) = child_if(limited, "limitResponse") {
+            order(response, &["type", "queuing"]);
+        }
         if let Some(queuing) =
             child_if(limited, "limitResponse").and_then(|r| child_if(r, "queuing"))
         {

@@ -120,7 +120,7 @@ fn create_defaults_match_upstream() {
             FLOWCONTROL,
             "prioritylevelconfigurations",
             json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration", "metadata": {"name": "l"},
-                "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {"queues": 16}}}}}),
+                "spec": {"type": "Limited", "limited": {"limitResponse": {"queuing": {"queues": 16}, "type": "Queue"}}}}),
             json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration", "metadata": {"name": "l", "generation": 1},
                 "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 30,
                     "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 8, "queueLengthLimit": 50}},
