@@ -9,7 +9,7 @@ use crate::errors::FieldErr;
 use crate::json::{child, child_if, default};
 use crate::quantity;
 use keel_api::names;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// Default `minReplicas`.
 pub const MIN_REPLICAS_DEFAULT: i64 = 1;
@@ -472,7 +472,7 @@ fn scaling_rules(rules: &Value, path: &str) -> Vec<FieldErr> {
 }
 
 #[cfg(test)]
-fn spec_of(obj: &Value) -> &Map<String, Value> {
+fn spec_of(obj: &Value) -> &serde_json::Map<String, Value> {
     obj["spec"].as_object().expect("spec")
 }
 
