@@ -86,11 +86,10 @@ impl Catalog {
             let serve = match emulation.introduced_later(r.group, r.version, r.kind) {
                 None => true,
                 Some(introduced) => {
-                    if emulation.forward_compatible && served_below.contains(&(r.group, r.plural)) {
-                        true
-                    } else if emulation.runtime_config_forward_compatible
-                        && (enablement.named_resource(r.group, r.version, r.plural)
-                            || enablement.named_version(r.group, r.version))
+                    if (emulation.forward_compatible && served_below.contains(&(r.group, r.plural)))
+                        || (emulation.runtime_config_forward_compatible
+                            && (enablement.named_resource(r.group, r.version, r.plural)
+                                || enablement.named_version(r.group, r.version)))
                     {
                         true
                     } else if enablement.named_resource(r.group, r.version, r.plural) {

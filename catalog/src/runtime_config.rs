@@ -121,7 +121,9 @@ fn parse_target(key: &str) -> Result<Option<Target>, String> {
     }))
 }
 
-/// Resolves a `--runtime-config` value against the known `(group, version)` pairs.
+/// Resolves a `--runtime-config` value against the known `(group, version)` pairs (the
+/// server always resolves with its emulation settings; the tests use this shorthand).
+#[cfg(test)]
 pub(crate) fn resolve(input: &str, known: &BTreeSet<(&str, &str)>) -> Result<Enablement, String> {
     resolve_emulating(input, known, false)
 }
