@@ -166,6 +166,16 @@ pub fn prepare_create(group: &str, resource: &str, obj: &mut Value, ctx: &Ctx) {
     }
 }
 
+/// What upstream's update strategies keep from the stored object: a CSR's spec (who asked
+/// for what) never changes after create.
+pub fn prepare_update(group: &str, resource: &str, new: &mut Value, old: &Value) {
+    if (group, resource) == ("certificates.k8s.io", "certificatesigningrequests") {
+        if let (Some(n), Some(spec)) = (new.as_object_mut(), old.get("spec")) {
+            n.insert("spec".into(), spec.clone());
+        }
+    }
+}
+
 /// A CSR's `username`, `uid`, `groups` and `extra` are who asked for it, whatever the body
 /// said (empty members are omitted, as upstream's `omitempty`).
 fn set_requester(spec: &mut Map<String, Value>, user: Option<&Requester>) {

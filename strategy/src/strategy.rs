@@ -140,6 +140,7 @@ impl Strategy {
                 service_alloc::keep_allocated(new, old);
             }
             kind if dra::owns(kind) => dra::prepare_update(kind, new, old, &ctx.now_rfc3339),
+            K::Other => api_defaults::prepare_update(self.group, self.resource, new, old),
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);

@@ -275,3 +275,18 @@ fn v1_bindings_leave_param_ref_alone() {
     apply(ADMISSION, "mutatingadmissionpolicybindings", &mut b);
     assert_eq!(b["spec"]["paramRef"], json!({"name": "x"}));
 }
+
+/// Upstream answers a CSR update with the stored spec: the requester cannot be rewritten.
+#[test]
+fn csr_update_keeps_the_stored_spec() {
+    let s = strategy("certificates.k8s.io", "certificatesigningrequests");
+    let old = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "c", "resourceVersion": "5"},
+        "spec": {"request": "Zm9v", "signerName": "example.com/s", "username": "kubernetes-admin"},
+        "status": {}});
+    let mut new = old.clone();
+    new["spec"]["username"] = json!("forged");
+    new["spec"]["groups"] = json!(["x"]);
+    s.prepare_for_update(&mut new, &old, &admin());
+    assert_eq!(new["spec"], old["spec"]);
+}
