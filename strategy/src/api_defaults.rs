@@ -1,7 +1,11 @@
 //! Create-time defaults of the cluster-scoped API kinds that have no richer policy here
 //! (admission registration, CRDs, priority classes, API priority and fairness, storage, DRA
-//! pool status requests, CSRs), plus the two admission-plugin additions upstream makes to
-//! them: the VolumeAttributesClass protection finalizer and a CSR's requester.
+//! pool status requests, CSRs), plus a CSR's requester.
+//!
+//! Not done: upstream's StorageObjectInUseProtection admission also gives every new
+//! VolumeAttributesClass the finalizer `kubernetes.io/vac-protection`, which
+//! kube-controller-manager removes once no volume uses the class. keel has no such
+//! controller yet, so adding the finalizer would leave every deleted class terminating.
 //!
 //! Values and member order were observed on a v1.36.2 kube-apiserver, creating the same
 //! objects side by side. Members a default adds are moved to their Go field position, so a
@@ -26,9 +30,6 @@ pub const HAND_SIZE_DEFAULT: i64 = 8;
 pub const QUEUE_LENGTH_LIMIT_DEFAULT: i64 = 50;
 /// Default `spec.limit` of a ResourcePoolStatusRequest.
 pub const POOL_STATUS_LIMIT_DEFAULT: i64 = 100;
-/// The finalizer upstream's StorageObjectInUseProtection admission plugin gives every new
-/// VolumeAttributesClass.
-pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
 
 const ADMISSION: &str = "admissionregistration.k8s.io";
 const STORAGE: &str = "storage.k8s.io";
@@ -137,32 +138,13 @@ pub fn apply(group: &str, resource: &str, obj: &mut Value) {
     }
 }
 
-/// What upstream adds to a new object beyond its scheme defaults: admission-plugin
-/// additions and the requester of a CSR.
+/// What upstream adds to a new object beyond its scheme defaults: the requester of a CSR.
 pub fn prepare_create(group: &str, resource: &str, obj: &mut Value, ctx: &Ctx) {
-    let Some(o) = obj.as_object_mut() else {
+    if (group, resource) != ("certificates.k8s.io", "certificatesigningrequests") {
         return;
-    };
-    match (group, resource) {
-        (STORAGE, "volumeattributesclasses") => {
-            let Some(meta) = child(o, "metadata") else {
-                return;
-            };
-            if !meta.get("finalizers").is_some_and(Value::is_array) {
-                meta.insert("finalizers".into(), json!([]));
-            }
-            if let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) {
-                if !list.iter().any(|f| f == VAC_PROTECTION_FINALIZER) {
-                    list.push(json!(VAC_PROTECTION_FINALIZER));
-                }
-            }
-        }
-        ("certificates.k8s.io", "certificatesigningrequests") => {
-            if let Some(spec) = child(o, "spec") {
-                set_requester(spec, ctx.requester.as_ref());
-            }
-        }
-        _ => {}
+    }
+    if let Some(spec) = obj.as_object_mut().and_then(|o| child(o, "spec")) {
+        set_requester(spec, ctx.requester.as_ref());
     }
 }
 
