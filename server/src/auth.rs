@@ -17,6 +17,20 @@ impl User {
     pub fn is_admin(&self) -> bool {
         self.groups.iter().any(|g| g == "system:masters")
     }
+
+    /// This user as the policy layer sees a requester: as upstream's authenticators report
+    /// it, in `system:authenticated` too (a token file's groups do not list it).
+    pub fn requester(&self) -> keel_strategy::Requester {
+        let mut groups = self.groups.clone();
+        if !groups.iter().any(|g| g == "system:authenticated") {
+            groups.push("system:authenticated".into());
+        }
+        keel_strategy::Requester {
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            groups,
+        }
+    }
 }
 
 /// Tokens from a file in kube-apiserver's `--token-auth-file` format:

@@ -21,6 +21,7 @@
 //! May depend on: keel-api (Status causes, names, ObjectMeta validation), serde/serde_json,
 //! base64.
 
+mod api_defaults;
 mod autoscaling;
 mod binding;
 mod config;
@@ -55,7 +56,7 @@ mod validation;
 mod workload_defaults;
 mod workload_validation;
 
-pub use ctx::Ctx;
+pub use ctx::{Ctx, Requester};
 pub use deletion::DeletionPlan;
 pub use errors::FieldErr;
 pub use kind::Kind;

@@ -552,11 +552,12 @@ static TABLE: &[Strategy] = &[
         K::DeviceTaintRule,
         empty_status(t(true, true, false, false)),
     ),
+    // Upstream answers a new request without a status (the driver writes it).
     row(
         "resource.k8s.io",
         "resourcepoolstatusrequests",
         K::Other,
-        empty_status(t(true, false, false, false)),
+        t(true, false, false, false),
     ),
     row(
         "certificates.k8s.io",

@@ -5,8 +5,8 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    autoscaling, binding, config, core_defaults, dra, fields, generic, namespace, node, pod, scale,
-    service, validation, workload_defaults, Ctx,
+    api_defaults, autoscaling, binding, config, core_defaults, dra, fields, generic, namespace,
+    node, pod, scale, service, validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -69,6 +69,9 @@ impl Strategy {
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
             kind if core_defaults::owns(kind) => core_defaults::apply(kind, obj),
+            K::Other if api_defaults::owns(self.group, self.resource) => {
+                api_defaults::apply(self.group, self.resource, obj)
+            }
             kind => workload_defaults::apply(kind, obj),
         }
     }
@@ -85,6 +88,7 @@ impl Strategy {
         );
         self.apply_defaults(obj);
         core_defaults::admit_create(self.kind, obj);
+        api_defaults::prepare_create(self.group, self.resource, obj, ctx);
         match self.kind {
             K::Pod => {
                 pod::admit_pod(obj);
@@ -138,6 +142,7 @@ impl Strategy {
                 service_alloc::keep_allocated(new, old);
             }
             kind if dra::owns(kind) => dra::prepare_update(kind, new, old, &ctx.now_rfc3339),
+            K::Other => api_defaults::prepare_update(self.group, self.resource, new, old),
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);

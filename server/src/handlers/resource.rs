@@ -147,6 +147,7 @@ pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
     let format = c.format()?;
     let opts = CreateOptions {
         dry_run: c.query.dry_run()?,
+        requester: Some(c.user.requester()),
     };
     let obj = decode_object(c)?;
     let created = st.registry.create(c.res, c.namespace(), obj, &opts).await?;

@@ -32,7 +32,8 @@ impl Registry {
         let generated = objects::meta_str(&obj, "name").is_none()
             || objects::meta(&obj).is_some_and(|m| m.contains_key("generateName"));
         let info = &res.info;
-        res.strategy.prepare_for_create(&mut obj, &strategy_ctx());
+        let ctx = strategy_ctx().with_requester(opts.requester.clone());
+        res.strategy.prepare_for_create(&mut obj, &ctx);
         let causes = res.strategy.validate_create(&obj);
         if !causes.is_empty() {
             return Err(invalid(res, &obj, causes));

@@ -35,10 +35,12 @@ use keel_engine::{KeyValue, Revision};
 use serde_json::Value;
 
 /// Options of a create.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct CreateOptions {
     /// Decide and answer everything, store nothing.
     pub dry_run: bool,
+    /// Who asks (`None` for the server's own writes): policy may record it (a CSR's spec).
+    pub requester: Option<keel_strategy::Requester>,
 }
 
 /// The registry: one per server, shared by every core and controller.
@@ -120,7 +122,8 @@ fn invalid(res: &Resource, obj: &Value, causes: Vec<StatusCause>) -> ApiError {
     ApiError::invalid(res.info.group, res.info.kind, objects::name(obj), causes)
 }
 
-/// The policy's view of the request: the server's clock now.
+/// The policy's view of the request: the server's clock now (and no requester: callers
+/// that know one add it).
 fn strategy_ctx() -> keel_strategy::Ctx {
     keel_strategy::Ctx::at(std::time::SystemTime::now())
 }

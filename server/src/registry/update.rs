@@ -183,8 +183,10 @@ impl Registry {
             return Err(res.not_found(name));
         }
         objects::meta_mut(&mut obj).shift_remove("resourceVersion");
+        // No resource that records its requester (CSRs) creates on update.
         let create = CreateOptions {
             dry_run: opts.dry_run,
+            requester: None,
         };
         let Created { bytes, .. } = self.create(res, namespace, obj, &create).await?;
         Ok(Updated {
