@@ -2,7 +2,7 @@
 //! (server-owned metadata left out), compared as JSON text so member order counts too.
 
 use super::*;
-use crate::strategy;
+use crate::registry::strategy;
 
 fn defaulted(group: &str, resource: &str, input: Value, ctx: &Ctx) -> Value {
     let s = strategy(group, resource);

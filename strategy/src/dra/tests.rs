@@ -1,7 +1,8 @@
 //! Table tests of the DRA rules through the public strategy API. Every expected text is what
 //! a v1.36.2 kube-apiserver answered for the same object (`<field>: <message>`).
 
-use crate::{strategy, Ctx};
+use crate::registry::strategy;
+use crate::Ctx;
 use keel_api::status::field::error_text;
 use serde_json::{json, Value};
 
