@@ -87,3 +87,51 @@ pub(crate) async fn wait_for_change(
         Err(_) => watches.iter().any(Option::is_none),
     }
 }
+
+/// A controller's update answered: gone (404) or changed meanwhile (409) are fine, the next
+/// pass looks again.
+pub(crate) fn gone_ok(
+    r: Result<crate::registry::Updated, keel_api::status::ApiError>,
+) -> Result<(), keel_api::status::ApiError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Puts `finalizer` on the object (`on`) or takes it off, through the registry's
+/// read-modify-write loop (the type's strategy applies).
+pub(crate) async fn set_finalizer(
+    st: &State,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    finalizer: &str,
+    on: bool,
+) -> Result<(), keel_api::status::ApiError> {
+    let opts = crate::registry::UpdateOptions {
+        strategy: true,
+        ..Default::default()
+    };
+    let r = st
+        .registry
+        .guaranteed_update(res, ns, name, &opts, &mut |cur| {
+            let mut new = cur.cloned().ok_or_else(|| res.not_found(name))?;
+            crate::objects::meta_mut(&mut new).shift_remove("resourceVersion");
+            let mut list = crate::objects::finalizers(&new);
+            list.retain(|f| f != finalizer);
+            if on {
+                list.push(finalizer.to_string());
+            }
+            let m = crate::objects::meta_mut(&mut new);
+            if list.is_empty() {
+                m.shift_remove("finalizers");
+            } else {
+                m.insert("finalizers".into(), serde_json::json!(list));
+            }
+            Ok(new)
+        })
+        .await;
+    gone_ok(r)
+}

@@ -172,7 +172,7 @@ pub async fn reconcile(
                 condition,
             } => {
                 if add_finalizer {
-                    set_finalizer(st, res, name, true).await?;
+                    super::set_finalizer(st, res, "", name, FINALIZER, true).await?;
                 }
                 if let Some((status, reason, message)) = condition {
                     set_condition(st, res, name, status, &reason, &message).await?;
@@ -190,7 +190,7 @@ pub async fn reconcile(
                 .await?;
             }
             Action::Release { wait } if wait.is_zero() => {
-                set_finalizer(st, res, name, false).await?;
+                super::set_finalizer(st, res, "", name, FINALIZER, false).await?;
             }
             Action::Release { wait } => {
                 next = Some(next.map_or(wait, |n| n.min(wait)));
@@ -198,42 +198,6 @@ pub async fn reconcile(
         }
     }
     Ok(next)
-}
-
-fn gone_ok(r: Result<registry::Updated, ApiError>) -> Result<(), ApiError> {
-    match r {
-        Ok(_) => Ok(()),
-        // Deleted or changed meanwhile: the next pass looks again.
-        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-async fn set_finalizer(st: &State, res: &Resource, name: &str, on: bool) -> Result<(), ApiError> {
-    let opts = UpdateOptions {
-        strategy: true,
-        ..UpdateOptions::default()
-    };
-    let r = st
-        .registry
-        .guaranteed_update(res, "", name, &opts, &mut |cur| {
-            let mut new = cur.cloned().ok_or_else(|| res.not_found(name))?;
-            objects::meta_mut(&mut new).shift_remove("resourceVersion");
-            let mut list = objects::finalizers(&new);
-            list.retain(|f| f != FINALIZER);
-            if on {
-                list.push(FINALIZER.to_string());
-            }
-            let m = objects::meta_mut(&mut new);
-            if list.is_empty() {
-                m.shift_remove("finalizers");
-            } else {
-                m.insert("finalizers".into(), json!(list));
-            }
-            Ok(new)
-        })
-        .await;
-    gone_ok(r)
 }
 
 async fn set_condition(
@@ -262,7 +226,7 @@ async fn set_condition(
             Ok(new)
         })
         .await;
-    gone_ok(r)
+    super::gone_ok(r)
 }
 
 #[cfg(test)]

@@ -8,12 +8,11 @@
 
 use crate::limits::{NAMESPACE_PASS_INTERVAL_MIN, VOLUME_PROTECTION_RESYNC};
 use crate::objects;
-use crate::registry::{Source, UpdateOptions};
-use crate::routes::Resource;
+use crate::registry::Source;
 use crate::selection::Selection;
 use crate::state::State;
 use keel_api::status::ApiError;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
@@ -110,7 +109,7 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
             used |= pod_uses_claim(&objects::parse_stored(p.value())?, &name);
         }
         if !used {
-            remove_finalizer(st, claims_res, &ns, &name, PVC_FINALIZER).await?;
+            super::set_finalizer(st, claims_res, &ns, &name, PVC_FINALIZER, false).await?;
         }
     }
     let (volumes, _) = st.registry.list_all(volumes_res, "").await?;
@@ -121,50 +120,16 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
         let pv = objects::parse_stored(kv.value())?;
         if waiting_on(&pv, PV_FINALIZER) && !volume_in_use(&pv) {
             let name = objects::name(&pv).to_string();
-            remove_finalizer(st, volumes_res, "", &name, PV_FINALIZER).await?;
+            super::set_finalizer(st, volumes_res, "", &name, PV_FINALIZER, false).await?;
         }
     }
     Ok(())
 }
 
-async fn remove_finalizer(
-    st: &State,
-    res: &Resource,
-    ns: &str,
-    name: &str,
-    finalizer: &str,
-) -> Result<(), ApiError> {
-    let opts = UpdateOptions {
-        strategy: true,
-        ..UpdateOptions::default()
-    };
-    let r = st
-        .registry
-        .guaranteed_update(res, ns, name, &opts, &mut |cur| {
-            let mut new = cur.cloned().ok_or_else(|| res.not_found(name))?;
-            objects::meta_mut(&mut new).shift_remove("resourceVersion");
-            let mut list = objects::finalizers(&new);
-            list.retain(|f| f != finalizer);
-            let m = objects::meta_mut(&mut new);
-            if list.is_empty() {
-                m.shift_remove("finalizers");
-            } else {
-                m.insert("finalizers".into(), json!(list));
-            }
-            Ok(new)
-        })
-        .await;
-    match r {
-        Ok(_) => Ok(()),
-        // Gone or changed meanwhile: the next pass looks again.
-        Err(e) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn claim_use_table() {
