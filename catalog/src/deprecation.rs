@@ -4,7 +4,7 @@
 //! one). The releases come from `deprecations.rs`, recorded from upstream's answers by
 //! `catalog/data/deprecations.py`.
 
-use crate::deprecations::DEPRECATIONS;
+use crate::deprecations::{Deprecated, DEPRECATIONS};
 use crate::emulation::Emulation;
 use crate::types::ResourceInfo;
 
@@ -17,13 +17,24 @@ pub struct Deprecation {
     pub removed_release: Option<String>,
 }
 
+/// The table's row of `group/version/plural`. A short table (tens of rows), scanned on every
+/// resource request: the plural, which differs in its first bytes for almost every row, is
+/// compared first.
+fn row(group: &str, version: &str, plural: &str) -> Option<&'static Deprecated> {
+    DEPRECATIONS
+        .iter()
+        .find(|(g, v, r, ..)| *r == plural && *v == version && *g == group)
+}
+
+/// Whether upstream deprecates `group/version/plural` at some release: a request for any
+/// other resource needs no further look.
+pub fn is_deprecated_anywhere(group: &str, version: &str, plural: &str) -> bool {
+    row(group, version, plural).is_some()
+}
+
 /// The deprecation of `info` at the emulated release, if it is deprecated by then.
 pub fn deprecation(info: &ResourceInfo, emulation: &Emulation) -> Option<Deprecation> {
-    // A short table (tens of rows), scanned on every resource request: the plural, which
-    // differs in its first bytes for almost every row, is compared first.
-    let &(_, _, _, deprecated, removed, replacement) = DEPRECATIONS
-        .iter()
-        .find(|(g, v, r, ..)| *r == info.plural && *v == info.version && *g == info.group)?;
+    let &(_, _, _, deprecated, removed, replacement) = row(info.group, info.version, info.plural)?;
     if emulation.emulated_minor < deprecated {
         return None;
     }

@@ -48,7 +48,7 @@ mod versions;
 
 pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
 pub use change::CatalogChange;
-pub use deprecation::{deprecation, Deprecation};
+pub use deprecation::{deprecation, is_deprecated_anywhere, Deprecation};
 pub use emulation::{Emulation, BINARY_VERSION_MINOR, EMULATION_MINOR_MIN};
 pub use error::CatalogError;
 pub use intern::interned_bytes;

@@ -129,6 +129,10 @@ type Labels = (&'static str, String, String, String, String, &'static str);
 /// upstream tells it, whatever its answer; the request is counted in
 /// `apiserver_requested_deprecated_apis`.
 fn deprecation_warning(st: &State, l: &Labels, resp: &mut Response) {
+    // Most requests are for resources never deprecated: no routes lookup for them.
+    if !keel_catalog::is_deprecated_anywhere(&l.1, &l.2, &l.3) {
+        return;
+    }
     let routes = st.routes.load();
     let Some(res) = routes.lookup(&l.1, &l.2, &l.3) else {
         return;
