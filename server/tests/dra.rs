@@ -82,6 +82,60 @@ fn invalid_claims_are_refused_with_upstream_messages() {
     );
 }
 
+/// Selectors are compiled in upstream's device environment, and admin access needs the
+/// namespace's label: both answered as a v1.36.2 kube-apiserver answers (recorded there).
+#[test]
+fn selectors_compile_and_admin_access_needs_the_namespace_label() {
+    let s = server();
+    let ns = s.namespace("dra-admin");
+    let claim_json = claim(
+        "c",
+        json!({"requests": [
+            {"name": "a", "exactly": {"deviceClassName": "gpu"}},
+            {"name": "b", "exactly": {"deviceClassName": "gpu", "adminAccess": true,
+                                      "selectors": [{"cel": {"expression": "x"}}]}}]}),
+    );
+    let err = create_fails(&ns, &claim_json);
+    assert_eq!(
+        err.trim_end(),
+        "The ResourceClaim \"c\" is invalid: \n\
+         * spec.devices.requests[1].adminAccess: Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace\n\
+         * spec.devices.requests[1].exactly.selectors[0].cel.expression: Invalid value: \"x\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' (in container '')\n | x\n | ^"
+    );
+    let out = s.kubectl(&[
+        "label",
+        "namespace",
+        &ns,
+        "resource.kubernetes.io/admin-access=true",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut ok = claim_json.clone();
+    ok["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = json!([{"cel": {"expression": "device.attributes[\"gpu.example.com\"].model == \"a100\" && device.capacity[\"gpu.example.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0"}}]);
+    let created = create_ok(&ns, &ok);
+    assert_eq!(
+        created["spec"]["devices"]["requests"][1]["exactly"]["adminAccess"],
+        json!(true)
+    );
+
+    let err = create_fails(
+        &ns,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": "dra-typed"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver"}},
+                                       {"cel": {"expression": "device.driver == 1"}}]}}),
+    );
+    for line in [
+        "* spec.selectors[0].cel.expression: Invalid value: \"device.driver\": must evaluate to bool or the unknown type, not string",
+        "* spec.selectors[1].cel.expression: Invalid value: \"device.driver == 1\": compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to '(string, int)'\n | device.driver == 1\n | ..............^",
+    ] {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+}
+
 #[test]
 fn invalid_slices_and_classes_are_refused() {
     let ns = server().namespace("dra-invalid-cluster");

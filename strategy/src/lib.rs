@@ -58,6 +58,7 @@ mod workload_validation;
 
 pub use ctx::{Ctx, Requester};
 pub use deletion::DeletionPlan;
+pub use dra::{admin_access_forbidden, ADMIN_ACCESS_LABEL};
 pub use errors::FieldErr;
 pub use kind::Kind;
 pub use registry::{custom_resource, strategy, Strategy, Traits};

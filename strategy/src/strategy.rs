@@ -228,6 +228,22 @@ impl Strategy {
         validation::merge(validation::meta_causes(self, new), type_errs)
     }
 
+    /// Where a write asks for admin access to devices, which needs the namespace's
+    /// `resource.kubernetes.io/admin-access: "true"` label (the caller reads the namespace):
+    /// see [`dra::admin_access_field`]. `old` is the stored object of an update.
+    pub fn admin_access_field(
+        &self,
+        subresource: &str,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Option<String> {
+        if dra::owns(self.kind) {
+            dra::admin_access_field(self.kind, subresource, new, old)
+        } else {
+            None
+        }
+    }
+
     /// The field-selector fields upstream accepts for this resource.
     pub fn selectable_fields(&self) -> &'static [&'static str] {
         self.fields

@@ -1,12 +1,14 @@
-//! What the registry checks before a create that is not the type's own policy: the
-//! namespace must exist and not be terminating (upstream's NamespaceLifecycle admission).
+//! What the registry checks of a write that is not the type's own policy: the namespace must
+//! exist and not be terminating (upstream's NamespaceLifecycle admission), and admin access
+//! to devices needs the namespace's label (upstream's DRA strategies read the namespace).
 //! The admission chain of a later issue plugs in here.
 
 use super::Registry;
 use crate::objects;
 use crate::routes::Resource;
-use keel_api::status::ApiError;
+use keel_api::status::{ApiError, StatusCause};
 use keel_engine::{KeyValue, Revision};
+use serde_json::Value;
 
 impl Registry {
     /// NamespaceLifecycle: creates in a namespace need the namespace, not terminating.
@@ -33,6 +35,41 @@ impl Registry {
             ));
         }
         Ok(())
+    }
+}
+
+impl Registry {
+    /// The refusal of a write that asks for admin access to devices (claims, claim templates,
+    /// a claim's allocation) in a namespace without `resource.kubernetes.io/admin-access:
+    /// "true"`; it heads the causes of the write's 422, as upstream lists it first. A missing
+    /// namespace is NotFound, as upstream's namespace read fails.
+    pub(super) fn admin_access_causes(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        subresource: &str,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Result<Vec<StatusCause>, ApiError> {
+        let Some(path) = res.strategy.admin_access_field(subresource, new, old) else {
+            return Ok(Vec::new());
+        };
+        let key = self.namespaces.key("", namespace);
+        let kv = self
+            .storage
+            .get_latest(&key)?
+            .ok_or_else(|| ApiError::not_found("", "namespaces", namespace))?;
+        let ns = objects::parse_stored(kv.value())?;
+        let labelled = ns
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(keel_strategy::ADMIN_ACCESS_LABEL))
+            .and_then(Value::as_str)
+            == Some("true");
+        Ok(if labelled {
+            Vec::new()
+        } else {
+            vec![keel_strategy::admin_access_forbidden(&path).into_cause()]
+        })
     }
 }
 

@@ -34,7 +34,8 @@ impl Registry {
         let info = &res.info;
         let ctx = strategy_ctx().with_requester(opts.requester.clone());
         res.strategy.prepare_for_create(&mut obj, &ctx);
-        let causes = res.strategy.validate_create(&obj);
+        let mut causes = self.admin_access_causes(res, namespace, "", &obj, None)?;
+        causes.extend(res.strategy.validate_create(&obj));
         if !causes.is_empty() {
             return Err(invalid(res, &obj, causes));
         }

@@ -92,7 +92,9 @@ impl Registry {
                 } else {
                     strategy.prepare_for_subresource_update(opts.subresource, &mut new, &old);
                 }
-                let causes = strategy.validate_subresource_update(opts.subresource, &new, &old);
+                let mut causes =
+                    self.admin_access_causes(res, namespace, opts.subresource, &new, Some(&old))?;
+                causes.extend(strategy.validate_subresource_update(opts.subresource, &new, &old));
                 if !causes.is_empty() {
                     return Err(invalid(res, &new, causes));
                 }

@@ -7,7 +7,9 @@ use crate::errors::{Bad, FieldErr};
 use keel_api::names::{
     is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
 };
+use keel_cel::Type;
 use serde_json::Value;
+use std::sync::LazyLock;
 
 /// Upstream's size bounds (`pkg/apis/resource/types.go`).
 pub const REQUESTS_MAX: usize = 32;
@@ -266,11 +268,32 @@ pub fn device_configuration(config: &Value, path: &str, stored: bool) -> Vec<Fie
     errs
 }
 
-/// What upstream's CEL parser says about an empty expression.
-const EMPTY_CEL_MSG: &str = "compilation failed: ERROR: <input>:1:0: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}";
+/// What a device selector may refer to (upstream's DRA environment with its default feature
+/// gates: consumable capacity on, list-type attributes off, so attributes are of unknown type).
+static DEVICE_ENV: LazyLock<keel_cel::Env> = LazyLock::new(|| {
+    let quantity = Type::Object("kubernetes.Quantity".into());
+    keel_cel::Env::default()
+        .object(
+            "kubernetes.DRADevice",
+            &[
+                ("driver", Type::String),
+                ("allowMultipleAllocations", Type::Bool),
+                (
+                    "attributes",
+                    Type::map(Type::String, Type::map(Type::String, Type::Any)),
+                ),
+                (
+                    "capacity",
+                    Type::map(Type::String, Type::map(Type::String, quantity)),
+                ),
+            ],
+        )
+        .variable("device", Type::Object("kubernetes.DRADevice".into()))
+});
 
-/// A device selector: a `cel` expression. Upstream compiles and type-checks the expression;
-/// here only what needs no CEL compiler: the size bound and the empty expression.
+/// A device selector: a `cel` expression that compiles in the device environment to a
+/// boolean (or an attribute, whose type is unknown until a device is seen). Upstream also
+/// estimates the expression's worst-case cost and refuses one over its limit; keel does not.
 pub fn selector(sel: &Value, path: &str) -> Vec<FieldErr> {
     let Some(cel) = sel.get("cel").filter(|c| !c.is_null()) else {
         return vec![FieldErr::required(&format!("{path}.cel"), "")];
@@ -280,10 +303,22 @@ pub fn selector(sel: &Value, path: &str) -> Vec<FieldErr> {
     if expr.len() > CEL_EXPRESSION_BYTES_MAX {
         return vec![too_long(&field, CEL_EXPRESSION_BYTES_MAX)];
     }
-    if expr.is_empty() {
-        return vec![FieldErr::invalid(&field, expr, EMPTY_CEL_MSG)];
+    match keel_cel::compile(&DEVICE_ENV, expr) {
+        Err(issues) => vec![FieldErr::invalid(
+            &field,
+            expr,
+            &format!("compilation failed: {issues}"),
+        )],
+        Ok(Type::Bool | Type::Any) => Vec::new(),
+        Ok(other) => vec![FieldErr::invalid(
+            &field,
+            expr,
+            &format!(
+                "must evaluate to bool or the unknown type, not {}",
+                other.name()
+            ),
+        )],
     }
-    Vec::new()
 }
 
 /// A list of at most 32 selectors.

@@ -5,13 +5,12 @@
 //! devices, binding conditions and extended resources on; list-type attributes, node
 //! allocatable mappings and device taint rules off).
 //!
-//! Error paths, reasons and messages are upstream's; where upstream validates a value this
-//! crate cannot judge (CEL selector expressions are compiled and type-checked upstream), only
-//! the checks that need no compiler are made (size bounds, the empty expression).
+//! Error paths, reasons and messages are upstream's. CEL selector expressions are compiled
+//! and type-checked by `keel-cel` in upstream's device environment (not cost-estimated).
 //!
 //! Objects are checked in v1's shape; `resource.k8s.io/v1beta1` objects (stored as written)
 //! are defaulted in their own shape and validated through a v1-shaped view, as upstream
-//! validates its internal form. Not done: compiling CEL, the `adminAccess` namespace-label
+//! validates its internal form. Not done: CEL cost estimation, the `adminAccess` namespace-label
 //! check (needs the namespace), canonical printing of quantities in messages.
 //!
 //! Submodules: `common` (shared checks and list rules), `claim` (claims, templates, claim
@@ -196,4 +195,58 @@ impl V1View for Value {
         }
         self
     }
+}
+
+/// The namespace label that lets claims in the namespace ask for admin access to devices.
+pub const ADMIN_ACCESS_LABEL: &str = "resource.kubernetes.io/admin-access";
+
+/// Where `new` asks for admin access to devices, which only a namespace labelled
+/// `resource.kubernetes.io/admin-access: "true"` may: a claim or claim template being created
+/// with a request for it (upstream reports `spec.devices.requests[i].adminAccess` for both,
+/// wherever the field lies), and a claim's status whose allocation first grants it
+/// (`subresource` "status", `old` the stored claim). `None` when nothing asks.
+pub fn admin_access_field(
+    kind: Kind,
+    subresource: &str,
+    new: &Value,
+    old: Option<&Value>,
+) -> Option<String> {
+    let v1 = |o: &Value| {
+        if v1beta1::is_v1beta1(o) {
+            v1beta1::to_v1(o)
+        } else {
+            o.clone()
+        }
+    };
+    let new = v1(new);
+    let granted = |o: &Value| {
+        crate::json::arr_at(o, "status.allocation.devices.results")
+            .iter()
+            .position(|r| r.get("adminAccess") == Some(&Value::Bool(true)))
+    };
+    match (kind, subresource, old) {
+        (Kind::ResourceClaim | Kind::ResourceClaimTemplate, "", None) => {
+            let spec = if kind == Kind::ResourceClaim {
+                "spec.devices.requests"
+            } else {
+                "spec.spec.devices.requests"
+            };
+            crate::json::arr_at(&new, spec)
+                .iter()
+                .position(|r| r.pointer("/exactly/adminAccess") == Some(&Value::Bool(true)))
+                .map(|i| format!("spec.devices.requests[{i}].adminAccess"))
+        }
+        (Kind::ResourceClaim, "status", Some(old)) if granted(&v1(old)).is_none() => {
+            granted(&new).map(|i| format!("status.allocation.devices.results[{i}].adminAccess"))
+        }
+        _ => None,
+    }
+}
+
+/// The refusal of admin access in a namespace without the label.
+pub fn admin_access_forbidden(path: &str) -> FieldErr {
+    FieldErr::forbidden(
+        path,
+        &format!("admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"),
+    )
 }

@@ -767,3 +767,110 @@ fn claims_stored_without_defaults_stay_updatable() {
     s.prepare_for_update(&mut changed, &stored, &ctx());
     assert_eq!(s.validate_update(&changed, &stored).len(), 1);
 }
+
+#[test]
+fn admin_access_requests_are_found_where_upstream_reports_them() {
+    let req = |admin: Value| json!({"name": "r", "exactly": {"deviceClassName": "gpu", "adminAccess": admin}});
+    let claim = |reqs: Value| json!({"apiVersion": "resource.k8s.io/v1", "spec": {"devices": {"requests": reqs}}});
+    let beta = json!({"apiVersion": "resource.k8s.io/v1beta1",
+                      "spec": {"devices": {"requests": [{"name": "r", "deviceClassName": "gpu"},
+                                                         {"name": "s", "deviceClassName": "gpu", "adminAccess": true}]}}});
+    let template = json!({"apiVersion": "resource.k8s.io/v1",
+                          "spec": {"spec": {"devices": {"requests": [req(json!(true))]}}}});
+    let allocated = |admin: bool| {
+        json!({"apiVersion": "resource.k8s.io/v1", "status": {"allocation": {"devices": {
+        "results": [{"request": "r", "adminAccess": false}, {"request": "s", "adminAccess": admin}]}}}})
+    };
+    use crate::kind::Kind;
+    let cases: Vec<(Kind, &str, Value, Option<Value>, Option<&str>)> = vec![
+        (
+            Kind::ResourceClaim,
+            "",
+            claim(json!([req(json!(false)), req(json!(true))])),
+            None,
+            Some("spec.devices.requests[1].adminAccess"),
+        ),
+        (
+            Kind::ResourceClaim,
+            "",
+            claim(json!([req(json!(false)), req(Value::Null)])),
+            None,
+            None,
+        ),
+        (
+            Kind::ResourceClaim,
+            "",
+            beta,
+            None,
+            Some("spec.devices.requests[1].adminAccess"),
+        ),
+        (
+            Kind::ResourceClaimTemplate,
+            "",
+            template,
+            None,
+            Some("spec.devices.requests[0].adminAccess"),
+        ),
+        // The spec is immutable: an update is not asked again.
+        (
+            Kind::ResourceClaim,
+            "",
+            claim(json!([req(json!(true))])),
+            Some(claim(json!([req(json!(true))]))),
+            None,
+        ),
+        (
+            Kind::ResourceClaim,
+            "status",
+            allocated(true),
+            Some(allocated(false)),
+            Some("status.allocation.devices.results[1].adminAccess"),
+        ),
+        // Already granted: the allocation is immutable, not asked again.
+        (
+            Kind::ResourceClaim,
+            "status",
+            allocated(true),
+            Some(allocated(true)),
+            None,
+        ),
+        (
+            Kind::DeviceClass,
+            "",
+            claim(json!([req(json!(true))])),
+            None,
+            None,
+        ),
+    ];
+    for (kind, sub, new, old, want) in cases {
+        assert_eq!(
+            super::admin_access_field(kind, sub, &new, old.as_ref()).as_deref(),
+            want,
+            "{kind:?} {sub} {new}"
+        );
+    }
+    assert_eq!(
+        super::admin_access_forbidden("spec.devices.requests[1].adminAccess").into_cause().message,
+        "Forbidden: admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing namespace"
+    );
+}
+
+#[test]
+fn selectors_are_compiled_in_the_device_environment() {
+    let class = |expr: &str| json!({"selectors": [{"cel": {"expression": expr}}]});
+    let errs = |expr: &str| -> Vec<String> {
+        let obj = json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                         "metadata": {"name": "c"}, "spec": class(expr)});
+        create("deviceclasses", obj).1
+    };
+    assert!(errs("device.driver == \"gpu.example.com\" && device.attributes[\"gpu.example.com\"].model == \"x\"").is_empty());
+    assert!(errs("device.allowMultipleAllocations").is_empty());
+    assert_eq!(
+        errs("device.capacity[\"a\"][\"b\"]"),
+        vec!["spec.selectors[0].cel.expression: Invalid value: \"device.capacity[\\\"a\\\"][\\\"b\\\"]\": must evaluate to bool or the unknown type, not kubernetes.Quantity".to_string()]
+    );
+    assert_eq!(
+        errs("device.foo"),
+        vec!["spec.selectors[0].cel.expression: Invalid value: \"device.foo\": compilation failed: ERROR: <input>:1:7: undefined field 'foo'\n | device.foo\n | ......^".to_string()]
+    );
+}

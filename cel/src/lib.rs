@@ -1,0 +1,146 @@
+//! CEL expressions compiled as upstream's API server compiles them (cel-go): parsed, macros
+//! expanded, type-checked against an environment's variables and upstream's function
+//! libraries, with cel-go's error text (`ERROR: <input>:L:C: message`, the source line and a
+//! caret under the column), so validation answers carry upstream's messages.
+//!
+//! Not done: cost estimation (upstream refuses expressions whose worst-case cost exceeds a
+//! limit) and the checks upstream's validators make of literal arguments (durations,
+//! timestamps, regular expressions).
+
+mod check;
+mod macros;
+mod stdlib;
+pub mod types;
+
+use cel::common::ast::SourceInfo;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+pub use types::Type;
+
+/// What an expression may refer to beyond the libraries: variables and object types.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    variables: HashMap<String, Type>,
+    objects: HashMap<String, HashMap<String, Type>>,
+}
+
+impl Env {
+    pub fn variable(mut self, name: &str, t: Type) -> Self {
+        self.variables.insert(name.to_string(), t);
+        self
+    }
+
+    /// Declares an object type and its fields (`Type::Object(name)`).
+    pub fn object(mut self, name: &str, fields: &[(&str, Type)]) -> Self {
+        self.objects.insert(
+            name.to_string(),
+            fields
+                .iter()
+                .map(|(f, t)| (f.to_string(), t.clone()))
+                .collect(),
+        );
+        self
+    }
+}
+
+/// The parser with upstream's macros and optional syntax.
+static PARSER_ENV: LazyLock<cel::Env> = LazyLock::new(|| {
+    let mut env = cel::Env::stdlib().with_optional_support(true);
+    for m in macros::all() {
+        env.add_macro(m).expect("macros are distinct");
+    }
+    env
+});
+
+/// Compiles `source` in `env`: its output type, or cel-go's issues text.
+pub fn compile(env: &Env, source: &str) -> Result<Type, String> {
+    if source.is_empty() {
+        return Err(format!(
+            "ERROR: <input>:1:0: {}",
+            syntax_expecting("mismatched input '<EOF>'")
+        ));
+    }
+    let (expr, info) = match PARSER_ENV.parser().parse_with_source_info(source) {
+        Ok(parsed) => parsed,
+        Err(errors) => {
+            let mut issues: Vec<((isize, isize), String)> = errors
+                .errors
+                .iter()
+                .map(|e| (e.pos, e.msg.clone()))
+                .collect();
+            // The parser crate also reports the nodes a syntax error left incomplete;
+            // cel-go reports only the syntax error.
+            if issues.iter().any(|(_, m)| !m.starts_with("Incomplete ")) {
+                issues.retain(|(_, m)| !m.starts_with("Incomplete "));
+            }
+            return Err(render(source, issues));
+        }
+    };
+    let mut checker = check::Checker::new(env);
+    let output = checker.check_root(&expr);
+    if checker.errors.is_empty() {
+        return Ok(output);
+    }
+    let issues = checker
+        .errors
+        .iter()
+        .map(|(id, msg)| (position(source, &info, *id), msg.clone()))
+        .collect();
+    Err(render(source, issues))
+}
+
+fn syntax_expecting(what: &str) -> String {
+    format!(
+        "Syntax error: {what} expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}"
+    )
+}
+
+/// Line and 1-based column (in characters) of an expression's start.
+fn position(source: &str, info: &SourceInfo, id: u64) -> (isize, isize) {
+    let Some((start, _)) = info.offset_for(id) else {
+        return (1, 1);
+    };
+    let (mut line, mut col) = (1, 1);
+    for c in source.chars().take(start as usize) {
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    (line, col)
+}
+
+/// cel-go's issues text: each error in source order, with its line and a caret.
+fn render(source: &str, mut issues: Vec<((isize, isize), String)>) -> String {
+    issues.sort_by_key(|(pos, _)| *pos);
+    let lines: Vec<&str> = source.split('\n').collect();
+    let mut out = Vec::with_capacity(issues.len());
+    for ((line, col), msg) in issues {
+        let mut text = format!("ERROR: <input>:{line}:{col}: {msg}");
+        if let Some(snippet) = usize::try_from(line - 1).ok().and_then(|l| lines.get(l)) {
+            let snippet = snippet.replace('\t', " ");
+            let mut marker = String::new();
+            let mut chars = snippet.chars();
+            for _ in 1..col {
+                match chars.next() {
+                    Some(c) if c.len_utf8() > 1 => marker.push('\u{ff0e}'),
+                    Some(_) => marker.push('.'),
+                    None => break,
+                }
+            }
+            marker.push(if chars.next().is_some_and(|c| c.len_utf8() > 1) {
+                '\u{ff3e}'
+            } else {
+                '^'
+            });
+            text.push_str(&format!("\n | {snippet}\n | {marker}"));
+        }
+        out.push(text);
+    }
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests;
