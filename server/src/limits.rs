@@ -99,8 +99,9 @@ pub const ROUTES_CACHED_PER_THREAD_MAX: usize = 4;
 /// How often the namespace controller re-examines terminating namespaces when nothing
 /// changes.
 pub const NAMESPACE_RESYNC: Duration = Duration::from_millis(500);
-/// How often the volume protection controller re-examines claims and volumes being deleted
-/// when none changes (a claim's last pod finishing is seen this late at most).
+/// How often the volume protection controller re-examines claims, volumes and
+/// VolumeAttributesClasses being deleted when none changes (a claim's last pod finishing is
+/// seen this late at most).
 pub const VOLUME_PROTECTION_RESYNC: Duration = Duration::from_secs(2);
 /// Least time between two passes of the namespace controller: a pass lists and parses every
 /// namespace, so a burst of namespace changes (a simulated cluster creating thousands) is

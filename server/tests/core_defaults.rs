@@ -2,6 +2,8 @@
 //! answers them: claim protection finalizer and volume mode, the not-ready taint of new
 //! Nodes, pod template defaults, the DaemonSet template generation, and events whose
 //! involved object is in another namespace refused; an unused claim being deleted goes.
+//! VolumeAttributesClasses get their protection finalizer too, and a class being deleted
+//! goes once no claim names it.
 
 mod common;
 
@@ -167,4 +169,91 @@ fn event_for_object_in_other_namespace_is_refused() {
     ok["regarding"]["namespace"] = json!(ns);
     let created = create(&ns, &ok);
     assert_eq!(created["regarding"]["namespace"], json!(ns));
+}
+
+/// How long a class the protection controller must keep is watched for going wrongly: a
+/// deletion wakes a pass at once, so one that would let it go has done so by then.
+const HELD_CHECK: Duration = Duration::from_secs(1);
+/// Longest the protection controller may take to act on a change (a pass is woken by it;
+/// the resync is 2 s).
+const CONTROLLER_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn class(name: &str) -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+           "metadata": {"name": name}, "driverName": "csi.example.com",
+           "parameters": {"iops": "3000"}})
+}
+
+fn class_gone(name: &str) -> bool {
+    common::eventually(CONTROLLER_TIMEOUT, || {
+        !server()
+            .kubectl(&["get", "volumeattributesclass", name])
+            .status
+            .success()
+    })
+}
+
+#[test]
+fn class_named_by_a_claim_stays_until_the_claim_goes() {
+    let s = server();
+    let ns = s.namespace("core-defaults-vac");
+    let vac = create("default", &class("core-defaults-vac-used"));
+    assert_eq!(
+        vac["metadata"]["finalizers"],
+        json!(["kubernetes.io/vac-protection"])
+    );
+    create(
+        &ns,
+        &json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "c"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "volumeAttributesClassName": "core-defaults-vac-used",
+                         "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
+    s.ok(&[
+        "delete",
+        "volumeattributesclass",
+        "core-defaults-vac-used",
+        "--wait=false",
+    ]);
+    std::thread::sleep(HELD_CHECK);
+    let held = s.json(&["get", "volumeattributesclass", "core-defaults-vac-used"]);
+    assert!(
+        held["metadata"]["deletionTimestamp"].is_string(),
+        "not being deleted: {held}"
+    );
+    assert_eq!(
+        held["metadata"]["finalizers"],
+        json!(["kubernetes.io/vac-protection"])
+    );
+    // No pod uses the claim: the pvc-protection controller lets it go, and with it the class.
+    s.ok(&["delete", "pvc", "c", "-n", &ns, "--wait=false"]);
+    assert!(class_gone("core-defaults-vac-used"), "class still there");
+}
+
+#[test]
+fn unused_class_goes_and_keeps_its_finalizer_until_then() {
+    let s = server();
+    create("default", &class("core-defaults-vac-unused"));
+    // The controller puts back a finalizer a client took off (upstream does too).
+    s.ok(&[
+        "patch",
+        "volumeattributesclass",
+        "core-defaults-vac-unused",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    let back = common::eventually(CONTROLLER_TIMEOUT, || {
+        let vac = s.json(&["get", "volumeattributesclass", "core-defaults-vac-unused"]);
+        vac["metadata"]["finalizers"] == json!(["kubernetes.io/vac-protection"])
+    });
+    assert!(back, "finalizer not put back");
+    s.ok(&[
+        "delete",
+        "volumeattributesclass",
+        "core-defaults-vac-unused",
+        "--wait=false",
+    ]);
+    assert!(class_gone("core-defaults-vac-unused"), "class still there");
 }

@@ -1,6 +1,8 @@
 //! Defaults, admission additions and validation of core kinds without a module of their own:
 //! Endpoints, PodTemplates, PersistentVolumes and claims, EndpointSlices, the Node taint and
-//! the DaemonSet template generation added on create, and upstream's event rules.
+//! the DaemonSet template generation added on create, and upstream's event rules. The
+//! StorageObjectInUseProtection finalizers are all here, storage.k8s.io's
+//! VolumeAttributesClass's too, so that admission plugin's whole rule is in one place.
 //!
 //! Values were checked against kube-apiserver v1.36.2 create answers.
 
@@ -14,6 +16,9 @@ use serde_json::{json, Map, Value};
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// Finalizer upstream's StorageObjectInUseProtection admission puts on new claims.
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+/// Finalizer upstream's StorageObjectInUseProtection admission puts on new
+/// VolumeAttributesClasses (every served version).
+pub const VAC_PROTECTION_FINALIZER: &str = "kubernetes.io/vac-protection";
 /// Taint upstream's TaintNodesByCondition admission puts on new Nodes.
 pub const NOT_READY_TAINT_KEY: &str = "node.kubernetes.io/not-ready";
 /// Annotation apps/v1 shows a DaemonSet's internal template generation in.
@@ -103,7 +108,7 @@ pub fn apply(kind: Kind, obj: &mut Value) {
 }
 
 /// What upstream's admission plugins and create strategies add to a new object: the
-/// protection finalizers of volumes and claims, the not-ready taint of a Node, and the
+/// protection finalizers of volumes, claims and volume attributes classes, the not-ready taint of a Node, and the
 /// template generation of a DaemonSet. Upstream does none of this on update.
 pub fn admit_create(kind: Kind, obj: &mut Value) {
     let Some(map) = obj.as_object_mut() else {
@@ -112,6 +117,7 @@ pub fn admit_create(kind: Kind, obj: &mut Value) {
     match kind {
         Kind::PersistentVolume => add_finalizer(map, PV_PROTECTION_FINALIZER),
         Kind::PersistentVolumeClaim => add_finalizer(map, PVC_PROTECTION_FINALIZER),
+        Kind::VolumeAttributesClass => add_finalizer(map, VAC_PROTECTION_FINALIZER),
         Kind::Node => add_not_ready_taint(map),
         Kind::DaemonSet => {
             let generation = template_generation(map).max(1);
@@ -462,6 +468,23 @@ mod tests {
                 json!({"metadata": {"finalizers": ["a", "kubernetes.io/pvc-protection"]}}),
             ),
             (
+                Kind::VolumeAttributesClass,
+                json!({"metadata": {"name": "c"}, "driverName": "d.example.com"}),
+                json!({"metadata": {"name": "c", "finalizers": ["kubernetes.io/vac-protection"]},
+                       "driverName": "d.example.com"}),
+            ),
+            // Appended after the class's own finalizers, never twice.
+            (
+                Kind::VolumeAttributesClass,
+                json!({"metadata": {"finalizers": ["a", "kubernetes.io/vac-protection", "b"]}}),
+                json!({"metadata": {"finalizers": ["a", "kubernetes.io/vac-protection", "b"]}}),
+            ),
+            (
+                Kind::VolumeAttributesClass,
+                json!({"metadata": {"finalizers": ["a"]}}),
+                json!({"metadata": {"finalizers": ["a", "kubernetes.io/vac-protection"]}}),
+            ),
+            (
                 Kind::Node,
                 json!({"metadata": {}}),
                 json!({"metadata": {}, "spec": {"taints": [
@@ -501,6 +524,34 @@ mod tests {
         for (kind, mut obj, want) in cases {
             admit_create(kind, &mut obj);
             assert_eq!(obj, want, "{kind:?}");
+        }
+    }
+
+    /// Upstream's StorageObjectInUseProtection admission gives every new VolumeAttributesClass
+    /// (v1 and v1beta1 alike) the finalizer, and adds nothing on update: a class whose
+    /// finalizer was taken off keeps it off until the protection controller puts it back.
+    #[test]
+    fn volume_attributes_class_finalizer_on_create_only() {
+        let s = crate::registry::strategy("storage.k8s.io", "volumeattributesclasses");
+        assert_eq!(s.kind(), Kind::VolumeAttributesClass);
+        let ctx = crate::Ctx::default();
+        for version in ["v1", "v1beta1"] {
+            let mut obj = json!({"apiVersion": format!("storage.k8s.io/{version}"),
+                "kind": "VolumeAttributesClass", "metadata": {"name": "c"},
+                "driverName": "d.example.com"});
+            s.prepare_for_create(&mut obj, &ctx);
+            assert_eq!(
+                obj["metadata"]["finalizers"],
+                json!(["kubernetes.io/vac-protection"]),
+                "{version}"
+            );
+            let old = obj.clone();
+            obj["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .shift_remove("finalizers");
+            s.prepare_for_update(&mut obj, &old, &ctx);
+            assert_eq!(obj["metadata"].get("finalizers"), None, "{version}");
         }
     }
 

@@ -26,6 +26,8 @@ pub enum Kind {
     PersistentVolume,
     /// core/v1 persistentvolumeclaims
     PersistentVolumeClaim,
+    /// storage.k8s.io volumeattributesclasses (every version: the protection finalizer)
+    VolumeAttributesClass,
     /// core/v1 podtemplates
     PodTemplate,
     /// discovery.k8s.io/v1 endpointslices

@@ -56,6 +56,9 @@ mod validation;
 mod workload_defaults;
 mod workload_validation;
 
+pub use core_defaults::{
+    PVC_PROTECTION_FINALIZER, PV_PROTECTION_FINALIZER, VAC_PROTECTION_FINALIZER,
+};
 pub use ctx::{Ctx, Requester};
 pub use deletion::DeletionPlan;
 pub use dra::{admin_access_forbidden, ADMIN_ACCESS_LABEL};

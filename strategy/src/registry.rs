@@ -516,7 +516,7 @@ static TABLE: &[Strategy] = &[
     row(
         "storage.k8s.io",
         "volumeattributesclasses",
-        K::Other,
+        K::VolumeAttributesClass,
         t(false, false, false, false),
     ),
     row(

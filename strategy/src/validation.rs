@@ -95,6 +95,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         | Kind::Other
         | Kind::PersistentVolume
         | Kind::PersistentVolumeClaim
+        | Kind::VolumeAttributesClass
         | Kind::PodTemplate
         | Kind::EndpointSlice => Vec::new(),
         kind if dra::owns(kind) => dra::validate_create(kind, obj),

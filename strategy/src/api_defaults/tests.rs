@@ -161,15 +161,15 @@ fn create_defaults_match_upstream() {
                 "spec": {"drivers": [{"name": "d.example.com", "nodeID": "n1", "topologyKeys": null},
                     {"name": "e.example.com", "nodeID": "n1", "topologyKeys": ["zone"]}]}}),
         ),
-        // Upstream's admission adds `kubernetes.io/vac-protection` here; keel, without the
-        // controller that removes it, does not (see the module's notes).
+        // No defaults; upstream's StorageObjectInUseProtection admission adds the finalizer.
         (
             STORAGE,
             "volumeattributesclasses",
             json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass", "metadata": {"name": "v"},
                 "driverName": "d.example.com"}),
             json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
-                "metadata": {"name": "v"}, "driverName": "d.example.com"}),
+                "metadata": {"name": "v", "finalizers": ["kubernetes.io/vac-protection"]},
+                "driverName": "d.example.com"}),
         ),
         (
             "resource.k8s.io",
