@@ -782,7 +782,9 @@ fn admin_access_requests_are_found_where_upstream_reports_them() {
         "results": [{"request": "r", "adminAccess": false}, {"request": "s", "adminAccess": admin}]}}}})
     };
     use crate::kind::Kind;
-    let cases: Vec<(Kind, &str, Value, Option<Value>, Option<&str>)> = vec![
+    /// (kind, subresource, new, stored, the path upstream reports)
+    type Case = (Kind, &'static str, Value, Option<Value>, Option<&'static str>);
+    let cases: Vec<Case> = vec![
         (
             Kind::ResourceClaim,
             "",
