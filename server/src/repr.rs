@@ -19,6 +19,96 @@ pub enum Format {
     Json,
     Protobuf,
     Table,
+    /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList` (`g=meta.k8s.io`): only
+    /// the objects' metadata, as controllers' metadata informers and the garbage collector
+    /// ask for it.
+    Metadata(MetadataAs),
+}
+
+/// A metadata-only representation: JSON or protobuf, the object or list form, `meta.k8s.io`
+/// `v1` or `v1beta1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MetadataAs {
+    pub protobuf: bool,
+    pub list: bool,
+    pub v1beta1: bool,
+}
+
+impl MetadataAs {
+    pub fn api_version(&self) -> &'static str {
+        if self.v1beta1 {
+            "meta.k8s.io/v1beta1"
+        } else {
+            "meta.k8s.io/v1"
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        if self.list {
+            "PartialObjectMetadataList"
+        } else {
+            "PartialObjectMetadata"
+        }
+    }
+
+    pub fn content_type(&self) -> &'static str {
+        if self.protobuf {
+            PROTOBUF
+        } else {
+            JSON
+        }
+    }
+
+    /// The `PartialObjectMetadata` of the stored object `bytes`.
+    pub fn of_stored(&self, bytes: &[u8]) -> Result<Value, ApiError> {
+        #[derive(serde::Deserialize)]
+        struct MetadataOnly {
+            #[serde(default)]
+            metadata: Value,
+        }
+        let m: MetadataOnly = serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::internal(format!("stored object: {e}")))?;
+        Ok(self.of_metadata(m.metadata))
+    }
+
+    pub fn of_metadata(&self, metadata: Value) -> Value {
+        json!({"kind": "PartialObjectMetadata", "apiVersion": self.api_version(), "metadata": metadata})
+    }
+
+    /// Upstream's refusal when the form asked for (object or list) is not the response's:
+    /// it names the response's internal Go type.
+    pub fn mismatch(&self, api_version: &str, kind: &str, is_list: bool) -> ApiError {
+        let go_type = go_internal_type(api_version, kind);
+        let msg = if is_list {
+            format!(
+                "you requested {}, but the requested object is a list (*{go_type}List)",
+                self.kind()
+            )
+        } else {
+            format!(
+                "you requested {}, but the requested object is not a list (*{go_type})",
+                self.kind()
+            )
+        };
+        ApiError::not_acceptable_message(msg)
+    }
+}
+
+/// The internal Go type upstream's messages name for an object of `kind` in `api_version`:
+/// the group's internal package (`core` for the legacy group and events.k8s.io's events),
+/// `unstructured.Unstructured` for custom resources.
+fn go_internal_type(api_version: &str, kind: &str) -> String {
+    // Every built-in kind has a protobuf form; custom resources have none.
+    if !keel_proto::supports(api_version, kind) {
+        return "unstructured.Unstructured".into();
+    }
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let package = match group {
+        "" | "events.k8s.io" => "core",
+        "internal.apiserver.k8s.io" => "apiserverinternal",
+        g => g.split('.').next().unwrap_or(g),
+    };
+    format!("{package}.{kind}")
 }
 
 /// One media range of an `Accept` header.
@@ -70,6 +160,16 @@ pub fn negotiate(accept: Option<&str>, table: bool, protobuf: bool) -> Result<Fo
                     && matches!(r.v, Some("v1") | Some("v1beta1")) =>
             {
                 return Ok(Format::Table)
+            }
+            (
+                media @ ("application/json" | PROTOBUF),
+                Some(as_ @ ("PartialObjectMetadata" | "PartialObjectMetadataList")),
+            ) if r.g == Some("meta.k8s.io") && matches!(r.v, Some("v1") | Some("v1beta1")) => {
+                return Ok(Format::Metadata(MetadataAs {
+                    protobuf: media == PROTOBUF,
+                    list: as_ == "PartialObjectMetadataList",
+                    v1beta1: r.v == Some("v1beta1"),
+                }))
             }
             ("application/json" | "*/*" | "application/*", None) => return Ok(Format::Json),
             (PROTOBUF, None) if protobuf => return Ok(Format::Protobuf),
@@ -155,12 +255,19 @@ impl Encoder {
                     self.value_event(out, kind, &t);
                 }
             }
+            // Upstream sends no event it cannot give in the list form.
+            Format::Metadata(m) if m.list => {}
+            Format::Metadata(m) => {
+                if let Ok(v) = m.of_stored(bytes) {
+                    self.value_event(out, kind, &v);
+                }
+            }
         }
     }
 
     fn value_event(&self, out: &mut Vec<u8>, kind: &str, v: &Value) {
         match self.format {
-            Format::Protobuf => {
+            Format::Protobuf | Format::Metadata(MetadataAs { protobuf: true, .. }) => {
                 if let Ok(frame) = keel_proto::encode_watch_event(kind, v) {
                     out.extend_from_slice(&frame);
                 }
@@ -177,26 +284,31 @@ impl Encoder {
 
     /// A BOOKMARK event at `rev`.
     pub fn bookmark(&self, out: &mut Vec<u8>, rev: keel_engine::Revision) {
-        let v = json!({
-            "kind": self.info.kind,
-            "apiVersion": self.api_version,
-            "metadata": {"resourceVersion": rev.to_string()}
-        });
+        self.bookmark_with(out, json!({"resourceVersion": rev.to_string()}));
+    }
+
+    /// A BOOKMARK whose object (of the watched kind, or its metadata form) has `metadata`.
+    fn bookmark_with(&self, out: &mut Vec<u8>, metadata: Value) {
+        let v = match self.format {
+            Format::Metadata(m) if m.list => return,
+            Format::Metadata(m) => m.of_metadata(metadata),
+            _ => {
+                json!({"kind": self.info.kind, "apiVersion": self.api_version, "metadata": metadata})
+            }
+        };
         self.value_event(out, "BOOKMARK", &v);
     }
 
     /// The BOOKMARK that ends a streaming list's initial events: the state's revision and
     /// the annotation `k8s.io/initial-events-end: "true"`.
     pub fn initial_events_end(&self, out: &mut Vec<u8>, rev: keel_engine::Revision) {
-        let v = json!({
-            "kind": self.info.kind,
-            "apiVersion": self.api_version,
-            "metadata": {
+        self.bookmark_with(
+            out,
+            json!({
                 "resourceVersion": rev.to_string(),
                 "annotations": {keel_api::rv::INITIAL_EVENTS_END_ANNOTATION: "true"}
-            }
-        });
-        self.value_event(out, "BOOKMARK", &v);
+            }),
+        );
     }
 
     /// An ERROR event carrying `e`.
@@ -248,16 +360,27 @@ mod tests {
             negotiate(Some("text/html"), true, true).unwrap_err().code,
             406
         );
+        let meta = |a: &str| negotiate(Some(a), true, false);
         assert_eq!(
-            negotiate(
-                Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
-                true,
-                true
-            )
-            .unwrap_err()
-            .code,
-            406
+            meta("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").unwrap(),
+            Format::Metadata(MetadataAs {
+                protobuf: false,
+                list: true,
+                v1beta1: false
+            })
         );
+        // Protobuf metadata is offered even where the kind has no protobuf form.
+        assert_eq!(
+            meta("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1").unwrap(),
+            Format::Metadata(MetadataAs { protobuf: true, list: false, v1beta1: true })
+        );
+        for unknown in [
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2",
+            "application/json;as=PartialObjectMetadata;g=other;v=v1",
+            "application/json;as=Partial;g=meta.k8s.io;v=v1",
+        ] {
+            assert_eq!(meta(unknown).unwrap_err().code, 406, "{unknown}");
+        }
     }
 
     #[test]

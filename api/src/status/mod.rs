@@ -232,6 +232,12 @@ impl ApiError {
         Self::plain(406, "NotAcceptable", msg)
     }
 
+    /// 406 NotAcceptable with a message of its own (a representation that cannot be given for
+    /// this response).
+    pub fn not_acceptable_message(message: impl Into<String>) -> Self {
+        Self::plain(406, "NotAcceptable", message)
+    }
+
     /// 415 UnsupportedMediaType. Upstream's message lists what *is* accepted:
     /// `the body of the request was in an unknown format - accepted media types include: a, b`.
     pub fn unsupported_media_type(accepted: &[&str]) -> Self {

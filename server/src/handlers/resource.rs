@@ -115,6 +115,18 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
                 .map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?;
             Ok(respond::response(200, keel_proto::MEDIA_TYPE, out))
         }
+        Format::Metadata(m) => {
+            if !m.list {
+                return Err(m.mismatch(&c.api_version(), c.info().kind, true));
+            }
+            let items = page
+                .items
+                .iter()
+                .map(|kv| m.of_stored(kv.value()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let list = json!({"kind": m.kind(), "apiVersion": m.api_version(), "metadata": meta, "items": items});
+            respond::metadata_response(200, m, &list)
+        }
         Format::Table => {
             let items = parse_all(&page.items)?;
             let refs: Vec<&Value> = items.iter().collect();

@@ -5,7 +5,7 @@
 use super::call::Call;
 use crate::limits::{LIST_CHUNK_BYTES, LIST_CHUNK_PIECES_MAX};
 use crate::objects::parse_stored;
-use crate::repr::{Format, JSON, TABLE_MEDIA};
+use crate::repr::{Format, MetadataAs, JSON, TABLE_MEDIA};
 use keel_api::status::ApiError;
 use keel_http::{Body, Chunk, Piece, Response};
 use serde_json::Value;
@@ -66,7 +66,49 @@ pub fn object(
                 serde_json::to_vec(&table(&v)).expect("JSON"),
             ))
         }
+        Format::Metadata(m) => {
+            let v: Value = parse_stored(&bytes)?;
+            let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+            let (api_version, kind) = (text("apiVersion"), text("kind"));
+            // A Status is no object: it goes out as it is, as upstream sends it.
+            if kind == "Status" {
+                let plain = if m.protobuf {
+                    Format::Protobuf
+                } else {
+                    Format::Json
+                };
+                return object(status, plain, bytes, table);
+            }
+            let items = v.get("items").and_then(Value::as_array);
+            let out = match (items, kind.strip_suffix("List")) {
+                (Some(items), Some(item_kind)) => {
+                    if !m.list {
+                        return Err(m.mismatch(api_version, item_kind, true));
+                    }
+                    let items: Vec<Value> = items
+                        .iter()
+                        .map(|i| m.of_metadata(i.get("metadata").cloned().unwrap_or_default()))
+                        .collect();
+                    serde_json::json!({"kind": m.kind(), "apiVersion": m.api_version(),
+                                       "metadata": v.get("metadata").cloned().unwrap_or_default(),
+                                       "items": items})
+                }
+                _ if m.list => return Err(m.mismatch(api_version, kind, false)),
+                _ => m.of_metadata(v.get("metadata").cloned().unwrap_or_default()),
+            };
+            metadata_response(status, m, &out)
+        }
     }
+}
+
+/// A metadata-only object or list in its media type.
+pub fn metadata_response(status: u16, m: MetadataAs, v: &Value) -> Result<Response, ApiError> {
+    let body = if m.protobuf {
+        keel_proto::encode(v).map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?
+    } else {
+        serde_json::to_vec(v).expect("JSON")
+    };
+    Ok(response(status, m.content_type(), body))
 }
 
 /// The Table of one object (create, update and delete responses in Table form).

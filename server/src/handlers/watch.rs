@@ -182,7 +182,9 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let enc = Encoder::new(format, c.res.info.clone());
     let sel = Selection::new(filter, name, enc);
     let content_type = match format {
-        Format::Protobuf => keel_proto::STREAM_MEDIA_TYPE,
+        Format::Protobuf | Format::Metadata(repr::MetadataAs { protobuf: true, .. }) => {
+            keel_proto::STREAM_MEDIA_TYPE
+        }
         _ => repr::JSON,
     };
     let watch = match st.registry.watch(c.res, c.namespace(), start, &sel).await {
