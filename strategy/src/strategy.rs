@@ -69,7 +69,9 @@ impl Strategy {
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
             kind if core_defaults::owns(kind) => core_defaults::apply(kind, obj),
-            K::Other if api_defaults::owns(self.group, self.resource) => {
+            K::Other | K::PriorityLevelConfiguration
+                if api_defaults::owns(self.group, self.resource) =>
+            {
                 api_defaults::apply(self.group, self.resource, obj)
             }
             kind => workload_defaults::apply(kind, obj),

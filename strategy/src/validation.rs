@@ -6,8 +6,8 @@ use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
 use crate::{
-    autoscaling, config, core_defaults, dra, endpoints, ipaddress, node, pod, podspec_validation,
-    service, workload_validation,
+    autoscaling, config, core_defaults, dra, endpoints, flowcontrol, ipaddress, node, pod,
+    podspec_validation, service, workload_validation,
 };
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
@@ -91,6 +91,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::Event => core_defaults::validate_event(obj, false),
         Kind::EventV1 => core_defaults::validate_event(obj, true),
         Kind::Endpoints => endpoints::validate(obj),
+        Kind::PriorityLevelConfiguration => flowcontrol::validate_priority_level(obj),
         Kind::Namespace
         | Kind::Other
         | Kind::PersistentVolume
