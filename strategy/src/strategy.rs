@@ -50,11 +50,14 @@ impl Strategy {
     }
 
     /// What upstream does while converting a request body to its internal form: a Secret's
-    /// `stringData` is merged into `data`. Call on every decoded or patched object before
-    /// field validation; idempotent (the `prepare_*` methods call it too).
+    /// `stringData` is merged into `data`; a Node's spec loses the zero values Go omits. Call
+    /// on every decoded or patched object before field validation; idempotent (the
+    /// `prepare_*` methods call it too).
     pub fn canonicalize_input(&self, obj: &mut Value) {
-        if self.kind == K::Secret {
-            config::merge_string_data(obj);
+        match self.kind {
+            K::Secret => config::merge_string_data(obj),
+            K::Node => node::drop_zero_spec_members(obj),
+            _ => {}
         }
     }
 
