@@ -225,7 +225,7 @@ impl Strategy {
             let type_errs = dra::validate_update(self.kind, subresource, new, old);
             return validation::merge(validation::meta_causes(self, new), type_errs);
         }
-        let mut type_errs = validation::type_rules(self.kind, new);
+        let mut type_errs = validation::type_rules_on_update(self.kind, new);
         match (self.kind, subresource) {
             (K::Pod, "resize") => type_errs.extend(pod::validate_resize(new, old)),
             _ => type_errs.extend(validation::update_rules(self.kind, new, old)),
