@@ -1,6 +1,7 @@
 //! Defaults, admission additions and validation of core kinds without a module of their own:
 //! Endpoints, PodTemplates, PersistentVolumes and claims, EndpointSlices, the Node taint and
-//! the DaemonSet template generation added on create, and upstream's event rules.
+//! the DaemonSet template generation added on create, upstream's event rules (create and
+//! events.k8s.io update) and a PersistentVolume's volume source rules.
 //!
 //! Values were checked against kube-apiserver v1.36.2 create answers.
 
