@@ -99,3 +99,34 @@ fn csr_records_its_requester() {
 }
 /// A PKCS#10 request (CN=defs-api, P-256 key) as PEM, base64-encoded: made once with openssl.
 const CSR_PEM_BASE64: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlITU1IVUNBUUF3RXpFUk1BOEdBMVVFQXd3SVpHVm1jeTFoY0drd1dUQVRCZ2NxaGtqT1BRSUJCZ2dxaGtqTwpQUU1CQndOQ0FBUkVkaGxqcTNmWDR5empIdmExOGJKSEhCZkQ0QUJmSUJZN0NqUHFBQlhjcGRQRGYvenV1RDFhCmhYZXZVYXhXa3BVamdRbVFnL1U1d0M3Ykt3WGpWRkROb0FBd0NnWUlLb1pJemowRUF3SURSd0F3UkFJZ0w1R1UKRVdUekkxMi9HK2lYK0taK0VHOFplQlIyMTNieVJLVXE1SkFBMjNFQ0lBcFpLeDFmYllZb3V5T1V6SGEwbDBRYQpTcVVUZmJyU0pGQjIyRDNIMjZoTAotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
+
+/// Priority levels are validated as upstream's `ValidatePriorityLevelConfiguration`: queuing
+/// is defaulted only when present, so a `Queue` level without it is refused, and only the
+/// level named `exempt` may be `Exempt`.
+#[test]
+fn priority_level_rules_are_upstreams() {
+    let s = server();
+    let path = "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations";
+    let rows = [
+        (
+            json!({"type": "Limited", "limited": {"limitResponse": {"type": "Queue"}}}),
+            json!({"reason": "FieldValueRequired",
+                "message": "Required value: must not be empty if limited.limitResponse.type is Limited",
+                "field": "spec.limited.limitResponse.queuing"}),
+        ),
+        (
+            json!({"type": "Exempt"}),
+            json!({"reason": "FieldValueInvalid",
+                "message": "Invalid value: \"Exempt\": must be 'Exempt' if and only if `name` is 'exempt'",
+                "field": "spec.type"}),
+        ),
+    ];
+    for (spec, cause) in rows {
+        let body = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration", "metadata": {"name": "rules-level"},
+            "spec": spec});
+        let got = s.send_json("POST", path, &body);
+        assert_eq!(got.status, 422, "{}", got.text());
+        assert_eq!(got.json()["details"]["causes"], json!([cause]), "{spec}");
+    }
+}

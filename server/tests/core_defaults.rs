@@ -76,6 +76,31 @@ fn new_node_is_tainted_not_ready_once() {
         node["spec"]["taints"],
         json!([{"key": "a", "effect": "NoSchedule"}])
     );
+    // Removing the last taint leaves `taints: []`, which upstream (Go's omitempty) drops.
+    s.ok(&["taint", "node", "core-defaults-node", "a:NoSchedule-"]);
+    let node = s.json(&["get", "node", "core-defaults-node"]);
+    assert_eq!(node["spec"], json!({}), "{node}");
+}
+
+/// A scaleIO PersistentVolume needs its `volumeName` (upstream's
+/// `validateScaleIOPersistentVolumeSource`).
+#[test]
+fn scaleio_volume_needs_volume_name() {
+    let s = server();
+    let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": "core-defaults-scaleio"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "scaleIO": {"gateway": "https://gw", "system": "sys",
+                             "secretRef": {"name": "s"}}}});
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &pv.to_string());
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            r#"The PersistentVolume "core-defaults-scaleio" is invalid: spec.scaleIO.volumeName: Required value"#
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -169,6 +194,24 @@ fn event_for_object_in_other_namespace_is_refused() {
     ok["regarding"]["namespace"] = json!(ns);
     let created = create(&ns, &ok);
     assert_eq!(created["regarding"]["namespace"], json!(ns));
+    // What a new-style event was created with may not change (upstream's
+    // ValidateEventUpdate), reported under the core field name.
+    let out = s.kubectl(&[
+        "patch",
+        "events.v1.events.k8s.io",
+        "e2",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"note":"changed"}"#,
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"message: Invalid value: "changed": field is immutable"#),
+        "{stderr}"
+    );
 }
 
 /// How long a class the protection controller must keep is watched for going wrongly: a

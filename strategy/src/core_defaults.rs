@@ -1,12 +1,14 @@
 //! Defaults, admission additions and validation of core kinds without a module of their own:
 //! Endpoints, PodTemplates, PersistentVolumes and claims, EndpointSlices, the Node taint and
-//! the DaemonSet template generation added on create, and upstream's event rules. The
+//! the DaemonSet template generation added on create, upstream's event rules (create and
+//! events.k8s.io update) and a PersistentVolume's volume source rules. The
 //! StorageObjectInUseProtection finalizers are all here, storage.k8s.io's
 //! VolumeAttributesClass's too, so that admission plugin's whole rule is in one place.
 //!
 //! Values were checked against kube-apiserver v1.36.2 create answers.
 
-use crate::errors::FieldErr;
+use crate::errors::{Bad, FieldErr};
+use crate::gojson::{self, F, T};
 use crate::json::{child, default, each_obj, str_at};
 use crate::kind::Kind;
 use crate::podspec_defaults::{default_plugin_sources, default_pod_template};
@@ -223,6 +225,64 @@ fn set_template_generation(map: &mut Map<String, Value>, generation: i64) {
     }
 }
 
+/// A PersistentVolume's volume sources in the order upstream's `ValidatePersistentVolumeSpec`
+/// visits them: (member, path its "more than 1" error names). `flexVolume` counts but is
+/// never refused as a second source, as upstream.
+const PV_SOURCES: &[(&str, &str)] = &[
+    ("hostPath", "hostPath"),
+    ("gcePersistentDisk", "gcePersistentDisk"),
+    ("awsElasticBlockStore", "awsElasticBlockStore"),
+    ("glusterfs", "glusterfs"),
+    ("flocker", "flocker"),
+    ("nfs", "nfs"),
+    ("rbd", "rbd"),
+    ("quobyte", "quobyte"),
+    ("cephfs", "cephFS"),
+    ("iscsi", "iscsi"),
+    ("cinder", "cinder"),
+    ("fc", "fc"),
+    ("flexVolume", "flexVolume"),
+    ("azureFile", "azureFile"),
+    ("vsphereVolume", "vsphereVolume"),
+    ("photonPersistentDisk", "photonPersistentDisk"),
+    ("portworxVolume", "portworxVolume"),
+    ("azureDisk", "azureDisk"),
+    ("scaleIO", "scaleIO"),
+    ("local", "local"),
+    ("storageos", "storageos"),
+    ("csi", "csi"),
+];
+
+/// Part of upstream's `ValidatePersistentVolumeSpec`: one volume source at most, and the
+/// rules of a `scaleIO` source (`validateScaleIOPersistentVolumeSource`). The other rules
+/// (access modes, capacity, the other sources' members, a missing source) are not done.
+pub fn validate_persistent_volume(obj: &Value) -> Vec<FieldErr> {
+    let mut errs = Vec::new();
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let mut sources = 0;
+    for (member, path) in PV_SOURCES {
+        let Some(source) = spec.get(*member).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if sources > 0 && *member != "flexVolume" {
+            errs.push(FieldErr::forbidden(
+                &format!("spec.{path}"),
+                "may not specify more than 1 volume type",
+            ));
+            continue;
+        }
+        sources += 1;
+        if *member == "scaleIO" {
+            for key in ["gateway", "system", "volumeName"] {
+                if str_at(source, key).is_empty() {
+                    errs.push(FieldErr::required(&format!("spec.scaleIO.{key}"), ""));
+                }
+            }
+        }
+    }
+    errs
+}
+
 /// Longest `reportingInstance`, `action` and `reason` upstream accepts on a new-style event.
 pub const EVENT_SHORT_FIELD_MAX: usize = 128;
 /// Longest message (`note` in events.k8s.io) of a new-style event.
@@ -250,11 +310,100 @@ impl EventView<'_> {
     }
 }
 
-/// Upstream's event validation: the rules every event passes (`strict` false: core/v1), and
-/// for events.k8s.io/v1 (`strict` true) those of new-style events. Paths and messages are
+/// Upstream's `ValidateEventCreate`: the rules every event passes (`strict` false: core/v1),
+/// and for events.k8s.io/v1 (`strict` true) those of new-style events. Paths and messages are
 /// upstream's, which names the core members even for events.k8s.io.
 pub fn validate_event(obj: &Value, strict: bool) -> Vec<FieldErr> {
     let ev = EventView { obj, v1: strict };
+    let mut errs = legacy_event_rules(&ev);
+    if strict {
+        errs.extend(strict_event_rules(&ev));
+    }
+    errs
+}
+
+/// The rules of an update through events.k8s.io/v1 (upstream's `ValidateEventUpdate`): the
+/// rules every event passes, not the strict create rules; instead what those rules fixed may
+/// not change. (A core/v1 update passes [`validate_event`] with `strict` false only.)
+pub fn validate_event_v1_update(new: &Value, old: &Value) -> Vec<FieldErr> {
+    let (ev, was) = (
+        EventView { obj: new, v1: true },
+        EventView { obj: old, v1: true },
+    );
+    let mut errs = legacy_event_rules(&ev);
+    let series = |e: &EventView| gojson::field(&T::Ptr(EVENT_SERIES), e.obj.get("series"));
+    if series(&ev) != series(&was) {
+        errs.extend(series_rules(&ev));
+    }
+    for (core, v1, shape) in EVENT_IMMUTABLE {
+        let value = |e: &EventView| e.obj.get(*v1).filter(|v| !v.is_null()).cloned();
+        let (n, o) = (value(&ev), value(&was));
+        let shown = match shape {
+            T::Str => {
+                let (n, o) = (ev.text(core, v1), was.text(core, v1));
+                (n != o).then(|| Bad::from(n))
+            }
+            T::Int => {
+                let count = |v: &Option<Value>| v.as_ref().and_then(Value::as_i64).unwrap_or(0);
+                (count(&n) != count(&o)).then(|| Bad::Int(count(&n)))
+            }
+            shape => {
+                let (n, o) = (
+                    gojson::field(shape, n.as_ref()),
+                    gojson::field(shape, o.as_ref()),
+                );
+                (n != o).then_some(Bad::Raw(n))
+            }
+        };
+        if let Some(shown) = shown {
+            errs.push(FieldErr::invalid(core, shown, "field is immutable"));
+        }
+    }
+    errs
+}
+
+/// Go's internal `core.ObjectReference` and `core.EventSource` (no JSON tags).
+const OBJECT_REFERENCE: &[F] = &[
+    F("Kind", "kind", T::Str),
+    F("Namespace", "namespace", T::Str),
+    F("Name", "name", T::Str),
+    F("UID", "uid", T::Str),
+    F("APIVersion", "apiVersion", T::Str),
+    F("ResourceVersion", "resourceVersion", T::Str),
+    F("FieldPath", "fieldPath", T::Str),
+];
+const EVENT_SOURCE: &[F] = &[
+    F("Component", "component", T::Str),
+    F("Host", "host", T::Str),
+];
+const EVENT_SERIES: &[F] = &[
+    F("Count", "count", T::Int),
+    F("LastObservedTime", "lastObservedTime", T::MicroTime),
+];
+
+/// What an events.k8s.io/v1 update may not change, in upstream's order: (core name reported,
+/// events.k8s.io member, internal shape). `reason` is checked twice upstream, so reported twice.
+const EVENT_IMMUTABLE: &[(&str, &str, T)] = &[
+    ("involvedObject", "regarding", T::Struct(OBJECT_REFERENCE)),
+    ("reason", "reason", T::Str),
+    ("message", "note", T::Str),
+    ("source", "deprecatedSource", T::Struct(EVENT_SOURCE)),
+    ("firstTimestamp", "deprecatedFirstTimestamp", T::Time),
+    ("lastTimestamp", "deprecatedLastTimestamp", T::Time),
+    ("count", "deprecatedCount", T::Int),
+    ("reason", "reason", T::Str),
+    ("type", "type", T::Str),
+    // Compared at microsecond precision, as upstream truncates before comparing.
+    ("eventTime", "eventTime", T::MicroTime),
+    ("action", "action", T::Str),
+    ("related", "related", T::Ptr(OBJECT_REFERENCE)),
+    ("reportingController", "reportingController", T::Str),
+    ("reportingInstance", "reportingInstance", T::Str),
+];
+
+/// Upstream's `legacyValidateEvent`: what every event, old or new style, meets.
+fn legacy_event_rules(ev: &EventView) -> Vec<FieldErr> {
+    let obj = ev.obj;
     let mut errs = Vec::new();
     let namespace = str_at(obj, "metadata.namespace");
     let involved_ns = str_at(ev.member("involvedObject", "regarding"), "namespace");
@@ -265,7 +414,7 @@ pub fn validate_event(obj: &Value, strict: bool) -> Vec<FieldErr> {
             "does not match event.namespace",
         )
     };
-    let controller_field = if strict {
+    let controller_field = if ev.v1 {
         "reportingController"
     } else {
         "reportingComponent"
@@ -308,9 +457,6 @@ pub fn validate_event(obj: &Value, strict: bool) -> Vec<FieldErr> {
             errs.push(at_most("message", EVENT_NOTE_MAX));
         }
     }
-    if strict {
-        errs.extend(strict_event_rules(&ev));
-    }
     errs
 }
 
@@ -320,22 +466,7 @@ fn at_most(field: &str, max: usize) -> FieldErr {
 
 /// The rules only events.k8s.io/v1 writes meet (beyond ObjectMeta, checked elsewhere).
 fn strict_event_rules(ev: &EventView) -> Vec<FieldErr> {
-    let mut errs = Vec::new();
-    if let Some(series) = ev.obj.get("series").filter(|s| s.is_object()) {
-        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
-            errs.push(FieldErr::invalid(
-                "series.count",
-                "",
-                "should be at least 2",
-            ));
-        }
-        if series
-            .get("lastObservedTime")
-            .is_none_or(|t| t.is_null() || t == "")
-        {
-            errs.push(FieldErr::required("series.lastObservedTime", ""));
-        }
-    }
+    let mut errs = series_rules(ev);
     if !ev.is_set("eventTime", "eventTime") {
         errs.push(FieldErr::required("eventTime", ""));
     }
@@ -360,6 +491,27 @@ fn strict_event_rules(ev: &EventView) -> Vec<FieldErr> {
     let source = ev.member("source", "deprecatedSource");
     if !str_at(source, "component").is_empty() || !str_at(source, "host").is_empty() {
         errs.push(FieldErr::invalid("source", "", "needs to be unset"));
+    }
+    errs
+}
+
+/// Upstream's `validateV1EventSeries`.
+fn series_rules(ev: &EventView) -> Vec<FieldErr> {
+    let mut errs = Vec::new();
+    if let Some(series) = ev.obj.get("series").filter(|s| s.is_object()) {
+        if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+            errs.push(FieldErr::invalid(
+                "series.count",
+                "",
+                "should be at least 2",
+            ));
+        }
+        if series
+            .get("lastObservedTime")
+            .is_none_or(|t| t.is_null() || t == "")
+        {
+            errs.push(FieldErr::required("series.lastObservedTime", ""));
+        }
     }
     errs
 }
@@ -658,6 +810,121 @@ mod tests {
         ];
         for (obj, strict, want) in cases {
             assert_eq!(texts(validate_event(&obj, strict)), want, "{obj}");
+        }
+    }
+
+    #[test]
+    fn persistent_volume_source_table() {
+        let scaleio = json!({"gateway": "https://g", "system": "s", "secretRef": {"name": "x"}});
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (json!({"spec": {"hostPath": {"path": "/x"}}}), vec![]),
+            (
+                json!({"spec": {"scaleIO": scaleio}}),
+                vec!["spec.scaleIO.volumeName: Required value"],
+            ),
+            (
+                json!({"spec": {"scaleIO": {"volumeName": "v"}}}),
+                vec![
+                    "spec.scaleIO.gateway: Required value",
+                    "spec.scaleIO.system: Required value",
+                ],
+            ),
+            // A second source is refused, not validated; flexVolume is never the refused one.
+            (
+                json!({"spec": {"nfs": {"server": "s", "path": "/"}, "scaleIO": scaleio,
+                                "cephfs": {"monitors": ["m"]}}}),
+                vec![
+                    "spec.cephFS: Forbidden: may not specify more than 1 volume type",
+                    "spec.scaleIO: Forbidden: may not specify more than 1 volume type",
+                ],
+            ),
+            (
+                json!({"spec": {"nfs": {"server": "s", "path": "/"},
+                                "flexVolume": {"driver": "d"}}}),
+                vec![],
+            ),
+        ];
+        for (obj, want) in cases {
+            assert_eq!(texts(validate_persistent_volume(&obj)), want, "{obj}");
+        }
+    }
+
+    /// events.k8s.io/v1 updates (upstream's `ValidateEventUpdate`): the members a new-style
+    /// event was created with may not change, reported under their core names with the new
+    /// value as Go prints the internal type; the strict create rules are not re-applied.
+    #[test]
+    fn event_v1_update_table() {
+        let old = json!({"metadata": {"namespace": "x", "name": "e"},
+            "eventTime": "2026-01-02T03:04:05.123456Z", "series": {"count": 2,
+                "lastObservedTime": "2026-01-02T03:04:06.000000Z"},
+            "reportingController": "a.b/c", "reportingInstance": "i", "action": "A",
+            "reason": "R", "note": "n", "type": "Normal",
+            "regarding": {"kind": "Pod", "namespace": "x", "name": "p"}});
+        let with = |patch: Value| {
+            let mut new = old.clone();
+            for (k, v) in patch.as_object().unwrap() {
+                new[k] = v.clone();
+            }
+            new
+        };
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (old.clone(), vec![]),
+            // Sub-microsecond differences are tolerated; the series may change when valid.
+            (
+                with(json!({"eventTime": "2026-01-02T03:04:05.1234569Z",
+                    "series": {"count": 3, "lastObservedTime": "2026-01-02T03:04:07.000000Z"}})),
+                vec![],
+            ),
+            (
+                with(json!({"series": {"count": 1}})),
+                vec![
+                    r#"series.count: Invalid value: "": should be at least 2"#,
+                    "series.lastObservedTime: Required value",
+                ],
+            ),
+            (
+                with(
+                    json!({"reason": "S", "note": "m", "type": "Warning", "action": "B",
+                    "reportingInstance": "j"}),
+                ),
+                vec![
+                    r#"reason: Invalid value: "S": field is immutable"#,
+                    r#"message: Invalid value: "m": field is immutable"#,
+                    r#"reason: Invalid value: "S": field is immutable"#,
+                    r#"type: Invalid value: "Warning": field is immutable"#,
+                    r#"action: Invalid value: "B": field is immutable"#,
+                    r#"reportingInstance: Invalid value: "j": field is immutable"#,
+                ],
+            ),
+            (
+                with(
+                    json!({"regarding": {"kind": "Pod", "namespace": "x", "name": "q<"},
+                    "deprecatedSource": {"host": "h"}, "deprecatedCount": 2,
+                    "deprecatedFirstTimestamp": "2026-01-02T03:04:05Z",
+                    "eventTime": "2026-01-02T03:04:05.124Z",
+                    "related": {"kind": "Node", "name": "n"}}),
+                ),
+                vec![
+                    r#"involvedObject: Invalid value: {"Kind":"Pod","Namespace":"x","Name":"q\u003c","UID":"","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable"#,
+                    r#"source: Invalid value: {"Component":"","Host":"h"}: field is immutable"#,
+                    r#"firstTimestamp: Invalid value: "2026-01-02T03:04:05Z": field is immutable"#,
+                    "count: Invalid value: 2: field is immutable",
+                    r#"eventTime: Invalid value: "2026-01-02T03:04:05.124000Z": field is immutable"#,
+                    r#"related: Invalid value: {"Kind":"Node","Namespace":"","Name":"n","UID":"","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable"#,
+                ],
+            ),
+            // Removing what was set shows Go's zero values (and, with no eventTime, the event
+            // is held to the old-style rules only).
+            (
+                with(json!({"reportingController": null, "eventTime": null})),
+                vec![
+                    "eventTime: Invalid value: null: field is immutable",
+                    r#"reportingController: Invalid value: "": field is immutable"#,
+                ],
+            ),
+        ];
+        for (new, want) in cases {
+            assert_eq!(texts(validate_event_v1_update(&new, &old)), want, "{new}");
         }
     }
 }

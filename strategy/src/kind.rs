@@ -52,6 +52,8 @@ pub enum Kind {
     IpAddress,
     /// networking.k8s.io/v1 servicecidrs
     ServiceCidr,
+    /// flowcontrol.apiserver.k8s.io/v1 prioritylevelconfigurations
+    PriorityLevelConfiguration,
     /// resource.k8s.io deviceclasses
     DeviceClass,
     /// resource.k8s.io resourceclaims

@@ -48,6 +48,31 @@ pub fn default_node(node: &mut Value) {
     }
 }
 
+/// Drops the members of a Node's spec (and of its taints) that Go omits when zero: every
+/// `NodeSpec` field is `omitempty`, so upstream, which decodes a body into Go structs, never
+/// stores or returns `taints: []`, `podCIDRs: []`, `unschedulable: false`, `providerID: ""`
+/// and the like; a taint's `value` and `timeAdded` are `omitempty` too (its `key` and `effect` are not).
+pub fn drop_zero_spec_members(node: &mut Value) {
+    let Some(spec) = node.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    spec.retain(|_, v| !omitted_when_zero(v));
+    for taint in crate::json::each_obj(spec, "taints") {
+        taint.retain(|key, v| key == "key" || key == "effect" || !omitted_when_zero(v));
+    }
+}
+
+/// Whether Go's `omitempty` drops `v` (a struct value, here `configSource: {}`, is kept).
+fn omitted_when_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Bool(b) => !b,
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
 /// Node-specific validation: taint effects and keys.
 pub fn validate(node: &Value) -> Vec<crate::errors::FieldErr> {
     const EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "PreferNoSchedule"];

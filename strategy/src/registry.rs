@@ -433,7 +433,7 @@ static TABLE: &[Strategy] = &[
     row(
         "flowcontrol.apiserver.k8s.io",
         "prioritylevelconfigurations",
-        K::Other,
+        K::PriorityLevelConfiguration,
         empty_status(t(true, true, false, false)),
     ),
     row(

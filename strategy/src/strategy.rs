@@ -50,11 +50,14 @@ impl Strategy {
     }
 
     /// What upstream does while converting a request body to its internal form: a Secret's
-    /// `stringData` is merged into `data`. Call on every decoded or patched object before
-    /// field validation; idempotent (the `prepare_*` methods call it too).
+    /// `stringData` is merged into `data`; a Node's spec loses the zero values Go omits. Call
+    /// on every decoded or patched object before field validation; idempotent (the
+    /// `prepare_*` methods call it too).
     pub fn canonicalize_input(&self, obj: &mut Value) {
-        if self.kind == K::Secret {
-            config::merge_string_data(obj);
+        match self.kind {
+            K::Secret => config::merge_string_data(obj),
+            K::Node => node::drop_zero_spec_members(obj),
+            _ => {}
         }
     }
 
@@ -69,7 +72,9 @@ impl Strategy {
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
             kind if core_defaults::owns(kind) => core_defaults::apply(kind, obj),
-            K::Other if api_defaults::owns(self.group, self.resource) => {
+            K::Other | K::PriorityLevelConfiguration
+                if api_defaults::owns(self.group, self.resource) =>
+            {
                 api_defaults::apply(self.group, self.resource, obj)
             }
             kind => workload_defaults::apply(kind, obj),
@@ -220,7 +225,7 @@ impl Strategy {
             let type_errs = dra::validate_update(self.kind, subresource, new, old);
             return validation::merge(validation::meta_causes(self, new), type_errs);
         }
-        let mut type_errs = validation::type_rules(self.kind, new);
+        let mut type_errs = validation::type_rules_on_update(self.kind, new);
         match (self.kind, subresource) {
             (K::Pod, "resize") => type_errs.extend(pod::validate_resize(new, old)),
             _ => type_errs.extend(validation::update_rules(self.kind, new, old)),

@@ -407,6 +407,41 @@ fn service_allocation_and_update() {
     assert!(allow_create_on_update("", "services"));
 }
 
+/// Every `NodeSpec` member is `omitempty`: upstream, which decodes bodies into Go structs,
+/// never keeps `taints: []` (nor `podCIDRs: []`, `unschedulable: false`, a taint's empty
+/// `value`). On create the not-ready taint still goes into the emptied list.
+#[test]
+fn node_spec_drops_zero_values_as_go_omitempty() {
+    let made = created(
+        "",
+        "nodes",
+        json!({"metadata": {"name": "n"}, "spec": {"taints": []}}),
+    );
+    assert_eq!(
+        made["spec"],
+        json!({"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]})
+    );
+    let rows = [
+        (json!({"taints": []}), json!({})),
+        (
+            json!({"podCIDR": "", "podCIDRs": [], "providerID": "", "unschedulable": false,
+                   "externalID": "", "configSource": null, "taints": null}),
+            json!({}),
+        ),
+        (
+            json!({"unschedulable": true, "configSource": {},
+                   "taints": [{"key": "", "value": "", "effect": "", "timeAdded": null}]}),
+            json!({"unschedulable": true, "configSource": {},
+                   "taints": [{"key": "", "effect": ""}]}),
+        ),
+    ];
+    for (spec, want) in rows {
+        let mut new = json!({"metadata": {"name": "n"}, "spec": spec});
+        prepare_for_update("", "nodes", &mut new, &made, &ctx());
+        assert_eq!(new["spec"], want, "{spec}");
+    }
+}
+
 #[test]
 fn node_bare_create() {
     let got = created(

@@ -6,8 +6,8 @@ use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
 use crate::{
-    autoscaling, config, core_defaults, dra, endpoints, ipaddress, node, pod, podspec_validation,
-    service, workload_validation,
+    autoscaling, config, core_defaults, dra, endpoints, flowcontrol, ipaddress, node, pod,
+    podspec_validation, service, workload_validation,
 };
 use keel_api::names::{self, NameRule};
 use keel_api::status::StatusCause;
@@ -91,9 +91,10 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::Event => core_defaults::validate_event(obj, false),
         Kind::EventV1 => core_defaults::validate_event(obj, true),
         Kind::Endpoints => endpoints::validate(obj),
+        Kind::PersistentVolume => core_defaults::validate_persistent_volume(obj),
+        Kind::PriorityLevelConfiguration => flowcontrol::validate_priority_level(obj),
         Kind::Namespace
         | Kind::Other
-        | Kind::PersistentVolume
         | Kind::PersistentVolumeClaim
         | Kind::VolumeAttributesClass
         | Kind::PodTemplate
@@ -103,9 +104,20 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
     }
 }
 
+/// The type's rules for the new object of an update: those of a new object, except that an
+/// events.k8s.io event is not held to the strict create rules again (upstream checks instead
+/// that what they fixed does not change, in [`update_rules`]).
+pub fn type_rules_on_update(kind: Kind, new: &Value) -> Vec<FieldErr> {
+    match kind {
+        Kind::EventV1 => Vec::new(),
+        kind => type_rules(kind, new),
+    }
+}
+
 /// The type's rules on what an update may change.
 pub fn update_rules(kind: Kind, new: &Value, old: &Value) -> Vec<FieldErr> {
     match kind {
+        Kind::EventV1 => core_defaults::validate_event_v1_update(new, old),
         Kind::Pod => pod::validate_update(new, old),
         Kind::Service => service::validate_update(new, old),
         Kind::ConfigMap => config::validate_update(new, old, &["data", "binaryData"]),

@@ -251,4 +251,18 @@ mod tests {
         }
         assert_eq!(&levels[..2], MANDATORY);
     }
+
+    /// The bootstrap levels pass the priority level validation: the mandatory ones carry the
+    /// fixed spec the strategy holds them to, so the controller's writes are never refused.
+    #[test]
+    fn bootstrap_levels_validate() {
+        let s = keel_strategy::strategy(
+            "flowcontrol.apiserver.k8s.io",
+            "prioritylevelconfigurations",
+        );
+        for mut level in priority_levels() {
+            s.prepare_for_create(&mut level, &keel_strategy::Ctx::at_unix_seconds(0));
+            assert_eq!(s.validate_create(&level), [], "{level}");
+        }
+    }
 }
