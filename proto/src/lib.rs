@@ -23,6 +23,7 @@ mod decode;
 mod encode;
 mod envelope;
 mod frame;
+mod normalize;
 pub mod openapi_v2;
 mod schema;
 mod timefmt;
@@ -32,6 +33,8 @@ mod yaml;
 use std::fmt;
 
 use serde_json::Value;
+
+pub use normalize::drop_go_omitted;
 
 /// The 4-byte prefix of every protobuf body: `k8s\0`.
 pub const MAGIC: [u8; 4] = *b"k8s\0";

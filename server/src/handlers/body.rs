@@ -48,6 +48,8 @@ pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
     }
     check_type(c, &mut obj)?;
     c.res.strategy.canonicalize_input(&mut obj);
+    // What upstream's decoding into its Go structs leaves out is not stored.
+    keel_proto::drop_go_omitted(&mut obj);
     if let Some(report) = report {
         apply_field_report(c, &report, &mut obj)?;
         return Ok(obj);

@@ -227,6 +227,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             let mut v = apply_patch(c, current, &media)?;
             check_type(c, &mut v)?;
             res.strategy.canonicalize_input(&mut v);
+            keel_proto::drop_go_omitted(&mut v);
             let bytes = serde_json::to_vec(&v).expect("JSON");
             validate_fields(c, &bytes, &mut v)?;
             Ok(v)
