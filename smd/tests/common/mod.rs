@@ -22,7 +22,8 @@ fn n(name: &str) -> TypeRef {
 }
 
 pub fn schema() -> Schema {
-    let granular_strings = || TypeRef::inline(Atom::map(TypeRef::scalar(), ElementRelationship::Separable));
+    let granular_strings =
+        || TypeRef::inline(Atom::map(TypeRef::scalar(), ElementRelationship::Separable));
     Schema::new()
         .with_type(
             DEPLOYMENT,
@@ -43,7 +44,10 @@ pub fn schema() -> Schema {
                 s("resourceVersion"),
                 f("labels", granular_strings()),
                 f("annotations", granular_strings()),
-                f("finalizers", TypeRef::inline(Atom::set_list(TypeRef::scalar()))),
+                f(
+                    "finalizers",
+                    TypeRef::inline(Atom::set_list(TypeRef::scalar())),
+                ),
             ]),
         )
         .with_type(
@@ -65,7 +69,10 @@ pub fn schema() -> Schema {
             "LabelSelector",
             Atom::structure(vec![
                 f("matchLabels", granular_strings()),
-                f("matchExpressions", TypeRef::inline(Atom::atomic_list(TypeRef::deduced()))),
+                f(
+                    "matchExpressions",
+                    TypeRef::inline(Atom::atomic_list(TypeRef::deduced())),
+                ),
             ]),
         )
         .with_type(
@@ -80,13 +87,22 @@ pub fn schema() -> Schema {
         )
         .with_type(
             "PodTemplateSpec",
-            Atom::structure(vec![f("metadata", n("ObjectMeta")), f("spec", n("PodSpec"))]),
+            Atom::structure(vec![
+                f("metadata", n("ObjectMeta")),
+                f("spec", n("PodSpec")),
+            ]),
         )
         .with_type(
             "PodSpec",
             Atom::structure(vec![
-                f("containers", TypeRef::inline(Atom::map_list(n("Container"), &["name"]))),
-                f("volumes", TypeRef::inline(Atom::map_list(TypeRef::deduced(), &["name"]))),
+                f(
+                    "containers",
+                    TypeRef::inline(Atom::map_list(n("Container"), &["name"])),
+                ),
+                f(
+                    "volumes",
+                    TypeRef::inline(Atom::map_list(TypeRef::deduced(), &["name"])),
+                ),
                 f(
                     "nodeSelector",
                     TypeRef::inline(Atom::map(TypeRef::scalar(), ElementRelationship::Atomic)),
@@ -104,9 +120,21 @@ pub fn schema() -> Schema {
                 s("name"),
                 s("image"),
                 s("imagePullPolicy"),
-                f("args", TypeRef::inline(Atom::atomic_list(TypeRef::scalar()))),
-                f("ports", TypeRef::inline(Atom::map_list(n("ContainerPort"), &["containerPort", "protocol"]))),
-                f("env", TypeRef::inline(Atom::map_list(n("EnvVar"), &["name"]))),
+                f(
+                    "args",
+                    TypeRef::inline(Atom::atomic_list(TypeRef::scalar())),
+                ),
+                f(
+                    "ports",
+                    TypeRef::inline(Atom::map_list(
+                        n("ContainerPort"),
+                        &["containerPort", "protocol"],
+                    )),
+                ),
+                f(
+                    "env",
+                    TypeRef::inline(Atom::map_list(n("EnvVar"), &["name"])),
+                ),
                 f("resources", TypeRef::deduced()),
                 s("terminationMessagePath"),
                 s("terminationMessagePolicy"),
