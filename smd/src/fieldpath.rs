@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn element_order_and_strings() {
         let k = PathElement::key([("name", json!("nginx"))]);
-        let mut v = vec![
+        let mut v = [
             PathElement::Index(0),
             PathElement::Value(json!("x")),
             k.clone(),

@@ -119,9 +119,12 @@ fn parse_is_order_insensitive_and_drops_unknown_types() {
     assert_eq!(set.to_fields_v1(), r#"{"f:a":{}}"#);
 }
 
+/// A malformed document and a check of the error it must give.
+type MalformedCase = (&'static str, fn(&FieldsV1Error) -> bool);
+
 #[test]
 fn malformed_input_is_an_error() {
-    let cases: &[(&str, fn(&FieldsV1Error) -> bool)] = &[
+    let cases: &[MalformedCase] = &[
         ("not json", |e| matches!(e, FieldsV1Error::Json(_))),
         ("[]", |e| matches!(e, FieldsV1Error::NotAnObject { .. })),
         (
