@@ -11,6 +11,8 @@
 //! - [`updater`]: ownership: `update` (an Update operation takes the fields it changed) and
 //!   `apply` (conflicts, force, pruning fields the applier stopped applying), with upstream's
 //!   conflict message text.
+//! - [`managedfields`]: `metadata.managedFields` entries decoded into managers and encoded
+//!   back in upstream's order.
 //!
 //! Invariants: pure functions, no I/O, no server types; bad input (an object that does not
 //! fit its schema, malformed FieldsV1) is an error value, never a panic.
@@ -20,11 +22,12 @@
 //! Not done (see each module): version conversion between managers' API versions (every
 //! set is taken to be at the object's version), reset fields/ignore filters, schema
 //! reconciliation of managed fields after an atomic<->granular change (Apply rule 11), the
-//! managedFields entry encoding (`metadata.managedFields` <-> managers), and the adapter from
-//! keel-schema's OpenAPI.
+//! cap on Update managers, the strip of metadata/typemeta fields and the `[{}]` reset (the
+//! caller's flow), and the adapter from keel-schema's OpenAPI.
 
 pub mod fieldpath;
 pub mod fieldsv1;
+pub mod managedfields;
 pub mod schema;
 pub mod typed;
 pub mod updater;
