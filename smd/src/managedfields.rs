@@ -124,7 +124,7 @@ pub fn encode(managers: &Managers, times: &Times) -> Vec<Value> {
         a.0.operation
             .as_str()
             .cmp(b.0.operation.as_str())
-            .then_with(|| time_seconds(a.2).cmp(&time_seconds(b.2)))
+            .then_with(|| time_seconds(a.2).cmp(time_seconds(b.2)))
             .then_with(|| a.0.manager.cmp(&b.0.manager))
             .then_with(|| a.1.api_version.cmp(&b.1.api_version))
             .then_with(|| a.0.subresource.cmp(&b.0.subresource))
