@@ -11,7 +11,7 @@
 //! is equality of the trees.
 //!
 //! Not done: upstream's path matchers and filters (`SetMatcher`, `PrefixMatcher`), used for
-//! reset fields, and `RecursiveDifference`.
+//! reset fields.
 
 use crate::value::{compare, equals, to_go_string};
 use serde_json::Value;
@@ -250,6 +250,25 @@ impl Set {
                 None => Some((pe.clone(), mine.clone())),
                 Some(theirs) => {
                     let diff = mine.difference(theirs);
+                    (!diff.is_empty()).then(|| (pe.clone(), diff))
+                }
+            })
+            .collect();
+        Set { members, children }
+    }
+
+    /// Like [`Set::difference`], but a member of `other` also takes everything below it:
+    /// `{a.b.c} - {a.b}` is empty.
+    pub fn recursive_difference(&self, other: &Set) -> Set {
+        let members = self.members.difference(&other.members).cloned().collect();
+        let children = self
+            .children
+            .iter()
+            .filter(|(pe, _)| !other.members.contains(pe))
+            .filter_map(|(pe, mine)| match other.children.get(pe) {
+                None => Some((pe.clone(), mine.clone())),
+                Some(theirs) => {
+                    let diff = mine.recursive_difference(theirs);
                     (!diff.is_empty()).then(|| (pe.clone(), diff))
                 }
             })

@@ -20,8 +20,7 @@
 //! Depends on nothing of keel's, only `serde_json` (with `preserve_order`).
 //!
 //! Not done (see each module): version conversion between managers' API versions (every
-//! set is taken to be at the object's version), reset fields/ignore filters, schema
-//! reconciliation of managed fields after an atomic<->granular change (Apply rule 11), the
+//! set is taken to be at the object's version), reset fields/ignore filters, the
 //! cap on Update managers, the strip of metadata/typemeta fields and the `[{}]` reset (the
 //! caller's flow), and the adapter from keel-schema's OpenAPI.
 

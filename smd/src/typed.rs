@@ -13,6 +13,9 @@
 //!   values are replaced.
 //! - [`remove_items`]: an object without the items of a set (maps and lists lose the listed
 //!   keys and items; containers emptied this way remain as `{}`/`[]`).
+//! - [`reconcile_field_set_with_schema`]: a manager's set rewritten after its schema made a
+//!   granular list, map or struct atomic: whoever owned anything inside owns the whole
+//!   (Apply rule 11). The opposite change infers nothing, as upstream.
 //! - [`ensure_named_fields_are_members`]: a set plus the declared struct fields leading to
 //!   its paths (what pruning needs to tell fields from map keys).
 //!
@@ -720,4 +723,126 @@ pub fn ensure_named_fields_are_members(set: &Set, schema: &Schema, tr: &TypeRef)
         out.children.insert(pe.clone(), child);
     }
     out
+}
+
+// ---------------------------------------------------------------------------------------
+// reconcile
+
+/// A manager's `set`, rewritten for the current schema when a granular list, map or struct
+/// it owns parts of has become atomic: those parts collapse into the container. `None` when
+/// nothing changes. Untyped (deduced) maps are left alone, as upstream leaves them.
+pub fn reconcile_field_set_with_schema(
+    set: &Set,
+    schema: &Schema,
+    tr: &TypeRef,
+) -> Result<Option<Set>, TypedError> {
+    let mut collapse = Set::new();
+    let mut path = Vec::new();
+    reconcile_walk(schema, tr, Some(set), false, &mut path, &mut collapse)?;
+    if collapse.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(set.recursive_difference(&collapse).union(&collapse)))
+}
+
+fn is_untyped_deduced_map(m: &MapType) -> bool {
+    m.fields.is_empty()
+        && m.element_type.as_ref().is_some_and(|e| {
+            e.named.as_deref() == Some(crate::schema::DEDUCED)
+                || e.inlined
+                    .as_ref()
+                    .is_some_and(|a| a.scalar == Some(crate::schema::Scalar::Untyped))
+        })
+}
+
+fn reconcile_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    set: Option<&Set>,
+    is_atomic: bool,
+    path: &mut Vec<PathElement>,
+    collapse: &mut Set,
+) -> Result<(), TypedError> {
+    let atom = schema
+        .resolve(tr)
+        .map_err(|_| err(path, format!("could not resolve {tr:?}")))?;
+    // Upstream's handleAtom order without a value: map, scalar, list.
+    if let Some(m) = atom.map.as_ref() {
+        if is_untyped_deduced_map(m) {
+            return Ok(());
+        }
+        if !is_atomic && m.relationship == ElementRelationship::Atomic {
+            if set.is_some_and(|s| !s.is_empty()) {
+                collapse.insert(path);
+            }
+            return Ok(());
+        }
+        let Some(set) = set else { return Ok(()) };
+        for_each_element(set, |pe, child, member| {
+            let child_tr = match pe {
+                PathElement::Field(name) => match m.field(name) {
+                    Some(f) => f.type_ref.clone(),
+                    None => match &m.element_type {
+                        Some(e) => e.clone(),
+                        None => return Ok(()), // not in the schema: ignored
+                    },
+                },
+                _ => match &m.element_type {
+                    Some(e) => e.clone(),
+                    None => return Ok(()),
+                },
+            };
+            path.push(pe.clone());
+            let r = reconcile_walk(
+                schema,
+                &child_tr,
+                child,
+                member && child.is_none(),
+                path,
+                collapse,
+            );
+            path.pop();
+            r
+        })
+    } else if atom.scalar.is_some() {
+        Ok(())
+    } else if let Some(l) = atom.list.as_ref() {
+        if !is_atomic && l.relationship == ElementRelationship::Atomic {
+            collapse.insert(path);
+            return Ok(());
+        }
+        let Some(set) = set else { return Ok(()) };
+        for_each_element(set, |pe, child, member| {
+            path.push(pe.clone());
+            let r = reconcile_walk(
+                schema,
+                &l.element_type,
+                child,
+                member && child.is_none(),
+                path,
+                collapse,
+            );
+            path.pop();
+            r
+        })
+    } else {
+        Err(err(path, "schema error: invalid atom"))
+    }
+}
+
+/// Children that are not members, then members (upstream's visiting order), each with its
+/// child set and whether it is a member.
+fn for_each_element(
+    set: &Set,
+    mut f: impl FnMut(&PathElement, Option<&Set>, bool) -> Result<(), TypedError>,
+) -> Result<(), TypedError> {
+    for (pe, child) in &set.children {
+        if !set.members.contains(pe) {
+            f(pe, Some(child), false)?;
+        }
+    }
+    for pe in &set.members {
+        f(pe, set.children.get(pe), true)?;
+    }
+    Ok(())
 }

@@ -13,11 +13,12 @@
 //!   longer applies are removed when no other manager owns them (rules 7, 8), a change to a
 //!   field another manager owns is a conflict unless forced, in which case that manager loses
 //!   it (rules 4, 5, 6).
-//! - Both drop a manager left owning nothing (rule 13).
+//! - Both drop a manager left owning nothing (rule 13), and first reconcile every set with
+//!   the schema, so a container that became atomic is owned whole by whoever owned parts of it
+//!   (rule 11).
 //!
 //! Not done: converting managers' sets between API versions (every set is taken to be in the
-//! object's version), ignored/reset fields, and reconciling sets after a schema's
-//! atomic<->granular change (rule 11).
+//! object's version), ignored/reset fields.
 
 use crate::fieldpath::{Path, Set};
 use crate::schema::{Schema, TypeRef};
@@ -278,9 +279,10 @@ impl<'s> Updater<'s> {
         live: &Value,
         new: &Value,
         api_version: &str,
-        mut managers: Managers,
+        managers: Managers,
         manager: &ManagerKey,
     ) -> Result<Managers, TypedError> {
+        let mut managers = self.reconcile(managers)?;
         let cmp = self
             .take_changes(live, new, &mut managers, manager, true)
             .map_err(|e| match e {
@@ -310,10 +312,11 @@ impl<'s> Updater<'s> {
         live: &Value,
         config: &Value,
         api_version: &str,
-        mut managers: Managers,
+        managers: Managers,
         manager: &ManagerKey,
         force: bool,
     ) -> Result<Applied, ApplyError> {
+        let mut managers = self.reconcile(managers)?;
         let merged = typed::merge(self.schema, self.root, live, config)?;
         let last = managers.get(manager).map(|m| m.set.clone());
         let set = typed::to_field_set(self.schema, self.root, config)?;
@@ -335,6 +338,18 @@ impl<'s> Updater<'s> {
             changed,
             managers,
         })
+    }
+
+    /// Upstream's `reconcileManagedFieldsWithSchemaChanges` (rule 11).
+    fn reconcile(&self, mut managers: Managers) -> Result<Managers, TypedError> {
+        for owned in managers.values_mut() {
+            if let Some(set) =
+                typed::reconcile_field_set_with_schema(&owned.set, self.schema, self.root)?
+            {
+                owned.set = set;
+            }
+        }
+        Ok(managers)
     }
 
     /// Upstream's `update`: compares `old` with `new`; other managers owning changed fields

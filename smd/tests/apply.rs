@@ -418,3 +418,59 @@ fn manager_keys_and_names() {
     }
     assert_eq!(m.len(), 2);
 }
+
+/// Rule 11: a list that was a set and became atomic is owned whole by whoever owned items
+/// of it, so another applier's change conflicts.
+#[test]
+fn granular_to_atomic_schema_change_collapses_ownership() {
+    use keel_smd::schema::{Atom, StructField, TypeRef};
+    use keel_smd::typed::to_field_set;
+    let with_args = |args: Atom| {
+        let mut schema = common::schema();
+        let Some(container) = schema
+            .types
+            .get_mut("Container")
+            .and_then(|a| a.map.as_mut())
+        else {
+            panic!("Container is a struct")
+        };
+        container.fields.retain(|f| f.name != "args");
+        container
+            .fields
+            .push(StructField::new("args", TypeRef::inline(args)));
+        schema
+    };
+    let old = with_args(Atom::set_list(TypeRef::scalar()));
+    let new = with_args(Atom::atomic_list(TypeRef::scalar()));
+    let live = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "args": ["a", "b"]}]}}}});
+    let old_set = to_field_set(&old, &common::root(), &live).unwrap();
+    assert_eq!(
+        old_set.to_fields_v1(),
+        r#"{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:args":{"v:\"a\"":{},"v:\"b\"":{}},"f:name":{}}}}}}}"#
+    );
+    let mut m = Managers::new();
+    m.insert(
+        applier("alice"),
+        ManagedSet {
+            set: old_set,
+            api_version: V.into(),
+        },
+    );
+    let root = common::root();
+    let up = Updater::new(&new, &root);
+    let config =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "args": ["z"]}]}}}});
+    let err = up
+        .apply(&live, &config, V, m.clone(), &applier("bob"), false)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "alice": .spec.template.spec.containers[name="c"].args"#
+    );
+    // A no-op update shows alice's reconciled set.
+    let m = up.update(&live, &live, V, m, &updater("noop")).unwrap();
+    assert_eq!(
+        owned(&m, &applier("alice")),
+        r#"{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:args":{},"f:name":{}}}}}}}"#
+    );
+}
