@@ -623,9 +623,10 @@ fn merge_list_items(
 
 /// `v` without the map keys and list items that are members of `set` (upstream's
 /// `RemoveItems`). Struct fields, map keys and list items listed in `set` go; containers
-/// that lose everything this way stay as `{}` or `[]`.
+/// that lose everything this way stay as `{}` or `[]`, and so does the root (upstream
+/// would give null there; a real object always keeps its apiVersion and kind).
 pub fn remove_items(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Value {
-    remove_walk(schema, tr, v, set).unwrap_or(Value::Null)
+    removed_or_empty(remove_walk(schema, tr, v, set), v)
 }
 
 fn remove_walk(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Option<Value> {
