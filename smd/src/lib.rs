@@ -11,6 +11,8 @@
 //! - [`updater`]: ownership: `update` (an Update operation takes the fields it changed) and
 //!   `apply` (conflicts, force, pruning fields the applier stopped applying), with upstream's
 //!   conflict message text.
+//! - [`openapi`]: the schema built from OpenAPI definitions (built-in types' published
+//!   documents, custom resources' structural schemas) as upstream's `schemaconv` builds it.
 //! - [`managedfields`]: `metadata.managedFields` entries decoded into managers and encoded
 //!   back in upstream's order.
 //!
@@ -22,11 +24,12 @@
 //! Not done (see each module): version conversion between managers' API versions (every
 //! set is taken to be at the object's version), reset fields/ignore filters, the
 //! cap on Update managers, the strip of metadata/typemeta fields and the `[{}]` reset (the
-//! caller's flow), and the adapter from keel-schema's OpenAPI.
+//! caller's flow).
 
 pub mod fieldpath;
 pub mod fieldsv1;
 pub mod managedfields;
+pub mod openapi;
 pub mod schema;
 pub mod typed;
 pub mod updater;

@@ -5,7 +5,8 @@
 //!
 //! The [`Schema::deduced`] type is upstream's `__untyped_deduced_`: maps behave as granular
 //! structs of deduced values, lists are atomic (Apply rule 10, custom resources without
-//! markers). It is always resolvable as [`DEDUCED`], so a schema needs not declare it.
+//! markers). It is always resolvable as [`DEDUCED`], so a schema needs not declare it; so is
+//! [`UNTYPED_ATOMIC`], where lists and maps are atomic too.
 //!
 //! Lenience (a deliberate difference): a map key that is neither a declared field nor
 //! covered by an element type is treated as deduced rather than a schema error, since objects
@@ -17,6 +18,10 @@ use std::collections::BTreeMap;
 
 /// The name under which the deduced type resolves.
 pub const DEDUCED: &str = "__untyped_deduced_";
+
+/// The name under which upstream's fully atomic untyped type resolves (the elements of a
+/// deduced list, and of OpenAPI arrays without `items`).
+pub const UNTYPED_ATOMIC: &str = "__untyped_atomic_";
 
 /// Whether a list's or map's items are owned one by one or only as a whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -202,12 +207,13 @@ impl Atom {
         }
     }
 
-    /// Upstream's deduced type: scalar, atomic list of deduced, granular map of deduced.
+    /// Upstream's deduced type: scalar, atomic list of untyped-atomic values, granular map
+    /// of deduced values.
     pub fn deduced() -> Atom {
         Atom {
             scalar: Some(Scalar::Untyped),
             list: Some(ListType {
-                element_type: TypeRef::deduced(),
+                element_type: TypeRef::named(UNTYPED_ATOMIC),
                 relationship: ElementRelationship::Atomic,
                 keys: Vec::new(),
             }),
@@ -215,6 +221,25 @@ impl Atom {
                 fields: Vec::new(),
                 element_type: Some(TypeRef::deduced()),
                 relationship: ElementRelationship::Separable,
+            }),
+        }
+    }
+}
+
+impl Atom {
+    /// Upstream's untyped atomic type: any scalar, list or map, always whole.
+    pub fn untyped_atomic() -> Atom {
+        Atom {
+            scalar: Some(Scalar::Untyped),
+            list: Some(ListType {
+                element_type: TypeRef::named(UNTYPED_ATOMIC),
+                relationship: ElementRelationship::Atomic,
+                keys: Vec::new(),
+            }),
+            map: Some(MapType {
+                fields: Vec::new(),
+                element_type: Some(TypeRef::named(UNTYPED_ATOMIC)),
+                relationship: ElementRelationship::Atomic,
             }),
         }
     }
@@ -258,6 +283,7 @@ impl Schema {
             (None, Some(n)) => match self.types.get(n) {
                 Some(a) => Cow::Borrowed(a),
                 None if n == DEDUCED => Cow::Owned(Atom::deduced()),
+                None if n == UNTYPED_ATOMIC => Cow::Owned(Atom::untyped_atomic()),
                 None => return Err(UnknownType(n.clone())),
             },
             (None, None) => return Err(UnknownType("inlined type".to_string())),
