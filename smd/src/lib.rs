@@ -22,9 +22,10 @@
 //! Depends on nothing of keel's, only `serde_json` (with `preserve_order`).
 //!
 //! Not done (see each module): version conversion between managers' API versions (every
-//! set is taken to be at the object's version), reset fields/ignore filters, the
-//! cap on Update managers, the strip of metadata/typemeta fields and the `[{}]` reset (the
-//! caller's flow).
+//! set is taken to be at the object's version, so reset fields are one set); and the parts
+//! of upstream's flow that belong to the caller: stripping metadata/typemeta fields from
+//! sets, the cap on Update managers, the `[{}]` reset (rule 15), building the type's zero
+//! value as the live object of a create.
 
 pub mod fieldpath;
 pub mod fieldsv1;

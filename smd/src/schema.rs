@@ -15,6 +15,7 @@
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 /// The name under which the deduced type resolves.
 pub const DEDUCED: &str = "__untyped_deduced_";
@@ -245,6 +246,14 @@ impl Atom {
     }
 }
 
+static DEDUCED_ATOM: OnceLock<Atom> = OnceLock::new();
+static UNTYPED_ATOMIC_ATOM: OnceLock<Atom> = OnceLock::new();
+
+/// The built-in atoms, built once: deduced objects resolve them at every node.
+fn builtin(cell: &'static OnceLock<Atom>, make: fn() -> Atom) -> &'static Atom {
+    cell.get_or_init(make)
+}
+
 /// Named types.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schema {
@@ -282,8 +291,10 @@ impl Schema {
             (Some(a), _) => Cow::Borrowed(&**a),
             (None, Some(n)) => match self.types.get(n) {
                 Some(a) => Cow::Borrowed(a),
-                None if n == DEDUCED => Cow::Owned(Atom::deduced()),
-                None if n == UNTYPED_ATOMIC => Cow::Owned(Atom::untyped_atomic()),
+                None if n == DEDUCED => Cow::Borrowed(builtin(&DEDUCED_ATOM, Atom::deduced)),
+                None if n == UNTYPED_ATOMIC => {
+                    Cow::Borrowed(builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic))
+                }
                 None => return Err(UnknownType(n.clone())),
             },
             (None, None) => return Err(UnknownType("inlined type".to_string())),

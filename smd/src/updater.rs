@@ -17,8 +17,11 @@
 //!   the schema, so a container that became atomic is owned whole by whoever owned parts of it
 //!   (rule 11).
 //!
+//! - Fields given to [`Updater::with_ignored`] (upstream's reset fields, e.g. `status` on
+//!   the main resource) are never gained, lost or conflicted on.
+//!
 //! Not done: converting managers' sets between API versions (every set is taken to be in the
-//! object's version), ignored/reset fields.
+//! object's version); reset fields therefore come as one set, not one per version.
 
 use crate::fieldpath::{Path, Set};
 use crate::schema::{Schema, TypeRef};
@@ -264,11 +267,33 @@ pub struct Applied {
 pub struct Updater<'s> {
     pub schema: &'s Schema,
     pub root: &'s TypeRef,
+    /// Fields (and everything below them) no manager gains or loses.
+    pub ignored: Option<&'s Set>,
 }
 
 impl<'s> Updater<'s> {
     pub fn new(schema: &'s Schema, root: &'s TypeRef) -> Updater<'s> {
-        Updater { schema, root }
+        Updater {
+            schema,
+            root,
+            ignored: None,
+        }
+    }
+
+    /// The same updater, ignoring `fields` (upstream's reset fields of a resource or
+    /// subresource, applied as an exclude filter).
+    pub fn with_ignored(self, fields: &'s Set) -> Updater<'s> {
+        Updater {
+            ignored: Some(fields),
+            ..self
+        }
+    }
+
+    fn filter(&self, set: Set) -> Set {
+        match self.ignored {
+            Some(ignored) if !ignored.is_empty() => set.recursive_difference(ignored),
+            _ => set,
+        }
     }
 
     /// Records an Update operation by `manager` that turned `live` into `new` (`live` is
@@ -290,10 +315,11 @@ impl<'s> Updater<'s> {
                 ApplyError::Conflicts(_) => unreachable!("forced updates do not conflict"),
             })?;
         let mine = managers.remove(manager).map(|m| m.set).unwrap_or_default();
-        let set = mine
-            .difference(&cmp.removed)
-            .union(&cmp.modified)
-            .union(&cmp.added);
+        let set = self.filter(
+            mine.difference(&cmp.removed)
+                .union(&cmp.modified)
+                .union(&cmp.added),
+        );
         if !set.is_empty() {
             managers.insert(
                 manager.clone(),
@@ -319,7 +345,7 @@ impl<'s> Updater<'s> {
         let mut managers = self.reconcile(managers)?;
         let merged = typed::merge(self.schema, self.root, live, config)?;
         let last = managers.get(manager).map(|m| m.set.clone());
-        let set = typed::to_field_set(self.schema, self.root, config)?;
+        let set = self.filter(typed::to_field_set(self.schema, self.root, config)?);
         managers.insert(
             manager.clone(),
             ManagedSet {
@@ -364,6 +390,11 @@ impl<'s> Updater<'s> {
         force: bool,
     ) -> Result<typed::Comparison, ApplyError> {
         let cmp = typed::compare(self.schema, self.root, old, new)?;
+        let cmp = typed::Comparison {
+            added: self.filter(cmp.added),
+            modified: self.filter(cmp.modified),
+            removed: self.filter(cmp.removed),
+        };
         let changed = cmp.modified.union(&cmp.added);
         let mut conflicts = BTreeMap::new();
         for (key, owned) in managers.iter() {

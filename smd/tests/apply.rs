@@ -474,3 +474,52 @@ fn granular_to_atomic_schema_change_collapses_ownership() {
         r#"{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:args":{},"f:name":{}}}}}}}"#
     );
 }
+
+/// Reset fields (upstream's ignore filter; `status` for the main resource): an apply or an
+/// update touching them neither gains nor takes them, and nobody conflicts on them.
+#[test]
+fn ignored_fields_are_never_owned() {
+    let w = World::new();
+    let status = Set::from_paths([Path::fields(&["status"])]);
+    let up = w.up().with_ignored(&status);
+    let config = json!({"spec": {"replicas": 1}, "status": {"replicas": 1}});
+    let a = up
+        .apply(
+            &json!({}),
+            &config,
+            V,
+            Managers::new(),
+            &applier("alice"),
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        owned(&a.managers, &applier("alice")),
+        r#"{"f:spec":{"f:replicas":{}}}"#
+    );
+    // The controller updates status through an updater for the status subresource, where
+    // spec is ignored instead; it owns status.
+    let spec = Set::from_paths([Path::fields(&["spec"])]);
+    let status_up = w.up().with_ignored(&spec);
+    let new = json!({"spec": {"replicas": 1}, "status": {"replicas": 2}});
+    let ctrl = ManagerKey::update("kube-controller-manager", V, "status");
+    let m = status_up
+        .update(&a.object, &new, V, a.managers, &ctrl)
+        .unwrap();
+    assert_eq!(owned(&m, &ctrl), r#"{"f:status":{"f:replicas":{}}}"#);
+    // An apply on the main resource setting status does not conflict with the controller.
+    let a = up
+        .apply(
+            &new,
+            &json!({"spec": {"replicas": 1}, "status": {"replicas": 9}}),
+            V,
+            m,
+            &applier("alice"),
+            false,
+        )
+        .unwrap();
+    assert_eq!(
+        owned(&a.managers, &ctrl),
+        r#"{"f:status":{"f:replicas":{}}}"#
+    );
+}
