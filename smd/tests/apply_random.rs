@@ -41,7 +41,19 @@ fn config(rng: &mut Rng) -> Value {
                 json!(rng.pick(&["1", "2"])),
             );
         }
-        obj.insert("metadata".into(), json!({ "labels": labels }));
+        let mut meta = Map::new();
+        meta.insert("labels".into(), Value::Object(labels));
+        if rng.below(2) == 0 {
+            let mut fins: Vec<&str> = Vec::new();
+            for _ in 0..1 + rng.below(2) {
+                let f = rng.pick(&["f1", "f2", "f3"]);
+                if !fins.contains(&f) {
+                    fins.push(f);
+                }
+            }
+            meta.insert("finalizers".into(), json!(fins));
+        }
+        obj.insert("metadata".into(), Value::Object(meta));
     }
     let mut spec = Map::new();
     if rng.below(2) == 0 {
@@ -67,12 +79,21 @@ fn config(rng: &mut Rng) -> Value {
             if rng.below(3) == 0 {
                 c.insert("args".into(), json!([rng.pick(&["p", "q"])]));
             }
+            if rng.below(3) == 0 {
+                let port = rng.pick(&["80", "443"]).parse::<u64>().unwrap_or(80);
+                let mut p = json!({"containerPort": port});
+                if rng.below(2) == 0 {
+                    p["protocol"] = json!(rng.pick(&["TCP", "UDP"]));
+                }
+                c.insert("ports".into(), json!([p]));
+            }
             containers.push(Value::Object(c));
         }
-        spec.insert(
-            "template".into(),
-            json!({"spec": {"containers": containers}}),
-        );
+        let mut pod = json!({ "containers": containers });
+        if rng.below(3) == 0 {
+            pod["nodeSelector"] = json!({ rng.pick(&["disk", "zone"]): "x" });
+        }
+        spec.insert("template".into(), json!({ "spec": pod }));
     }
     if !spec.is_empty() {
         obj.insert("spec".into(), Value::Object(spec));
