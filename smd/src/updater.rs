@@ -308,12 +308,9 @@ impl<'s> Updater<'s> {
         manager: &ManagerKey,
     ) -> Result<Managers, TypedError> {
         let mut managers = self.reconcile(managers)?;
-        let cmp = self
-            .take_changes(live, new, &mut managers, manager, true)
-            .map_err(|e| match e {
-                ApplyError::Typed(e) => e,
-                ApplyError::Conflicts(_) => unreachable!("forced updates do not conflict"),
-            })?;
+        // An Update never conflicts: it takes what it changed.
+        let (cmp, clashes) = self.changes(live, new, &managers, manager)?;
+        Self::take_changes(&mut managers, manager, &cmp, &clashes);
         let mine = managers.remove(manager).map(|m| m.set).unwrap_or_default();
         let set = self.filter(
             mine.difference(&cmp.removed)
@@ -357,7 +354,11 @@ impl<'s> Updater<'s> {
             Some(last) if !last.is_empty() => self.prune(merged, &managers, &last)?,
             _ => merged,
         };
-        self.take_changes(live, &object, &mut managers, manager, force)?;
+        let (cmp, clashes) = self.changes(live, &object, &managers, manager)?;
+        if !force && !clashes.is_empty() {
+            return Err(ApplyError::Conflicts(Conflicts::from_sets(&clashes)));
+        }
+        Self::take_changes(&mut managers, manager, &cmp, &clashes);
         let changed = !crate::value::equals(live, &object);
         Ok(Applied {
             object,
@@ -378,17 +379,15 @@ impl<'s> Updater<'s> {
         Ok(managers)
     }
 
-    /// Upstream's `update`: compares `old` with `new`; other managers owning changed fields
-    /// conflict (unless `force`) and then lose them, and lose removed fields; managers left
-    /// with nothing are dropped.
-    fn take_changes(
+    /// Upstream's `update`, first half: what changed from `old` to `new` (without ignored
+    /// fields), and which other managers own some of the added or modified fields.
+    fn changes(
         &self,
         old: &Value,
         new: &Value,
-        managers: &mut Managers,
+        managers: &Managers,
         manager: &ManagerKey,
-        force: bool,
-    ) -> Result<typed::Comparison, ApplyError> {
+    ) -> Result<(typed::Comparison, BTreeMap<ManagerKey, Set>), TypedError> {
         let cmp = typed::compare(self.schema, self.root, old, new)?;
         let cmp = typed::Comparison {
             added: self.filter(cmp.added),
@@ -396,24 +395,30 @@ impl<'s> Updater<'s> {
             removed: self.filter(cmp.removed),
         };
         let changed = cmp.modified.union(&cmp.added);
-        let mut conflicts = BTreeMap::new();
-        for (key, owned) in managers.iter() {
-            if key == manager {
-                continue;
-            }
-            let clash = owned.set.intersection(&changed);
-            if !clash.is_empty() {
-                conflicts.insert(key.clone(), clash);
-            }
-        }
-        if !force && !conflicts.is_empty() {
-            return Err(ApplyError::Conflicts(Conflicts::from_sets(&conflicts)));
-        }
+        let clashes = managers
+            .iter()
+            .filter(|(key, _)| *key != manager)
+            .filter_map(|(key, owned)| {
+                let clash = owned.set.intersection(&changed);
+                (!clash.is_empty()).then(|| (key.clone(), clash))
+            })
+            .collect();
+        Ok((cmp, clashes))
+    }
+
+    /// Upstream's `update`, second half: other managers lose the fields that changed under
+    /// them and the removed fields; managers left with nothing are dropped.
+    fn take_changes(
+        managers: &mut Managers,
+        manager: &ManagerKey,
+        cmp: &typed::Comparison,
+        clashes: &BTreeMap<ManagerKey, Set>,
+    ) {
         for (key, owned) in managers.iter_mut() {
             if key == manager {
                 continue;
             }
-            if let Some(clash) = conflicts.get(key) {
+            if let Some(clash) = clashes.get(key) {
                 owned.set = owned.set.difference(clash);
             }
             if !cmp.removed.is_empty() {
@@ -421,7 +426,6 @@ impl<'s> Updater<'s> {
             }
         }
         managers.retain(|_, m| !m.set.is_empty());
-        Ok(cmp)
     }
 
     /// Removes what the applier applied last time and not this time, unless another
