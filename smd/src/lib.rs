@@ -27,6 +27,42 @@
 //! sets, the cap on Update managers, the `[{}]` reset (rule 15), building the type's zero
 //! value as the live object of a create.
 
+//! # Example
+//!
+//! A ConfigMap-like type whose `data` is a granular map: two appliers own different keys;
+//! changing the other's key conflicts, with upstream's message, unless forced.
+//!
+//! ```
+//! use keel_smd::schema::{Atom, ElementRelationship, Schema, StructField, TypeRef};
+//! use keel_smd::updater::{ManagerKey, Managers, Updater};
+//! use serde_json::json;
+//!
+//! let data = Atom::map(TypeRef::scalar(), ElementRelationship::Separable);
+//! let schema = Schema::new().with_type(
+//!     "ConfigMap",
+//!     Atom::structure(vec![StructField::new("data", TypeRef::inline(data))]),
+//! );
+//! let root = TypeRef::named("ConfigMap");
+//! let updater = Updater::new(&schema, &root);
+//! let (alice, bob) = (ManagerKey::apply("alice", ""), ManagerKey::apply("bob", ""));
+//!
+//! let a = updater
+//!     .apply(&json!({}), &json!({"data": {"a": "1"}}), "v1", Managers::new(), &alice, false)
+//!     .unwrap();
+//! assert_eq!(a.managers[&alice].set.to_fields_v1(), r#"{"f:data":{"f:a":{}}}"#);
+//!
+//! let err = updater
+//!     .apply(&a.object, &json!({"data": {"a": "2"}}), "v1", a.managers.clone(), &bob, false)
+//!     .unwrap_err();
+//! assert_eq!(err.to_string(), r#"Apply failed with 1 conflict: conflict with "alice": .data.a"#);
+//!
+//! let b = updater
+//!     .apply(&a.object, &json!({"data": {"a": "2"}}), "v1", a.managers, &bob, true)
+//!     .unwrap();
+//! assert_eq!(b.object, json!({"data": {"a": "2"}}));
+//! assert!(!b.managers.contains_key(&alice), "alice owned nothing else");
+//! ```
+
 pub mod fieldpath;
 pub mod fieldsv1;
 pub mod managedfields;
