@@ -19,8 +19,10 @@
 //! - [`ensure_named_fields_are_members`]: a set plus the declared struct fields leading to
 //!   its paths (what pruning needs to tell fields from map keys).
 //!
-//! Not done: upstream's lhs/rhs type-change handling is simplified (a node whose JSON kind
-//! changes is one modified leaf, and merge takes the applied value); `ExtractItems`;
+//! A value whose JSON kind changes (possible under deduced types) compares as upstream's:
+//! leaves modified, old contents removed, new contents added; merge takes the applied value.
+//!
+//! Not done: `ExtractItems`;
 //! validation beyond what the walk needs (objects are validated before they get here).
 
 use crate::fieldpath::{PathElement, Set};
@@ -320,21 +322,48 @@ fn compare_walk(
     let atom = resolve_part(schema, tr, path)?;
     let pl = part(&atom, lhs);
     let pr = part(&atom, rhs);
-    let chosen = match (lhs, rhs, pl, pr) {
-        (_, None, p, _) => p,
+    let in_leaf = match (lhs, rhs, pl, pr) {
         (Some(_), Some(_), Some(a), Some(b)) if !a.same_kind(&b) => {
-            // The value changed kind (deduced types): one modified leaf.
-            c.modified.insert(path);
+            // The value changed kind (deduced types). As upstream, each side is walked with
+            // its own kind and the other side absent as a container: leaves are modified,
+            // the old contents removed, the new added; the node itself is neither.
+            compare_part(schema, a, (lhs, rhs), (lhs, None), path, c)?;
+            compare_part(schema, b, (lhs, rhs), (None, rhs), path, c)?;
             return Ok(());
         }
-        (_, _, _, p) => p,
+        (_, None, p, _) | (_, Some(_), _, p) => match p {
+            None => return Err(err(path, "schema error: invalid atom")),
+            Some(p) => compare_part(schema, p, (lhs, rhs), (lhs, rhs), path, c)?,
+        },
     };
-    let in_leaf = match chosen {
-        None => return Err(err(path, "schema error: invalid atom")),
-        Some(Part::Scalar) => true,
-        Some(Part::List(t)) => {
-            let l = as_list(lhs, path)?;
-            let r = as_list(rhs, path)?;
+    if !in_leaf {
+        if lhs.is_none() {
+            c.added.insert(path);
+        } else if rhs.is_none() {
+            c.removed.insert(path);
+        }
+    }
+    Ok(())
+}
+
+/// Both sides of a comparison.
+type Sides<'v> = (Option<&'v Value>, Option<&'v Value>);
+
+/// Compares under one part of the type. `leaf` sides decide leaves; `containers` are the
+/// sides read as containers (absent when of another kind). Returns whether it was a leaf.
+fn compare_part(
+    schema: &Schema,
+    p: Part<'_>,
+    (lhs, rhs): Sides<'_>,
+    (lc, rc): Sides<'_>,
+    path: &mut Vec<PathElement>,
+    c: &mut Comparison,
+) -> Result<bool, TypedError> {
+    let in_leaf = match p {
+        Part::Scalar => true,
+        Part::List(t) => {
+            let l = as_list(lc, path)?;
+            let r = as_list(rc, path)?;
             let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
             if t.relationship == ElementRelationship::Atomic || empty {
                 true
@@ -343,9 +372,9 @@ fn compare_walk(
                 false
             }
         }
-        Some(Part::Map(t)) => {
-            let l = as_map(lhs, path)?;
-            let r = as_map(rhs, path)?;
+        Part::Map(t) => {
+            let l = as_map(lc, path)?;
+            let r = as_map(rc, path)?;
             let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
             if t.relationship == ElementRelationship::Atomic || empty {
                 true
@@ -365,12 +394,8 @@ fn compare_walk(
     };
     if in_leaf {
         compare_leaf(lhs, rhs, path, c);
-    } else if lhs.is_none() {
-        c.added.insert(path);
-    } else if rhs.is_none() {
-        c.removed.insert(path);
     }
-    Ok(())
+    Ok(in_leaf)
 }
 
 /// Items grouped by element, in order of first appearance.

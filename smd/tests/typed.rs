@@ -223,9 +223,15 @@ fn deduced_schema_maps_granular_lists_atomic() {
         merged,
         json!({"spec": {"a": 1, "list": [{"name": "y"}], "m": {"k": "v", "j": "w"}}})
     );
-    // A value changing kind is replaced and reported as modified.
+    // A value changing kind: the atomic list side is a modified leaf, the map's contents
+    // are added (upstream walks both kinds).
     let c = compare(&schema, &root, &json!({"x": [1]}), &json!({"x": {"a": 1}})).unwrap();
     assert_eq!(c.modified.to_fields_v1(), r#"{"f:x":{}}"#);
+    assert_eq!(c.added.to_fields_v1(), r#"{"f:x":{"f:a":{}}}"#);
+    assert!(c.removed.is_empty());
+    let c = compare(&schema, &root, &json!({"x": {"a": 1}}), &json!({"x": "s"})).unwrap();
+    assert_eq!(c.modified.to_fields_v1(), r#"{"f:x":{}}"#);
+    assert_eq!(c.removed.to_fields_v1(), r#"{"f:x":{"f:a":{}}}"#);
     assert_eq!(
         merge(&schema, &root, &json!({"x": [1]}), &json!({"x": {"a": 1}})).unwrap(),
         json!({"x": {"a": 1}})
