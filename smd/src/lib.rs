@@ -14,7 +14,7 @@
 //! - [`openapi`]: the schema built from OpenAPI definitions (built-in types' published
 //!   documents, custom resources' structural schemas) as upstream's `schemaconv` builds it.
 //! - [`managedfields`]: `metadata.managedFields` entries decoded into managers and encoded
-//!   back in upstream's order.
+//!   back in upstream's order; the cap on Update entries (`ancient-changes`).
 //!
 //! Invariants: pure functions, no I/O, no server types; bad input (an object that does not
 //! fit its schema, malformed FieldsV1) is an error value, never a panic.
@@ -24,8 +24,8 @@
 //! Not done (see each module): version conversion between managers' API versions (every
 //! set is taken to be at the object's version, so reset fields are one set); and the parts
 //! of upstream's flow that belong to the caller: stripping metadata/typemeta fields from
-//! sets, the cap on Update managers, the `[{}]` reset (rule 15), building the type's zero
-//! value as the live object of a create.
+//! sets, the `[{}]` reset (rule 15), building the type's zero value as the live object of a
+//! create, calling [`managedfields::cap_update_managers`] after each Update.
 
 //! # Example
 //!

@@ -7,14 +7,23 @@
 //! (entries without one first), manager, apiVersion, subresource; members in the field order
 //! of Go's `ManagedFieldsEntry`, empty ones omitted.
 //!
-//! Not done: the cap on Update managers (upstream folds the oldest into `ancient-changes`
-//! past 10) and the `[{}]` reset of rule 15, which belong to the caller's flow.
+//! [`cap_update_managers`] bounds the Update entries as upstream does after every Update:
+//! past [`UPDATE_MANAGERS_MAX`], the oldest are folded into one `ancient-changes` entry per
+//! API version.
+//!
+//! Not done: the `[{}]` reset of rule 15, which belongs to the caller's flow.
 
 use crate::fieldpath::Set;
 use crate::updater::{ManagedSet, ManagerKey, Managers, Operation};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fmt;
+
+/// Upstream's `DefaultMaxUpdateManagers`: Update entries kept before the oldest are folded.
+pub const UPDATE_MANAGERS_MAX: usize = 10;
+
+/// The manager name the folded Update entries take.
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
 
 /// The time of each manager's last operation (RFC 3339, as stored), when known.
 pub type Times = BTreeMap<ManagerKey, String>;
@@ -157,6 +166,67 @@ pub fn encode(managers: &Managers, times: &Times) -> Vec<Value> {
         .collect()
 }
 
+/// Folds the oldest Update managers (by time, then identifier) until at most `max` Update
+/// entries remain: per API version, the first old entry seen becomes the bucket
+/// `ancient-changes` (Update, that version) and later ones are merged into it, the bucket
+/// taking the time of the latest merged entry. Apply entries are never folded.
+pub fn cap_update_managers(managers: &mut Managers, times: &mut Times, max: usize) {
+    let mut updaters: Vec<ManagerKey> = managers
+        .keys()
+        .filter(|k| k.operation == Operation::Update)
+        .cloned()
+        .collect();
+    if updaters.len() <= max {
+        return;
+    }
+    updaters.sort_by(|a, b| {
+        time_seconds(times.get(a))
+            .cmp(time_seconds(times.get(b)))
+            .then_with(|| a.identifier().cmp(&b.identifier()))
+    });
+    let mut first_of_version: BTreeMap<String, ManagerKey> = BTreeMap::new();
+    let mut length = updaters.len();
+    for key in updaters {
+        if length <= max {
+            break;
+        }
+        let Some(owned) = managers.get(&key).cloned() else {
+            continue;
+        };
+        let version = owned.api_version.clone();
+        let bucket = ManagerKey::update(ANCIENT_CHANGES, version.clone(), "");
+        let Some(first) = first_of_version.get(&version).cloned() else {
+            first_of_version.insert(version, key);
+            continue;
+        };
+        if !managers.contains_key(&bucket) {
+            if let Some(s) = managers.remove(&first) {
+                managers.insert(bucket.clone(), s);
+            }
+            if let Some(t) = times.remove(&first) {
+                times.insert(bucket.clone(), t);
+            }
+        }
+        let merged = managers
+            .get(&bucket)
+            .map(|b| b.set.union(&owned.set))
+            .unwrap_or(owned.set);
+        managers.insert(
+            bucket.clone(),
+            ManagedSet {
+                set: merged,
+                api_version: owned.api_version,
+            },
+        );
+        managers.remove(&key);
+        match times.remove(&key) {
+            Some(t) => times.insert(bucket, t),
+            None => times.remove(&bucket),
+        };
+        length -= 1;
+    }
+}
+
 /// Upstream sorts by whole seconds, entries without a time as 0. RFC 3339 times in UTC
 /// (what the server writes) order as strings once fractions are cut; anything else sorts
 /// by its text.
@@ -188,6 +258,57 @@ mod tests {
             serde_json::to_string(&encoded[0]).unwrap(),
             r#"{"manager":"kubectl","operation":"Apply","apiVersion":"apps/v1","time":"2026-01-03T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:replicas":{}}}}"#
         );
+    }
+
+    #[test]
+    fn oldest_updaters_fold_into_ancient_changes_per_version() {
+        let mut managers = Managers::new();
+        let mut times = Times::new();
+        // Five updaters at v1 (t=1..5), one at v2 (t=0), one applier (never folded).
+        for i in 1..=5 {
+            let k = ManagerKey::update(format!("u{i}"), "v1", "");
+            let set = Set::from_fields_v1(&format!(r#"{{"f:f{i}":{{}}}}"#)).unwrap();
+            managers.insert(
+                k.clone(),
+                ManagedSet {
+                    set,
+                    api_version: "v1".into(),
+                },
+            );
+            times.insert(k, format!("2026-01-01T00:00:0{i}Z"));
+        }
+        let old = ManagerKey::update("old", "v2", "");
+        let set = Set::from_fields_v1(r#"{"f:g":{}}"#).unwrap();
+        managers.insert(
+            old.clone(),
+            ManagedSet {
+                set,
+                api_version: "v2".into(),
+            },
+        );
+        times.insert(old.clone(), "2026-01-01T00:00:00Z".into());
+        let applier = ManagerKey::apply("a", "");
+        let set = Set::from_fields_v1(r#"{"f:h":{}}"#).unwrap();
+        managers.insert(
+            applier.clone(),
+            ManagedSet {
+                set,
+                api_version: "v1".into(),
+            },
+        );
+
+        cap_update_managers(&mut managers, &mut times, 3);
+        let bucket = ManagerKey::update(ANCIENT_CHANGES, "v1", "");
+        // Oldest first: old (v2) is the first of its version and stays; u1 starts the v1
+        // bucket and u2..u4 join it, until 3 Update entries remain (the bucket counts).
+        let names: Vec<&str> = managers.keys().map(|k| k.manager.as_str()).collect();
+        assert_eq!(names, ["a", "ancient-changes", "old", "u5"]);
+        assert_eq!(
+            managers[&bucket].set.to_fields_v1(),
+            r#"{"f:f1":{},"f:f2":{},"f:f3":{},"f:f4":{}}"#
+        );
+        assert_eq!(times[&bucket], "2026-01-01T00:00:04Z");
+        assert!(managers.contains_key(&applier));
     }
 
     #[test]
