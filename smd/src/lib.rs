@@ -15,18 +15,21 @@
 //!   documents, custom resources' structural schemas) as upstream's `schemaconv` builds it.
 //! - [`managedfields`]: `metadata.managedFields` entries decoded into managers and encoded
 //!   back in upstream's order; the cap on Update entries (`ancient-changes`).
+//! - [`value`]: upstream's total order and equality of JSON values and Go's text forms of
+//!   them (JSON in FieldsV1 keys, `%v`/`%q` in path strings).
 //!
 //! Invariants: pure functions, no I/O, no server types; bad input (an object that does not
 //! fit its schema, malformed FieldsV1) is an error value, never a panic.
 //!
-//! Depends on nothing of keel's, only `serde_json` (with `preserve_order`).
+//! Depends on nothing of keel's, only `serde_json` (with `preserve_order`); keel-schema is a
+//! dev-dependency, for tests on the published Kubernetes definitions.
 //!
 //! Not done (see each module): version conversion between managers' API versions (every
 //! set is taken to be at the object's version, so reset fields are one set); and the parts
 //! of upstream's flow that belong to the caller: stripping metadata/typemeta fields from
 //! sets, the `[{}]` reset (rule 15), building the type's zero value as the live object of a
 //! create, calling [`managedfields::cap_update_managers`] after each Update.
-
+//!
 //! # Example
 //!
 //! A ConfigMap-like type whose `data` is a granular map: two appliers own different keys;
