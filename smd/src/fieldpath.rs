@@ -173,9 +173,15 @@ impl Set {
         };
         let mut node = self;
         for pe in prefix {
-            node = node.children.entry(pe.clone()).or_default();
+            // Clone the element only when the node is new: keys hold JSON values.
+            if !node.children.contains_key(pe) {
+                node.children.insert(pe.clone(), Set::new());
+            }
+            node = node.children.get_mut(pe).expect("inserted above");
         }
-        node.members.insert(last.clone());
+        if !node.members.contains(last) {
+            node.members.insert(last.clone());
+        }
     }
 
     /// Whether the path is a member (not merely a prefix of members).
@@ -207,6 +213,12 @@ impl Set {
         self.children.iter()
     }
 
+    /// The paths under `pe`, borrowed; `None` when there are none (child sets are never
+    /// empty).
+    pub fn child(&self, pe: &PathElement) -> Option<&Set> {
+        self.children.get(pe)
+    }
+
     /// The paths under `pe`, with `pe` stripped (upstream's `WithPrefix`).
     pub fn with_prefix(&self, pe: &PathElement) -> Set {
         self.children.get(pe).cloned().unwrap_or_default()
@@ -214,15 +226,25 @@ impl Set {
 
     pub fn union(&self, other: &Set) -> Set {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, child) in &other.children {
-            let merged = match out.children.get(pe) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(pe.clone(), merged);
-        }
+        out.union_with(other);
         out
+    }
+
+    /// Adds every path of `other` to `self`, in place.
+    pub fn union_with(&mut self, other: &Set) {
+        for pe in &other.members {
+            if !self.members.contains(pe) {
+                self.members.insert(pe.clone());
+            }
+        }
+        for (pe, child) in &other.children {
+            match self.children.get_mut(pe) {
+                Some(mine) => mine.union_with(child),
+                None => {
+                    self.children.insert(pe.clone(), child.clone());
+                }
+            }
+        }
     }
 
     pub fn intersection(&self, other: &Set) -> Set {

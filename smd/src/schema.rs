@@ -136,10 +136,14 @@ impl MapType {
     }
 
     /// The type of the value under `key`.
-    pub fn type_of(&self, key: &str) -> TypeRef {
+    pub fn type_of(&self, key: &str) -> &TypeRef {
+        static DEDUCED_REF: OnceLock<TypeRef> = OnceLock::new();
         match self.field(key) {
-            Some(f) => f.type_ref.clone(),
-            None => self.element_type.clone().unwrap_or_else(TypeRef::deduced),
+            Some(f) => &f.type_ref,
+            None => match &self.element_type {
+                Some(e) => e,
+                None => DEDUCED_REF.get_or_init(TypeRef::deduced),
+            },
         }
     }
 }

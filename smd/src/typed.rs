@@ -253,7 +253,7 @@ fn field_set_walk(
             for (k, val) in m {
                 let child_tr = t.type_of(k);
                 path.push(PathElement::Field(k.clone()));
-                field_set_walk(schema, &child_tr, val, path, set)?;
+                field_set_walk(schema, child_tr, val, path, set)?;
                 let empty_map = matches!(val, Value::Object(o) if o.is_empty());
                 if val.is_null() || empty_map || t.field(k).is_none() {
                     set.insert(path);
@@ -385,7 +385,7 @@ fn compare_part(
                 for k in keys {
                     let child_tr = t.type_of(k);
                     path.push(PathElement::Field(k.clone()));
-                    compare_walk(schema, &child_tr, l.get(k), r.get(k), path, c)?;
+                    compare_walk(schema, child_tr, l.get(k), r.get(k), path, c)?;
                     path.pop();
                 }
                 false
@@ -524,7 +524,7 @@ fn merge_walk(
             for k in keys {
                 let child_tr = t.type_of(k);
                 path.push(PathElement::Field(k.clone()));
-                if let Some(v) = merge_walk(schema, &child_tr, l.get(k), r.get(k), path)? {
+                if let Some(v) = merge_walk(schema, child_tr, l.get(k), r.get(k), path)? {
                     out.insert(k.clone(), v);
                 }
                 path.pop();
@@ -673,15 +673,15 @@ fn remove_walk(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Option<Va
                 if set.has(std::slice::from_ref(&pe)) {
                     continue;
                 }
-                let sub = set.with_prefix(&pe);
-                if sub.is_empty() {
-                    out.push(item.clone());
-                } else {
-                    had_matches = true;
-                    out.push(removed_or_empty(
-                        remove_walk(schema, &t.element_type, item, &sub),
-                        item,
-                    ));
+                match set.child(&pe) {
+                    None => out.push(item.clone()),
+                    Some(sub) => {
+                        had_matches = true;
+                        out.push(removed_or_empty(
+                            remove_walk(schema, &t.element_type, item, sub),
+                            item,
+                        ));
+                    }
                 }
             }
             (!out.is_empty() || had_matches).then_some(Value::Array(out))
@@ -698,14 +698,16 @@ fn remove_walk(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Option<Va
                 if set.has(std::slice::from_ref(&pe)) {
                     continue;
                 }
-                let sub = set.with_prefix(&pe);
-                if sub.is_empty() {
-                    out.insert(k.clone(), val.clone());
-                } else {
-                    had_matches = true;
-                    let child_tr = t.type_of(k);
-                    let kept = removed_or_empty(remove_walk(schema, &child_tr, val, &sub), val);
-                    out.insert(k.clone(), kept);
+                match set.child(&pe) {
+                    None => {
+                        out.insert(k.clone(), val.clone());
+                    }
+                    Some(sub) => {
+                        had_matches = true;
+                        let child_tr = t.type_of(k);
+                        let kept = removed_or_empty(remove_walk(schema, child_tr, val, sub), val);
+                        out.insert(k.clone(), kept);
+                    }
                 }
             }
             (!out.is_empty() || had_matches).then_some(Value::Object(out))
@@ -739,11 +741,11 @@ pub fn ensure_named_fields_are_members(set: &Set, schema: &Schema, tr: &TypeRef)
                 }
                 map.map(|m| m.type_of(name))
             }
-            PathElement::Key(_) => list.map(|l| l.element_type.clone()),
+            PathElement::Key(_) => list.map(|l| &l.element_type),
             _ => None,
         };
         let child = match child_tr {
-            Some(ctr) => ensure_named_fields_are_members(child, schema, &ctr),
+            Some(ctr) => ensure_named_fields_are_members(child, schema, ctr),
             None => child.clone(),
         };
         out.children.insert(pe.clone(), child);
