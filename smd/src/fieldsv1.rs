@@ -1,0 +1,208 @@
+//! The FieldsV1 encoding of a [`Set`], byte for byte as upstream writes it.
+//!
+//! Each element is an object key: `f:<name>` (the name raw), `k:<json object of the key
+//! fields, sorted by name>`, `v:<json value>`, `i:<index>`. A member with nothing below it
+//! maps to `{}`; a node with children maps to an object of its children, led by `".": {}`
+//! when the node is also a member. Keys appear in element order (see [`PathElement`]'s
+//! `Ord`). JSON inside keys and the keys themselves are written as Go's encoder writes
+//! them (HTML characters escaped, map keys sorted).
+//!
+//! Parsing accepts any key order, drops keys with an unknown type letter (a future version's
+//! elements, as upstream does) and rejects malformed elements and non-object nodes.
+
+use crate::fieldpath::{PathElement, Set};
+use crate::value::{write_go_json, write_go_json_string};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Why a FieldsV1 document or a path element did not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldsV1Error {
+    /// Not JSON at all.
+    Json(String),
+    /// A node that is not a JSON object.
+    NotAnObject { at: String },
+    /// A key that is not a valid path element.
+    BadElement { key: String, reason: String },
+    /// A key with a type letter this version does not know (dropped when parsing a set).
+    UnknownElementType { key: String },
+}
+
+impl fmt::Display for FieldsV1Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldsV1Error::Json(e) => write!(f, "invalid FieldsV1 JSON: {e}"),
+            FieldsV1Error::NotAnObject { at } => {
+                write!(f, "FieldsV1 node at {at:?} is not an object")
+            }
+            FieldsV1Error::BadElement { key, reason } => {
+                write!(f, "parsing key as path element: {key:?}: {reason}")
+            }
+            FieldsV1Error::UnknownElementType { key } => {
+                write!(f, "unknown path element type: {key:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FieldsV1Error {}
+
+/// The key form of one element (`f:name`, `k:{...}`, `v:...`, `i:N`).
+pub fn serialize_element(pe: &PathElement) -> String {
+    let mut out = String::new();
+    match pe {
+        PathElement::Field(name) => {
+            out.push_str("f:");
+            out.push_str(name);
+        }
+        PathElement::Key(fields) => {
+            out.push_str("k:{");
+            for (i, (name, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json_string(&mut out, name);
+                out.push(':');
+                write_go_json(&mut out, v);
+            }
+            out.push('}');
+        }
+        PathElement::Value(v) => {
+            out.push_str("v:");
+            write_go_json(&mut out, v);
+        }
+        PathElement::Index(i) => {
+            out.push_str("i:");
+            out.push_str(&i.to_string());
+        }
+    }
+    out
+}
+
+/// Parses one element's key form.
+pub fn parse_element(key: &str) -> Result<PathElement, FieldsV1Error> {
+    let bad = |reason: &str| FieldsV1Error::BadElement {
+        key: key.to_string(),
+        reason: reason.to_string(),
+    };
+    let bytes = key.as_bytes();
+    if bytes.len() < 2 {
+        return Err(bad("key must be 2 characters long"));
+    }
+    if bytes[1] != b':' {
+        return Err(bad("missing colon"));
+    }
+    let body = &key[2..];
+    match bytes[0] {
+        b'f' => Ok(PathElement::Field(body.to_string())),
+        b'v' => {
+            let v: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
+            Ok(PathElement::Value(v))
+        }
+        b'k' => {
+            let v: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
+            let Value::Object(m) = v else {
+                return Err(bad("key fields must be a JSON object"));
+            };
+            Ok(PathElement::key(m))
+        }
+        b'i' => body
+            .parse::<usize>()
+            .map(PathElement::Index)
+            .map_err(|e| bad(&e.to_string())),
+        _ => Err(FieldsV1Error::UnknownElementType {
+            key: key.to_string(),
+        }),
+    }
+}
+
+impl Set {
+    /// The FieldsV1 bytes of this set.
+    pub fn to_fields_v1(&self) -> String {
+        let mut out = String::from("{");
+        self.emit(false, &mut out);
+        out.push('}');
+        out
+    }
+
+    fn emit(&self, include_self: bool, out: &mut String) {
+        let mut first = true;
+        let mut sep = |out: &mut String| {
+            if !std::mem::take(&mut first) {
+                out.push(',');
+            }
+        };
+        if include_self && !self.is_empty() {
+            sep(out);
+            out.push_str("\".\":{}");
+        }
+        let mut elements: Vec<&PathElement> = self.members.iter().collect();
+        elements.extend(self.children.keys().filter(|pe| !self.members.contains(pe)));
+        elements.sort();
+        for pe in elements {
+            sep(out);
+            write_go_json_string(out, &serialize_element(pe));
+            out.push(':');
+            match self.children.get(pe) {
+                None => out.push_str("{}"),
+                Some(child) => {
+                    out.push('{');
+                    child.emit(self.members.contains(pe), out);
+                    out.push('}');
+                }
+            }
+        }
+    }
+
+    /// Parses FieldsV1 bytes.
+    pub fn from_fields_v1(text: &str) -> Result<Set, FieldsV1Error> {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| FieldsV1Error::Json(e.to_string()))?;
+        Set::from_fields_v1_value(&v)
+    }
+
+    /// Parses an already-decoded FieldsV1 value (a managedFields entry's `fieldsV1`).
+    pub fn from_fields_v1_value(v: &Value) -> Result<Set, FieldsV1Error> {
+        let Value::Object(m) = v else {
+            return Err(FieldsV1Error::NotAnObject { at: String::new() });
+        };
+        Ok(read_node(m, "")?.0)
+    }
+}
+
+/// Reads one node: the set of its children, and whether the node itself is a member
+/// (it has `"."`, or nothing known below it).
+fn read_node(m: &Map<String, Value>, at: &str) -> Result<(Set, bool), FieldsV1Error> {
+    let mut set = Set::new();
+    let mut is_member = false;
+    for (key, child) in m {
+        if key == "." {
+            is_member = true;
+            continue;
+        }
+        let pe = match parse_element(key) {
+            Ok(pe) => pe,
+            Err(FieldsV1Error::UnknownElementType { .. }) => continue,
+            Err(e) => return Err(e),
+        };
+        let child_at = format!("{at}/{key}");
+        let Value::Object(cm) = child else {
+            return Err(FieldsV1Error::NotAnObject { at: child_at });
+        };
+        let (grandchildren, child_is_member) = read_node(cm, &child_at)?;
+        if child_is_member {
+            set.members.insert(pe.clone());
+        }
+        if !grandchildren.is_empty() {
+            let merged = match set.children.remove(&pe) {
+                Some(prev) => prev.union(&grandchildren),
+                None => grandchildren,
+            };
+            set.children.insert(pe, merged);
+        }
+    }
+    if set.is_empty() {
+        is_member = true;
+    }
+    Ok((set, is_member))
+}

@@ -1,0 +1,318 @@
+//! The schema the typed operations consume: named types, each an [`Atom`] that may
+//! describe a scalar, a list and/or a map (a value picks the part matching its JSON kind, as
+//! upstream's `deduceAtom` does). Structs are maps with declared fields; a map's
+//! `element_type` types the keys that are not declared fields.
+//!
+//! The [`Schema::deduced`] type is upstream's `__untyped_deduced_`: maps behave as granular
+//! structs of deduced values, lists are atomic (Apply rule 10, custom resources without
+//! markers). It is always resolvable as [`DEDUCED`], so a schema needs not declare it; so is
+//! [`UNTYPED_ATOMIC`], where lists and maps are atomic too.
+//!
+//! Lenience (a deliberate difference): a map key that is neither a declared field nor
+//! covered by an element type is treated as deduced rather than a schema error, since objects
+//! reach this crate already validated and pruned.
+
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The name under which the deduced type resolves.
+pub const DEDUCED: &str = "__untyped_deduced_";
+
+/// The name under which upstream's fully atomic untyped type resolves (the elements of a
+/// deduced list, and of OpenAPI arrays without `items`).
+pub const UNTYPED_ATOMIC: &str = "__untyped_atomic_";
+
+/// Whether a list's or map's items are owned one by one or only as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ElementRelationship {
+    /// `atomic`: replaced whole, one owner.
+    Atomic,
+    /// Lists: `set` (no keys) or `map` (keys). Items owned separately.
+    Associative,
+    /// Maps and structs: `granular`, keys owned separately.
+    #[default]
+    Separable,
+}
+
+/// A reference to a type: by name, or inline; `relationship` overrides the element
+/// relationship of the referenced list or map at this use site (upstream's
+/// `TypeRef.ElementRelationship`, e.g. a struct field marked `x-kubernetes-map-type: atomic`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeRef {
+    pub named: Option<String>,
+    pub inlined: Option<Box<Atom>>,
+    pub relationship: Option<ElementRelationship>,
+}
+
+impl TypeRef {
+    pub fn named(name: impl Into<String>) -> TypeRef {
+        TypeRef {
+            named: Some(name.into()),
+            inlined: None,
+            relationship: None,
+        }
+    }
+
+    pub fn inline(atom: Atom) -> TypeRef {
+        TypeRef {
+            named: None,
+            inlined: Some(Box::new(atom)),
+            relationship: None,
+        }
+    }
+
+    pub fn deduced() -> TypeRef {
+        TypeRef::named(DEDUCED)
+    }
+
+    pub fn scalar() -> TypeRef {
+        TypeRef::inline(Atom::scalar())
+    }
+
+    /// The same reference, with its element relationship overridden.
+    pub fn with_relationship(mut self, r: ElementRelationship) -> TypeRef {
+        self.relationship = Some(r);
+        self
+    }
+}
+
+/// Scalar kinds. The algebra treats them alike; they are kept for adapters and diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Scalar {
+    Numeric,
+    String,
+    Boolean,
+    #[default]
+    Untyped,
+}
+
+/// A list type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListType {
+    pub element_type: TypeRef,
+    pub relationship: ElementRelationship,
+    /// `x-kubernetes-list-map-keys`; empty for a set or an atomic list.
+    pub keys: Vec<String>,
+}
+
+/// A declared struct field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StructField {
+    pub name: String,
+    pub type_ref: TypeRef,
+    /// The default, used for a list-map key an item omits (e.g. a port's `protocol: TCP`).
+    pub default: Option<Value>,
+}
+
+impl StructField {
+    pub fn new(name: impl Into<String>, type_ref: TypeRef) -> StructField {
+        StructField {
+            name: name.into(),
+            type_ref,
+            default: None,
+        }
+    }
+
+    pub fn with_default(mut self, v: Value) -> StructField {
+        self.default = Some(v);
+        self
+    }
+}
+
+/// A map or struct type.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct MapType {
+    pub fields: Vec<StructField>,
+    /// The type of keys that are not declared fields (a map's values).
+    pub element_type: Option<TypeRef>,
+    pub relationship: ElementRelationship,
+}
+
+impl MapType {
+    pub fn field(&self, name: &str) -> Option<&StructField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The type of the value under `key`.
+    pub fn type_of(&self, key: &str) -> &TypeRef {
+        static DEDUCED_REF: OnceLock<TypeRef> = OnceLock::new();
+        match self.field(key) {
+            Some(f) => &f.type_ref,
+            None => match &self.element_type {
+                Some(e) => e,
+                None => DEDUCED_REF.get_or_init(TypeRef::deduced),
+            },
+        }
+    }
+}
+
+/// What a type may be; at least one part is set. A JSON value uses the part of its kind.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Atom {
+    pub scalar: Option<Scalar>,
+    pub list: Option<ListType>,
+    pub map: Option<MapType>,
+}
+
+impl Atom {
+    pub fn scalar() -> Atom {
+        Atom {
+            scalar: Some(Scalar::Untyped),
+            ..Atom::default()
+        }
+    }
+
+    /// A granular struct with these fields.
+    pub fn structure(fields: Vec<StructField>) -> Atom {
+        Atom {
+            map: Some(MapType {
+                fields,
+                ..MapType::default()
+            }),
+            ..Atom::default()
+        }
+    }
+
+    /// A map of `elem` values (`x-kubernetes-map-type` granular or atomic).
+    pub fn map(elem: TypeRef, relationship: ElementRelationship) -> Atom {
+        Atom {
+            map: Some(MapType {
+                fields: Vec::new(),
+                element_type: Some(elem),
+                relationship,
+            }),
+            ..Atom::default()
+        }
+    }
+
+    pub fn atomic_list(elem: TypeRef) -> Atom {
+        Atom::list(elem, ElementRelationship::Atomic, &[])
+    }
+
+    /// `x-kubernetes-list-type: set`.
+    pub fn set_list(elem: TypeRef) -> Atom {
+        Atom::list(elem, ElementRelationship::Associative, &[])
+    }
+
+    /// `x-kubernetes-list-type: map` keyed by `keys`.
+    pub fn map_list(elem: TypeRef, keys: &[&str]) -> Atom {
+        Atom::list(elem, ElementRelationship::Associative, keys)
+    }
+
+    fn list(elem: TypeRef, relationship: ElementRelationship, keys: &[&str]) -> Atom {
+        Atom {
+            list: Some(ListType {
+                element_type: elem,
+                relationship,
+                keys: keys.iter().map(|k| k.to_string()).collect(),
+            }),
+            ..Atom::default()
+        }
+    }
+
+    /// Upstream's deduced type: scalar, atomic list of untyped-atomic values, granular map
+    /// of deduced values.
+    pub fn deduced() -> Atom {
+        Atom {
+            scalar: Some(Scalar::Untyped),
+            list: Some(ListType {
+                element_type: TypeRef::named(UNTYPED_ATOMIC),
+                relationship: ElementRelationship::Atomic,
+                keys: Vec::new(),
+            }),
+            map: Some(MapType {
+                fields: Vec::new(),
+                element_type: Some(TypeRef::deduced()),
+                relationship: ElementRelationship::Separable,
+            }),
+        }
+    }
+}
+
+impl Atom {
+    /// Upstream's untyped atomic type: any scalar, list or map, always whole.
+    pub fn untyped_atomic() -> Atom {
+        Atom {
+            scalar: Some(Scalar::Untyped),
+            list: Some(ListType {
+                element_type: TypeRef::named(UNTYPED_ATOMIC),
+                relationship: ElementRelationship::Atomic,
+                keys: Vec::new(),
+            }),
+            map: Some(MapType {
+                fields: Vec::new(),
+                element_type: Some(TypeRef::named(UNTYPED_ATOMIC)),
+                relationship: ElementRelationship::Atomic,
+            }),
+        }
+    }
+}
+
+static DEDUCED_ATOM: OnceLock<Atom> = OnceLock::new();
+static UNTYPED_ATOMIC_ATOM: OnceLock<Atom> = OnceLock::new();
+
+/// The built-in atoms, built once: deduced objects resolve them at every node.
+fn builtin(cell: &'static OnceLock<Atom>, make: fn() -> Atom) -> &'static Atom {
+    cell.get_or_init(make)
+}
+
+/// Named types.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schema {
+    pub types: BTreeMap<String, Atom>,
+}
+
+/// A type reference that names no type in the schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownType(pub String);
+
+impl std::fmt::Display for UnknownType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "schema error: no type found matching: {}", self.0)
+    }
+}
+
+impl Schema {
+    pub fn new() -> Schema {
+        Schema::default()
+    }
+
+    /// A schema whose every object is deduced (unstructured custom resources).
+    pub fn deduced() -> Schema {
+        Schema::default()
+    }
+
+    pub fn with_type(mut self, name: impl Into<String>, atom: Atom) -> Schema {
+        self.types.insert(name.into(), atom);
+        self
+    }
+
+    /// The atom a reference denotes, with the use site's relationship override applied.
+    pub fn resolve<'s>(&'s self, tr: &'s TypeRef) -> Result<Cow<'s, Atom>, UnknownType> {
+        let atom: Cow<'s, Atom> = match (&tr.inlined, &tr.named) {
+            (Some(a), _) => Cow::Borrowed(&**a),
+            (None, Some(n)) => match self.types.get(n) {
+                Some(a) => Cow::Borrowed(a),
+                None if n == DEDUCED => Cow::Borrowed(builtin(&DEDUCED_ATOM, Atom::deduced)),
+                None if n == UNTYPED_ATOMIC => {
+                    Cow::Borrowed(builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic))
+                }
+                None => return Err(UnknownType(n.clone())),
+            },
+            (None, None) => return Err(UnknownType("inlined type".to_string())),
+        };
+        let Some(r) = tr.relationship else {
+            return Ok(atom);
+        };
+        let mut atom = atom.into_owned();
+        if let Some(l) = atom.list.as_mut() {
+            l.relationship = r;
+        }
+        if let Some(m) = atom.map.as_mut() {
+            m.relationship = r;
+        }
+        Ok(Cow::Owned(atom))
+    }
+}

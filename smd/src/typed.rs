@@ -1,0 +1,876 @@
+//! Operations on JSON objects under a [`Schema`], as upstream's `typed` package:
+//!
+//! - [`to_field_set`]: the paths an object sets. Scalars, atomic lists and atomic maps are
+//!   single leaves; granular list items are members by key or value and their contents are
+//!   walked; map keys that are not declared struct fields, null values and empty objects are
+//!   members; a declared struct field holding a non-empty object or a granular list appears
+//!   only through its contents (upstream's shape, which FieldsV1 documents show).
+//! - [`compare`]: what changed from one object to another (added, modified, removed paths).
+//! - [`merge`]: an applied (partial) object merged into a live one: the applied value wins,
+//!   maps are merged key by key (live key order, then new keys), associative lists item by
+//!   item (upstream's ordering: live order, with the applied items' relative order respected
+//!   for shared items, and new items placed after the applied item they follow), atomic
+//!   values are replaced.
+//! - [`remove_items`]: an object without the items of a set (maps and lists lose the listed
+//!   keys and items; containers emptied this way remain as `{}`/`[]`).
+//! - [`reconcile_field_set_with_schema`]: a manager's set rewritten after its schema made a
+//!   granular list, map or struct atomic: whoever owned anything inside owns the whole
+//!   (Apply rule 11). The opposite change infers nothing, as upstream.
+//! - [`ensure_named_fields_are_members`]: a set plus the declared struct fields leading to
+//!   its paths (what pruning needs to tell fields from map keys).
+//!
+//! A value whose JSON kind changes (possible under deduced types) compares as upstream's:
+//! leaves modified, old contents removed, new contents added; merge takes the applied value.
+//!
+//! Not done: `ExtractItems`;
+//! validation beyond what the walk needs (objects are validated before they get here).
+
+use crate::fieldpath::{PathElement, Set};
+use crate::schema::{Atom, ElementRelationship, ListType, MapType, Schema, TypeRef};
+use crate::value::equals;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+
+/// An object that does not fit its schema, or a schema that names a missing type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypedError {
+    /// The path string where it happened (`.spec.ports[0]`-style, upstream's form).
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for TypedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for TypedError {}
+
+fn err(path: &[PathElement], message: impl Into<String>) -> TypedError {
+    TypedError {
+        path: path.iter().map(|pe| pe.to_string()).collect(),
+        message: message.into(),
+    }
+}
+
+/// Which part of an atom a value uses.
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    Scalar,
+    List(&'a ListType),
+    Map(&'a MapType),
+}
+
+impl Part<'_> {
+    fn same_kind(&self, other: &Part<'_>) -> bool {
+        matches!(
+            (self, other),
+            (Part::Scalar, Part::Scalar)
+                | (Part::List(_), Part::List(_))
+                | (Part::Map(_), Part::Map(_))
+        )
+    }
+}
+
+/// Upstream's `deduceAtom` then `handleAtom`: the part of the value's kind, else the first
+/// part of map, scalar, list.
+fn part<'a>(atom: &'a Atom, v: Option<&Value>) -> Option<Part<'a>> {
+    let by_kind = match v {
+        Some(Value::Array(_)) => atom.list.as_ref().map(Part::List),
+        Some(Value::Object(_)) => atom.map.as_ref().map(Part::Map),
+        Some(Value::Null) | None => None,
+        Some(_) => atom.scalar.map(|_| Part::Scalar),
+    };
+    by_kind
+        .or_else(|| atom.map.as_ref().map(Part::Map))
+        .or_else(|| atom.scalar.map(|_| Part::Scalar))
+        .or_else(|| atom.list.as_ref().map(Part::List))
+}
+
+fn resolve_part<'s>(
+    schema: &'s Schema,
+    tr: &'s TypeRef,
+    path: &[PathElement],
+) -> Result<std::borrow::Cow<'s, Atom>, TypedError> {
+    schema.resolve(tr).map_err(|e| err(path, e.to_string()))
+}
+
+fn as_list<'v>(
+    v: Option<&'v Value>,
+    path: &[PathElement],
+) -> Result<Option<&'v Vec<Value>>, TypedError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(other) => Err(err(path, format!("expected list, got {other}"))),
+    }
+}
+
+fn as_map<'v>(
+    v: Option<&'v Value>,
+    path: &[PathElement],
+) -> Result<Option<&'v Map<String, Value>>, TypedError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(other) => Err(err(path, format!("expected map, got {other}"))),
+    }
+}
+
+/// The path element of an item of an associative list: its key fields (with defaults for
+/// omitted keys) or, for a set, its value.
+pub fn list_item_element(
+    schema: &Schema,
+    list: &ListType,
+    item: &Value,
+) -> Result<PathElement, String> {
+    if list.relationship != ElementRelationship::Associative {
+        return Err("invalid indexing of non-associative list".to_string());
+    }
+    if list.keys.is_empty() {
+        return match item {
+            Value::Object(_) => {
+                Err("associative list without keys has an element that's a map type".into())
+            }
+            Value::Array(_) => Err("not supported: associative list with lists as elements".into()),
+            Value::Null => {
+                Err("associative list without keys has an element that's an explicit null".into())
+            }
+            v => Ok(PathElement::Value(v.clone())),
+        };
+    }
+    let m = match item {
+        Value::Null => return Err("associative list with keys may not have a null element".into()),
+        Value::Object(m) => m,
+        _ => return Err("associative list with keys may not have non-map elements".into()),
+    };
+    let elem = schema
+        .resolve(&list.element_type)
+        .map_err(|e| e.to_string())?;
+    let mut fields = Vec::new();
+    for key in &list.keys {
+        if let Some(v) = m.get(key) {
+            fields.push((key.clone(), v.clone()));
+        } else if let Some(d) = elem
+            .map
+            .as_ref()
+            .and_then(|mt| mt.field(key))
+            .and_then(|f| f.default.clone())
+        {
+            fields.push((key.clone(), d));
+        }
+    }
+    if fields.is_empty() {
+        return Err(format!(
+            "associative list with keys has an element that omits all key fields {:?} (and doesn't have default values for any key fields)",
+            list.keys
+        ));
+    }
+    Ok(PathElement::key(fields))
+}
+
+fn item_element(
+    schema: &Schema,
+    list: &ListType,
+    item: &Value,
+    index: usize,
+    path: &[PathElement],
+) -> Result<PathElement, TypedError> {
+    list_item_element(schema, list, item).map_err(|e| err(path, format!("element {index}: {e}")))
+}
+
+// ---------------------------------------------------------------------------------------
+// to_field_set
+
+/// The set of paths `v` (of type `tr`) sets.
+pub fn to_field_set(schema: &Schema, tr: &TypeRef, v: &Value) -> Result<Set, TypedError> {
+    let mut set = Set::new();
+    let mut path = Vec::new();
+    field_set_walk(schema, tr, v, &mut path, &mut set)?;
+    Ok(set)
+}
+
+fn field_set_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    v: &Value,
+    path: &mut Vec<PathElement>,
+    set: &mut Set,
+) -> Result<(), TypedError> {
+    let atom = resolve_part(schema, tr, path)?;
+    match part(&atom, Some(v)) {
+        None => Err(err(path, "schema error: invalid atom")),
+        Some(Part::Scalar) => {
+            set.insert(path);
+            Ok(())
+        }
+        Some(Part::List(t)) => {
+            if t.relationship == ElementRelationship::Atomic {
+                set.insert(path);
+                return Ok(());
+            }
+            let Some(items) = as_list(Some(v), path)? else {
+                return Ok(());
+            };
+            let mut seen = BTreeSet::new();
+            let mut duplicates = BTreeSet::new();
+            let mut pes = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let pe = item_element(schema, t, item, i, path)?;
+                if !seen.insert(pe.clone()) && duplicates.insert(pe.clone()) {
+                    // A duplicated item is owned only as a whole.
+                    path.push(pe.clone());
+                    set.insert(path);
+                    path.pop();
+                }
+                pes.push(pe);
+            }
+            for (item, pe) in items.iter().zip(pes) {
+                if duplicates.contains(&pe) {
+                    continue;
+                }
+                path.push(pe);
+                field_set_walk(schema, &t.element_type, item, path, set)?;
+                set.insert(path);
+                path.pop();
+            }
+            Ok(())
+        }
+        Some(Part::Map(t)) => {
+            if t.relationship == ElementRelationship::Atomic {
+                set.insert(path);
+                return Ok(());
+            }
+            let Some(m) = as_map(Some(v), path)? else {
+                return Ok(());
+            };
+            for (k, val) in m {
+                let child_tr = t.type_of(k);
+                path.push(PathElement::Field(k.clone()));
+                field_set_walk(schema, child_tr, val, path, set)?;
+                let empty_map = matches!(val, Value::Object(o) if o.is_empty());
+                if val.is_null() || empty_map || t.field(k).is_none() {
+                    set.insert(path);
+                }
+                path.pop();
+            }
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// compare
+
+/// What changed from `lhs` to `rhs`: paths only in `rhs` (`added`), in both with different
+/// values (`modified`), only in `lhs` (`removed`). Containers that appear or disappear are
+/// listed along with their contents.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    pub added: Set,
+    pub modified: Set,
+    pub removed: Set,
+}
+
+impl Comparison {
+    pub fn is_same(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// Compares two objects of type `tr`.
+pub fn compare(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+) -> Result<Comparison, TypedError> {
+    let mut c = Comparison::default();
+    let mut path = Vec::new();
+    compare_walk(schema, tr, Some(lhs), Some(rhs), &mut path, &mut c)?;
+    Ok(c)
+}
+
+fn compare_leaf(
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    path: &[PathElement],
+    c: &mut Comparison,
+) {
+    match (lhs, rhs) {
+        (None, _) => c.added.insert(path),
+        (_, None) => c.removed.insert(path),
+        (Some(l), Some(r)) if !equals(l, r) => c.modified.insert(path),
+        _ => {}
+    }
+}
+
+fn compare_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    path: &mut Vec<PathElement>,
+    c: &mut Comparison,
+) -> Result<(), TypedError> {
+    let atom = resolve_part(schema, tr, path)?;
+    let pl = part(&atom, lhs);
+    let pr = part(&atom, rhs);
+    let in_leaf = match (lhs, rhs, pl, pr) {
+        (Some(_), Some(_), Some(a), Some(b)) if !a.same_kind(&b) => {
+            // The value changed kind (deduced types). As upstream, each side is walked with
+            // its own kind and the other side absent as a container: leaves are modified,
+            // the old contents removed, the new added; the node itself is neither.
+            compare_part(schema, a, (lhs, rhs), (lhs, None), path, c)?;
+            compare_part(schema, b, (lhs, rhs), (None, rhs), path, c)?;
+            return Ok(());
+        }
+        (_, None, p, _) | (_, Some(_), _, p) => match p {
+            None => return Err(err(path, "schema error: invalid atom")),
+            Some(p) => compare_part(schema, p, (lhs, rhs), (lhs, rhs), path, c)?,
+        },
+    };
+    if !in_leaf {
+        if lhs.is_none() {
+            c.added.insert(path);
+        } else if rhs.is_none() {
+            c.removed.insert(path);
+        }
+    }
+    Ok(())
+}
+
+/// Both sides of a comparison.
+type Sides<'v> = (Option<&'v Value>, Option<&'v Value>);
+
+/// Compares under one part of the type. `leaf` sides decide leaves; `containers` are the
+/// sides read as containers (absent when of another kind). Returns whether it was a leaf.
+fn compare_part(
+    schema: &Schema,
+    p: Part<'_>,
+    (lhs, rhs): Sides<'_>,
+    (lc, rc): Sides<'_>,
+    path: &mut Vec<PathElement>,
+    c: &mut Comparison,
+) -> Result<bool, TypedError> {
+    let in_leaf = match p {
+        Part::Scalar => true,
+        Part::List(t) => {
+            let l = as_list(lc, path)?;
+            let r = as_list(rc, path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                true
+            } else {
+                compare_list_items(schema, t, l, r, path, c)?;
+                false
+            }
+        }
+        Part::Map(t) => {
+            let l = as_map(lc, path)?;
+            let r = as_map(rc, path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                true
+            } else {
+                let empty_map = Map::new();
+                let (l, r) = (l.unwrap_or(&empty_map), r.unwrap_or(&empty_map));
+                let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
+                for k in keys {
+                    let child_tr = t.type_of(k);
+                    path.push(PathElement::Field(k.clone()));
+                    compare_walk(schema, child_tr, l.get(k), r.get(k), path, c)?;
+                    path.pop();
+                }
+                false
+            }
+        }
+    };
+    if in_leaf {
+        compare_leaf(lhs, rhs, path, c);
+    }
+    Ok(in_leaf)
+}
+
+/// Items grouped by element, in order of first appearance.
+type Grouped<'v> = Vec<(PathElement, Vec<&'v Value>)>;
+
+fn group_items<'v>(
+    schema: &Schema,
+    t: &ListType,
+    items: Option<&'v Vec<Value>>,
+    path: &[PathElement],
+) -> Result<Grouped<'v>, TypedError> {
+    let mut out: Grouped<'v> = Vec::new();
+    let mut index: BTreeMap<PathElement, usize> = BTreeMap::new();
+    for (i, item) in items.into_iter().flatten().enumerate() {
+        let pe = item_element(schema, t, item, i, path)?;
+        match index.get(&pe) {
+            Some(&at) => out[at].1.push(item),
+            None => {
+                index.insert(pe.clone(), out.len());
+                out.push((pe, vec![item]));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn compare_list_items(
+    schema: &Schema,
+    t: &ListType,
+    l: Option<&Vec<Value>>,
+    r: Option<&Vec<Value>>,
+    path: &mut Vec<PathElement>,
+    c: &mut Comparison,
+) -> Result<(), TypedError> {
+    let lg = group_items(schema, t, l, path)?;
+    let rg = group_items(schema, t, r, path)?;
+    let lmap: BTreeMap<&PathElement, &Vec<&Value>> = lg.iter().map(|(p, v)| (p, v)).collect();
+    let rmap: BTreeMap<&PathElement, &Vec<&Value>> = rg.iter().map(|(p, v)| (p, v)).collect();
+    let mut all: Vec<&PathElement> = lg.iter().map(|(p, _)| p).collect();
+    all.extend(rg.iter().map(|(p, _)| p).filter(|p| !lmap.contains_key(p)));
+    let none: Vec<&Value> = Vec::new();
+    for pe in all {
+        let ll = lmap.get(pe).copied().unwrap_or(&none);
+        let rl = rmap.get(pe).copied().unwrap_or(&none);
+        path.push(pe.clone());
+        if ll.len() <= 1 && rl.len() <= 1 {
+            compare_walk(
+                schema,
+                &t.element_type,
+                ll.first().copied(),
+                rl.first().copied(),
+                path,
+                c,
+            )?;
+        } else if ll.len() >= 2 && rl.len() >= 2 {
+            let same = ll.len() == rl.len() && ll.iter().zip(rl).all(|(a, b)| equals(a, b));
+            if !same {
+                c.modified.insert(path);
+            }
+        } else if ll.len() >= 2 {
+            if let Some(r0) = rl.first() {
+                compare_walk(schema, &t.element_type, None, Some(r0), path, c)?;
+            }
+            c.removed.insert(path);
+        } else {
+            if let Some(l0) = ll.first() {
+                compare_walk(schema, &t.element_type, Some(l0), None, path, c)?;
+            }
+            c.added.insert(path);
+        }
+        path.pop();
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// merge
+
+/// Merges the applied object `rhs` into the live object `lhs` (upstream's `Merge` with
+/// "keep rhs"): nothing is removed; where both set a leaf, `rhs` wins.
+pub fn merge(schema: &Schema, tr: &TypeRef, lhs: &Value, rhs: &Value) -> Result<Value, TypedError> {
+    let mut path = Vec::new();
+    Ok(merge_walk(schema, tr, Some(lhs), Some(rhs), &mut path)?.unwrap_or(Value::Null))
+}
+
+fn merge_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    path: &mut Vec<PathElement>,
+) -> Result<Option<Value>, TypedError> {
+    let atom = resolve_part(schema, tr, path)?;
+    let pl = part(&atom, lhs);
+    let pr = part(&atom, rhs);
+    let (chosen, lhs) = match (rhs, pl, pr) {
+        (None, p, _) => (p, lhs),
+        // The value changed kind: the applied value replaces the live one.
+        (Some(_), Some(a), Some(b)) if lhs.is_some() && !a.same_kind(&b) => (pr, None),
+        (Some(_), _, p) => (p, lhs),
+    };
+    let leaf = || Ok(rhs.or(lhs).cloned());
+    match chosen {
+        None => Err(err(path, "schema error: invalid atom")),
+        Some(Part::Scalar) => leaf(),
+        Some(Part::List(t)) => {
+            let l = as_list(lhs, path)?;
+            let r = as_list(rhs, path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                return leaf();
+            }
+            merge_list_items(schema, t, l, r, path)
+        }
+        Some(Part::Map(t)) => {
+            let l = as_map(lhs, path)?;
+            let r = as_map(rhs, path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                return leaf();
+            }
+            let empty_map = Map::new();
+            let (l, r) = (l.unwrap_or(&empty_map), r.unwrap_or(&empty_map));
+            let mut out = Map::new();
+            let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
+            for k in keys {
+                let child_tr = t.type_of(k);
+                path.push(PathElement::Field(k.clone()));
+                if let Some(v) = merge_walk(schema, child_tr, l.get(k), r.get(k), path)? {
+                    out.insert(k.clone(), v);
+                }
+                path.pop();
+            }
+            Ok((!out.is_empty()).then_some(Value::Object(out)))
+        }
+    }
+}
+
+/// Upstream's list merge order: walk live and applied items together; items both have are
+/// merged in place, live-only items stay where they are, applied-only items are placed
+/// where the applied list has them relative to the shared items.
+fn merge_list_items(
+    schema: &Schema,
+    t: &ListType,
+    l: Option<&Vec<Value>>,
+    r: Option<&Vec<Value>>,
+    path: &mut Vec<PathElement>,
+) -> Result<Option<Value>, TypedError> {
+    let (l, r) = (
+        l.map(Vec::as_slice).unwrap_or(&[]),
+        r.map(Vec::as_slice).unwrap_or(&[]),
+    );
+    let mut rhs_pes = Vec::with_capacity(r.len());
+    let mut observed_rhs: BTreeMap<PathElement, &Value> = BTreeMap::new();
+    for (i, item) in r.iter().enumerate() {
+        let pe = item_element(schema, t, item, i, path)?;
+        if observed_rhs.contains_key(&pe) {
+            return Err(err(path, format!("duplicate entries for key {pe}")));
+        }
+        observed_rhs.insert(pe.clone(), item);
+        rhs_pes.push(pe);
+    }
+    // Duplicated live items merge as null (upstream's placeholder for "ambiguous").
+    let null = Value::Null;
+    let mut lhs_pes = Vec::with_capacity(l.len());
+    let mut observed_lhs: BTreeMap<PathElement, &Value> = BTreeMap::new();
+    for (i, item) in l.iter().enumerate() {
+        let pe = item_element(schema, t, item, i, path)?;
+        if observed_lhs.contains_key(&pe) {
+            observed_lhs.insert(pe.clone(), &null);
+        } else {
+            observed_lhs.insert(pe.clone(), item);
+        }
+        lhs_pes.push(pe);
+    }
+    let mut shared: VecDeque<&PathElement> = rhs_pes
+        .iter()
+        .filter(|pe| observed_lhs.contains_key(*pe))
+        .collect();
+    let mut next_shared = shared.pop_front();
+    let mut merged_rhs: BTreeSet<&PathElement> = BTreeSet::new();
+    let mut out = Vec::with_capacity(l.len().max(r.len()));
+    let (mut li, mut ri) = (0, 0);
+    let merge_item = |pe: &PathElement,
+                      lc: Option<&Value>,
+                      rc: Option<&Value>,
+                      out: &mut Vec<Value>,
+                      path: &mut Vec<PathElement>|
+     -> Result<(), TypedError> {
+        path.push(pe.clone());
+        let merged = merge_walk(schema, &t.element_type, lc, rc, path)?;
+        path.pop();
+        out.extend(merged);
+        Ok(())
+    };
+    while li < lhs_pes.len() || ri < rhs_pes.len() {
+        if li < lhs_pes.len() && ri < rhs_pes.len() {
+            let pe = &lhs_pes[li];
+            if *pe == rhs_pes[ri] {
+                merged_rhs.insert(pe);
+                merge_item(
+                    pe,
+                    observed_lhs.get(pe).copied(),
+                    observed_rhs.get(pe).copied(),
+                    &mut out,
+                    path,
+                )?;
+                li += 1;
+                ri += 1;
+                next_shared = shared.pop_front();
+                continue;
+            }
+            // A shared live item out of the applied order waits for its turn.
+            if observed_rhs.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
+                li += 1;
+                continue;
+            }
+        }
+        if li < lhs_pes.len() {
+            let pe = &lhs_pes[li];
+            if !observed_rhs.contains_key(pe) {
+                merge_item(pe, Some(&l[li]), None, &mut out, path)?;
+                li += 1;
+                continue;
+            } else if merged_rhs.contains(pe) {
+                li += 1;
+            }
+        }
+        if ri < rhs_pes.len() {
+            let pe = &rhs_pes[ri];
+            merged_rhs.insert(pe);
+            merge_item(
+                pe,
+                observed_lhs.get(pe).copied(),
+                observed_rhs.get(pe).copied(),
+                &mut out,
+                path,
+            )?;
+            ri += 1;
+            if next_shared.is_some_and(|n| n == pe) {
+                next_shared = shared.pop_front();
+            }
+        }
+    }
+    Ok((!out.is_empty()).then_some(Value::Array(out)))
+}
+
+// ---------------------------------------------------------------------------------------
+// remove
+
+/// `v` without the map keys and list items that are members of `set` (upstream's
+/// `RemoveItems`). Struct fields, map keys and list items listed in `set` go; containers
+/// that lose everything this way stay as `{}` or `[]`, and so does the root (upstream
+/// would give null there; a real object always keeps its apiVersion and kind).
+pub fn remove_items(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Value {
+    removed_or_empty(remove_walk(schema, tr, v, set), v)
+}
+
+fn remove_walk(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Option<Value> {
+    let atom = schema.resolve(tr).ok()?;
+    match part(&atom, Some(v))? {
+        Part::Scalar => Some(v.clone()),
+        Part::List(t) => {
+            let items = v.as_array()?;
+            if items.is_empty() || t.relationship == ElementRelationship::Atomic {
+                return None;
+            }
+            let mut had_matches = false;
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                let Ok(pe) = list_item_element(schema, t, item) else {
+                    out.push(item.clone());
+                    continue;
+                };
+                if set.has(std::slice::from_ref(&pe)) {
+                    continue;
+                }
+                match set.child(&pe) {
+                    None => out.push(item.clone()),
+                    Some(sub) => {
+                        had_matches = true;
+                        out.push(removed_or_empty(
+                            remove_walk(schema, &t.element_type, item, sub),
+                            item,
+                        ));
+                    }
+                }
+            }
+            (!out.is_empty() || had_matches).then_some(Value::Array(out))
+        }
+        Part::Map(t) => {
+            let m = v.as_object()?;
+            if m.is_empty() || t.relationship == ElementRelationship::Atomic {
+                return None;
+            }
+            let mut had_matches = false;
+            let mut out = Map::new();
+            for (k, val) in m {
+                let pe = PathElement::Field(k.clone());
+                if set.has(std::slice::from_ref(&pe)) {
+                    continue;
+                }
+                match set.child(&pe) {
+                    None => {
+                        out.insert(k.clone(), val.clone());
+                    }
+                    Some(sub) => {
+                        had_matches = true;
+                        let child_tr = t.type_of(k);
+                        let kept = removed_or_empty(remove_walk(schema, child_tr, val, sub), val);
+                        out.insert(k.clone(), kept);
+                    }
+                }
+            }
+            (!out.is_empty() || had_matches).then_some(Value::Object(out))
+        }
+    }
+}
+
+/// A container emptied by removal stays as an empty container of its kind.
+fn removed_or_empty(v: Option<Value>, was: &Value) -> Value {
+    match (v, was) {
+        (Some(Value::Null) | None, Value::Object(_)) => Value::Object(Map::new()),
+        (Some(Value::Null) | None, Value::Array(_)) => Value::Array(Vec::new()),
+        (Some(v), _) => v,
+        (None, _) => Value::Null,
+    }
+}
+
+/// `set` plus every declared struct field that leads to one of its paths, so removal
+/// can take a struct field whose contents no one owns any more.
+pub fn ensure_named_fields_are_members(set: &Set, schema: &Schema, tr: &TypeRef) -> Set {
+    let atom = schema.resolve(tr).ok();
+    let map = atom.as_ref().and_then(|a| a.map.as_ref());
+    let list = atom.as_ref().and_then(|a| a.list.as_ref());
+    let mut out = Set::new();
+    out.members = set.members.clone();
+    for (pe, child) in &set.children {
+        let child_tr = match pe {
+            PathElement::Field(name) => {
+                if map.and_then(|m| m.field(name)).is_some() {
+                    out.members.insert(pe.clone());
+                }
+                map.map(|m| m.type_of(name))
+            }
+            PathElement::Key(_) => list.map(|l| &l.element_type),
+            _ => None,
+        };
+        let child = match child_tr {
+            Some(ctr) => ensure_named_fields_are_members(child, schema, ctr),
+            None => child.clone(),
+        };
+        out.children.insert(pe.clone(), child);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// reconcile
+
+/// A manager's `set`, rewritten for the current schema when a granular list, map or struct
+/// it owns parts of has become atomic: those parts collapse into the container. `None` when
+/// nothing changes. Untyped (deduced) maps are left alone, as upstream leaves them.
+pub fn reconcile_field_set_with_schema(
+    set: &Set,
+    schema: &Schema,
+    tr: &TypeRef,
+) -> Result<Option<Set>, TypedError> {
+    let mut collapse = Set::new();
+    let mut path = Vec::new();
+    reconcile_walk(schema, tr, Some(set), false, &mut path, &mut collapse)?;
+    if collapse.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(set.recursive_difference(&collapse).union(&collapse)))
+}
+
+fn is_untyped_deduced_map(m: &MapType) -> bool {
+    m.fields.is_empty()
+        && m.element_type.as_ref().is_some_and(|e| {
+            e.named.as_deref() == Some(crate::schema::DEDUCED)
+                || e.inlined
+                    .as_ref()
+                    .is_some_and(|a| a.scalar == Some(crate::schema::Scalar::Untyped))
+        })
+}
+
+fn reconcile_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    set: Option<&Set>,
+    is_atomic: bool,
+    path: &mut Vec<PathElement>,
+    collapse: &mut Set,
+) -> Result<(), TypedError> {
+    let atom = schema
+        .resolve(tr)
+        .map_err(|_| err(path, format!("could not resolve {tr:?}")))?;
+    // Upstream's handleAtom order without a value: map, scalar, list.
+    if let Some(m) = atom.map.as_ref() {
+        if is_untyped_deduced_map(m) {
+            return Ok(());
+        }
+        if !is_atomic && m.relationship == ElementRelationship::Atomic {
+            if set.is_some_and(|s| !s.is_empty()) {
+                collapse.insert(path);
+            }
+            return Ok(());
+        }
+        let Some(set) = set else { return Ok(()) };
+        for_each_element(set, |pe, child, member| {
+            let child_tr = match pe {
+                PathElement::Field(name) => match m.field(name) {
+                    Some(f) => f.type_ref.clone(),
+                    None => match &m.element_type {
+                        Some(e) => e.clone(),
+                        None => return Ok(()), // not in the schema: ignored
+                    },
+                },
+                _ => match &m.element_type {
+                    Some(e) => e.clone(),
+                    None => return Ok(()),
+                },
+            };
+            path.push(pe.clone());
+            let r = reconcile_walk(
+                schema,
+                &child_tr,
+                child,
+                member && child.is_none(),
+                path,
+                collapse,
+            );
+            path.pop();
+            r
+        })
+    } else if atom.scalar.is_some() {
+        Ok(())
+    } else if let Some(l) = atom.list.as_ref() {
+        if !is_atomic && l.relationship == ElementRelationship::Atomic {
+            collapse.insert(path);
+            return Ok(());
+        }
+        let Some(set) = set else { return Ok(()) };
+        for_each_element(set, |pe, child, member| {
+            path.push(pe.clone());
+            let r = reconcile_walk(
+                schema,
+                &l.element_type,
+                child,
+                member && child.is_none(),
+                path,
+                collapse,
+            );
+            path.pop();
+            r
+        })
+    } else {
+        Err(err(path, "schema error: invalid atom"))
+    }
+}
+
+/// Children that are not members, then members (upstream's visiting order), each with its
+/// child set and whether it is a member.
+fn for_each_element(
+    set: &Set,
+    mut f: impl FnMut(&PathElement, Option<&Set>, bool) -> Result<(), TypedError>,
+) -> Result<(), TypedError> {
+    for (pe, child) in &set.children {
+        if !set.members.contains(pe) {
+            f(pe, Some(child), false)?;
+        }
+    }
+    for pe in &set.members {
+        f(pe, set.children.get(pe), true)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The set algebra against a model: a set is the `BTreeSet` of its member paths. Random
+//! sets from a seeded generator; a failure names its seed.
+
+use keel_smd::{Path, PathElement, Set};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+/// xorshift64*: enough randomness for shapes, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn element(rng: &mut Rng) -> PathElement {
+    // A small alphabet so that random sets overlap.
+    match rng.below(6) {
+        0..=2 => PathElement::field(["a", "b", "c"][rng.below(3) as usize]),
+        3 => PathElement::key([("name", json!(["x", "y"][rng.below(2) as usize]))]),
+        4 => PathElement::Value(if rng.below(2) == 0 {
+            json!(1)
+        } else {
+            json!("s")
+        }),
+        _ => PathElement::Index(rng.below(2) as usize),
+    }
+}
+
+fn random_paths(rng: &mut Rng) -> BTreeSet<Path> {
+    (0..rng.below(12))
+        .map(|_| Path((0..1 + rng.below(4)).map(|_| element(rng)).collect()))
+        .collect()
+}
+
+fn model(s: &Set) -> BTreeSet<Path> {
+    s.paths().into_iter().collect()
+}
+
+fn is_proper_prefix(p: &Path, q: &Path) -> bool {
+    p.0.len() < q.0.len() && q.0[..p.0.len()] == p.0[..]
+}
+
+#[test]
+fn set_algebra_matches_model() {
+    for seed in 1..=2000u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let (ma, mb) = (random_paths(&mut rng), random_paths(&mut rng));
+        let (a, b) = (
+            Set::from_paths(ma.iter().cloned()),
+            Set::from_paths(mb.iter().cloned()),
+        );
+        assert_eq!(model(&a), ma, "seed {seed}: insert/paths");
+        assert_eq!(model(&a.union(&b)), &ma | &mb, "seed {seed}: union");
+        assert_eq!(
+            model(&a.intersection(&b)),
+            &ma & &mb,
+            "seed {seed}: intersection"
+        );
+        assert_eq!(
+            model(&a.difference(&b)),
+            &ma - &mb,
+            "seed {seed}: difference"
+        );
+        let rdiff: BTreeSet<Path> = ma
+            .iter()
+            .filter(|p| !mb.iter().any(|q| q == *p || is_proper_prefix(q, p)))
+            .cloned()
+            .collect();
+        assert_eq!(
+            model(&a.recursive_difference(&b)),
+            rdiff,
+            "seed {seed}: recursive difference"
+        );
+        let leaves: BTreeSet<Path> = ma
+            .iter()
+            .filter(|p| !ma.iter().any(|q| is_proper_prefix(p, q)))
+            .cloned()
+            .collect();
+        assert_eq!(model(&a.leaves()), leaves, "seed {seed}: leaves");
+        for p in ma.iter().chain(&mb) {
+            assert_eq!(a.has(&p.0), ma.contains(p), "seed {seed}: has {p}");
+        }
+        assert_eq!(a.is_empty(), ma.is_empty(), "seed {seed}: is_empty");
+        assert_eq!(a.len(), ma.len(), "seed {seed}: len");
+        // Structural invariant: a difference that empties a subtree leaves no empty node,
+        // so equal models mean equal sets.
+        assert_eq!(a.difference(&a), Set::new(), "seed {seed}: a - a");
+        let text = a.to_fields_v1();
+        assert_eq!(
+            Set::from_fields_v1(&text).unwrap(),
+            a,
+            "seed {seed}: FieldsV1 {text}"
+        );
+    }
+}
