@@ -91,7 +91,7 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     };
     let (mut resp, labels) = match route(&st, &req, &target, user).await {
         Ok(r) => r,
-        Err((e, labels)) => (respond::error(&e), labels),
+        Err((e, labels)) => (respond::error_for(&e, req.headers.get("accept")), labels),
     };
     if let Some(t) = ticket {
         resp.headers

@@ -32,7 +32,10 @@ pub async fn get(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response,
         .await?;
     let include = include_object(c)?;
     let info = c.info();
-    respond::object(200, format, kv.value().to_vec(), |obj| {
+    // Room for the newline a JSON body ends with.
+    let mut bytes = Vec::with_capacity(kv.value().len() + 1);
+    bytes.extend_from_slice(kv.value());
+    respond::object(200, format, bytes, |obj| {
         keel_catalog::table(
             info,
             &[obj],
@@ -108,12 +111,10 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
             );
             Ok(respond::response(200, repr::JSON, body))
         }
-        Format::Protobuf => {
+        Format::Protobuf | Format::Yaml => {
             let items = parse_all(&page.items)?;
             let list = json!({"kind": list_kind, "apiVersion": c.api_version(), "metadata": meta, "items": items});
-            let out = keel_proto::encode(&list)
-                .map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?;
-            Ok(respond::response(200, keel_proto::MEDIA_TYPE, out))
+            respond::value(200, format, &list)
         }
         Format::Table => {
             let items = parse_all(&page.items)?;
@@ -125,7 +126,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
                 meta,
                 std::time::SystemTime::now(),
             );
-            Ok(respond::response(
+            Ok(respond::json(
                 200,
                 repr::TABLE_MEDIA,
                 serde_json::to_vec(&t).expect("JSON"),

@@ -1,11 +1,14 @@
-//! Responses: objects and lists served from their stored bytes (JSON, or encoded as protobuf
-//! or Table), big lists streamed straight out of the store's mapping, errors as
-//! `metav1.Status`, and `Warning` headers.
+//! Responses: objects and lists served from their stored bytes (JSON, or encoded as protobuf,
+//! Table or YAML), big lists streamed straight out of the store's mapping, errors as
+//! `metav1.Status` in the representation the client asked for, and `Warning` headers.
+//!
+//! JSON bodies (objects, lists, Tables, Status, discovery) end with a newline, as Go's
+//! `json.Encoder` writes them upstream.
 
 use super::call::Call;
 use crate::limits::{LIST_CHUNK_BYTES, LIST_CHUNK_PIECES_MAX};
 use crate::objects::parse_stored;
-use crate::repr::{Format, JSON, TABLE_MEDIA};
+use crate::repr::{Format, JSON, TABLE_MEDIA, YAML};
 use keel_api::status::ApiError;
 use keel_http::{Body, Chunk, Piece, Response};
 use serde_json::Value;
@@ -18,8 +21,41 @@ pub fn response(status: u16, content_type: &str, body: Vec<u8>) -> Response {
     }
 }
 
+/// A JSON response: the body ends with a newline, as upstream's (Go's `json.Encoder`).
+pub fn json(status: u16, content_type: &str, mut body: Vec<u8>) -> Response {
+    if body.last() != Some(&b'\n') {
+        body.push(b'\n');
+    }
+    response(status, content_type, body)
+}
+
+/// An error as a JSON `Status` (where no `Accept` applies).
 pub fn error(e: &ApiError) -> Response {
-    let mut r = response(e.code, JSON, e.to_json());
+    error_as(e, Format::Json)
+}
+
+/// An error as a `Status` in the representation an `Accept` header picks (as upstream
+/// writes errors with the serializer negotiated for the request): protobuf when the client
+/// takes it, YAML when it asks for it, JSON otherwise (also for Tables and for an `Accept`
+/// nothing satisfies).
+pub fn error_for(e: &ApiError, accept: Option<&str>) -> Response {
+    let format = if crate::repr::plain_json_accept(accept) {
+        Format::Json
+    } else {
+        crate::repr::negotiate(accept, false, true).unwrap_or(Format::Json)
+    };
+    error_as(e, format)
+}
+
+fn error_as(e: &ApiError, format: Format) -> Response {
+    let mut r = match format {
+        Format::Protobuf => match keel_proto::encode(&e.to_value()) {
+            Ok(b) => response(e.code, keel_proto::MEDIA_TYPE, b),
+            Err(_) => json(e.code, JSON, e.to_json()),
+        },
+        Format::Yaml => response(e.code, YAML, keel_api::yaml::encode(&e.to_value())),
+        Format::Json | Format::Table => json(e.code, JSON, e.to_json()),
+    };
     if let Some(s) = e.retry_after_seconds {
         r.headers.push(("Retry-After".into(), s.to_string()));
     }
@@ -51,7 +87,7 @@ pub fn object(
     table: impl FnOnce(&Value) -> Value,
 ) -> Result<Response, ApiError> {
     match format {
-        Format::Json => Ok(response(status, JSON, bytes)),
+        Format::Json => Ok(json(status, JSON, bytes)),
         Format::Protobuf => {
             let v: Value = parse_stored(&bytes)?;
             let out = keel_proto::encode(&v)
@@ -60,11 +96,15 @@ pub fn object(
         }
         Format::Table => {
             let v: Value = parse_stored(&bytes)?;
-            Ok(response(
+            Ok(json(
                 status,
                 TABLE_MEDIA,
                 serde_json::to_vec(&table(&v)).expect("JSON"),
             ))
+        }
+        Format::Yaml => {
+            let v: Value = parse_stored(&bytes)?;
+            Ok(response(status, YAML, keel_api::yaml::encode(&v)))
         }
     }
 }
@@ -140,7 +180,7 @@ impl Iterator for ListChunks {
                 return Some(out);
             }
         }
-        out.push(Piece::Static(b"]}"));
+        out.push(Piece::Static(b"]}\n"));
         self.done = true;
         Some(out)
     }
@@ -154,8 +194,8 @@ pub fn json_list_stream(
     items: Vec<keel_engine::KeyValue>,
 ) -> Response {
     let head = json_list(api_version, list_kind, list_meta, std::iter::empty(), 0);
-    // `json_list` closed the empty array: reopen it.
-    let head = head[..head.len() - 2].to_vec();
+    // `json_list` closed the empty array (`]}\n`): reopen it.
+    let head = head[..head.len() - 3].to_vec();
     let chunks = ListChunks {
         head: Some(head),
         items: items.into_iter(),
@@ -169,7 +209,8 @@ pub fn json_list_stream(
     }
 }
 
-/// Builds a `<Kind>List` JSON document around already-encoded items, without re-encoding them.
+/// Builds a `<Kind>List` JSON document around already-encoded items, without re-encoding them
+/// (ending with a newline, as every JSON body).
 pub fn json_list<'a>(
     api_version: &str,
     list_kind: &str,
@@ -191,7 +232,7 @@ pub fn json_list<'a>(
         }
         out.extend_from_slice(item);
     }
-    out.extend_from_slice(b"]}");
+    out.extend_from_slice(b"]}\n");
     out
 }
 
