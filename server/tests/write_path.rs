@@ -108,7 +108,11 @@ fn yaml_bodies_create_and_update() {
         Some(b"kind: DeleteOptions\napiVersion: v1\ngracePeriodSeconds: 0\n"),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(yaml_of(&r)["metadata"]["name"], "y2");
+    let st = yaml_of(&r);
+    assert_eq!(
+        (&st["status"], &st["details"]["name"]),
+        (&json!("Success"), &json!("y2"))
+    );
 
     // A YAML create asked for in YAML.
     let r = s.http(
@@ -321,4 +325,212 @@ fn json_bodies_end_with_a_newline() {
     assert_eq!(r.status, 200);
     assert!(r.body.ends_with(b"]}\n"), "streamed list");
     assert_eq!(r.json()["items"].as_array().unwrap().len(), 2);
+}
+
+/// `?pretty=true` indents JSON answers (objects, lists, errors) as upstream's
+/// `json.MarshalIndent(obj, "", "  ")`, newline-terminated; `pretty=false` does not.
+#[test]
+fn pretty_indents_json() {
+    let s = server();
+    let ns = s.namespace("wpath-pretty");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let r = s.send_json(
+        "POST",
+        &base,
+        &json!({"metadata": {"name": "c"}, "data": {"a": "1"}}),
+    );
+    assert_eq!(r.status, 201);
+    for path in [
+        format!("{base}/c?pretty=true"),
+        format!("{base}?pretty=1"),
+        format!("{base}/missing?pretty=True"),
+    ] {
+        let r = s.get(&path);
+        let want = format!("{}\n", serde_json::to_string_pretty(&r.json()).unwrap());
+        assert_eq!(r.text(), want, "{path}");
+        assert!(
+            r.text().starts_with("{\n  \"kind\": "),
+            "{path}: {}",
+            r.text()
+        );
+    }
+    let r = s.get(&format!("{base}/c?pretty=false"));
+    assert!(r.text().starts_with("{\"kind\":"), "{}", r.text());
+}
+
+/// Bad option values are 422 naming the options kind, as upstream words them.
+#[test]
+fn invalid_options_are_422_as_upstream() {
+    let s = server();
+    let ns = s.namespace("wpath-options");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let body = br#"{"metadata":{"name":"d1"}}"#;
+    let ct = ["Content-Type: application/json"];
+    let cases = [
+        ("POST", format!("{base}?dryRun=Foo"), "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Foo\"]: supported values: \"All\""),
+        ("POST", format!("{base}?dryRun=All&dryRun=Foo"), "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"All\",\"Foo\"]: supported values: \"All\""),
+        ("POST", format!("{base}?fieldValidation=Foo"), "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Foo\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""),
+        ("PUT", format!("{base}/d1?dryRun=x"), "UpdateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"x\"]: supported values: \"All\""),
+        ("DELETE", format!("{base}/d1?propagationPolicy=Foo"), "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Foo\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+    ];
+    for (method, path, want) in cases {
+        let r = s.http(method, &path, &ct, Some(body));
+        assert_eq!(r.status, 422, "{method} {path}: {}", r.text());
+        let st = r.json();
+        assert_eq!(st["message"], want, "{method} {path}");
+        assert_eq!(st["reason"], "Invalid");
+        assert_eq!(st["details"]["group"], "meta.k8s.io");
+    }
+    let r = s.http(
+        "DELETE",
+        &format!("{base}/d1"),
+        &ct,
+        Some(br#"{"propagationPolicy":"Foo"}"#),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+}
+
+/// A dry-run create of a taken name is 409, as the real create would be.
+#[test]
+fn dry_run_create_of_a_taken_name_conflicts() {
+    let s = server();
+    let ns = s.namespace("wpath-dryrun");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let obj = json!({"metadata": {"name": "taken"}});
+    assert_eq!(s.send_json("POST", &base, &obj).status, 201);
+    let r = s.send_json("POST", &format!("{base}?dryRun=All"), &obj);
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["message"], "configmaps \"taken\" already exists");
+    assert_eq!(r.json()["reason"], "AlreadyExists");
+    let r = s.send_json(
+        "POST",
+        &format!("{base}?dryRun=All"),
+        &json!({"metadata": {"name": "free"}}),
+    );
+    assert_eq!(r.status, 201);
+}
+
+/// `metadata.uid` in a PUT is a precondition (409, upstream's storage error); in a patch it
+/// is an immutable field (422, the cause listed twice as upstream lists it).
+#[test]
+fn uids_in_update_bodies() {
+    let s = server();
+    let ns = s.namespace("wpath-uid");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let r = s.send_json("POST", &base, &json!({"metadata": {"name": "y1"}}));
+    let uid = r.json()["metadata"]["uid"].as_str().unwrap().to_string();
+    let other = "6321d4bc-587e-4591-8335-000000000000";
+    let r = s.send_json(
+        "PUT",
+        &format!("{base}/y1"),
+        &json!({"metadata": {"name": "y1", "uid": other}, "data": {"x": "1"}}),
+    );
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        format!(
+            "Operation cannot be fulfilled on configmaps \"y1\": StorageError: invalid object, \
+             Code: 4, Key: /registry/configmaps/{ns}/y1, ResourceVersion: 0, AdditionalErrorMsg: \
+             Precondition failed: UID in precondition: {other}, UID in object meta: {uid}"
+        )
+    );
+    // Its own uid is fine.
+    let r = s.send_json(
+        "PUT",
+        &format!("{base}/y1"),
+        &json!({"metadata": {"name": "y1", "uid": uid}, "data": {"x": "1"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = s.send_json(
+        "PATCH",
+        &format!("{base}/y1"),
+        &json!({"metadata": {"uid": other}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    let st = r.json();
+    assert_eq!(
+        st["message"],
+        format!("ConfigMap \"y1\" is invalid: metadata.uid: Invalid value: \"{other}\": field is immutable")
+    );
+    assert_eq!(st["details"]["causes"].as_array().unwrap().len(), 2);
+}
+
+/// Once an object is being deleted no finalizer may be added (422, upstream's words); removing
+/// them is what lets it go.
+#[test]
+fn no_new_finalizers_while_deleting() {
+    let s = server();
+    let ns = s.namespace("wpath-finalizers");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let r = s.send_json(
+        "POST",
+        &base,
+        &json!({"metadata": {"name": "f1", "finalizers": ["example.com/a"]}}),
+    );
+    assert_eq!(r.status, 201);
+    // Marked, not removed: the answer is the object.
+    let r = s.http("DELETE", &format!("{base}/f1"), &[], None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["kind"], "ConfigMap");
+    assert!(r.json()["metadata"]["deletionTimestamp"].is_string());
+    let r = s.send_json(
+        "PATCH",
+        &format!("{base}/f1"),
+        &json!({"metadata": {"finalizers": ["example.com/a", "example.com/b"]}}),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        "ConfigMap \"f1\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be \
+         added if the object is being deleted, found new finalizers []string{\"example.com/b\"}"
+    );
+    let r = s.send_json(
+        "PATCH",
+        &format!("{base}/f1"),
+        &json!({"metadata": {"finalizers": null}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(s.get(&format!("{base}/f1")).status, 404);
+}
+
+/// A DELETE that removes the object at once answers with a Success `Status` naming it, but
+/// for the types upstream returns the deleted object for (pods, services, ...).
+#[test]
+fn delete_answers_per_type() {
+    let s = server();
+    let ns = s.namespace("wpath-delete");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let r = s.send_json("POST", &base, &json!({"metadata": {"name": "c"}}));
+    let uid = r.json()["metadata"]["uid"].clone();
+    let r = s.http("DELETE", &format!("{base}/c"), &[], None);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": "c", "kind": "configmaps", "uid": uid}})
+    );
+    // In a group: the group is named.
+    s.ok(&["create", "deployment", "d", "--image=nginx", "-n", &ns]);
+    let r = s.http(
+        "DELETE",
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/d"),
+        &[],
+        None,
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["details"]["group"], "apps");
+    assert_eq!(r.json()["details"]["kind"], "deployments");
+    // A type that returns the deleted object.
+    let sa = format!("/api/v1/namespaces/{ns}/serviceaccounts");
+    assert_eq!(
+        s.send_json("POST", &sa, &json!({"metadata": {"name": "sa"}}))
+            .status,
+        201
+    );
+    let r = s.http("DELETE", &format!("{sa}/sa"), &[], None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["kind"], "ServiceAccount");
+    // kubectl reads either.
+    s.ok(&["create", "configmap", "k", "-n", &ns]);
+    s.ok(&["delete", "configmap", "k", "-n", &ns]);
 }

@@ -94,7 +94,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
     match format {
         Format::Json => {
             let size: usize = page.items.iter().map(|kv| kv.value().len() + 1).sum();
-            if size > crate::limits::LIST_STREAM_THRESHOLD_BYTES {
+            if size > crate::limits::LIST_STREAM_THRESHOLD_BYTES && !super::pretty(c.req) {
                 return Ok(respond::json_list_stream(
                     &c.api_version(),
                     &list_kind,
@@ -271,11 +271,30 @@ pub fn delete_options(c: &Call<'_>) -> Result<DeleteOptions, ApiError> {
 pub async fn delete(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let opts = delete_options(c)?;
-    let bytes = st
+    let deleted = st
         .registry
         .delete(c.res, c.namespace(), c.name(), &opts)
         .await?;
-    respond::object(200, format, bytes, |o| table_of(c, o))
+    if deleted.removed && !c.res.strategy.returns_deleted_object() {
+        let obj = objects::parse_stored(&deleted.bytes)?;
+        return respond::value(200, format, &deleted_status(c, &obj));
+    }
+    respond::object(200, format, deleted.bytes, |o| table_of(c, o))
+}
+
+/// What upstream answers a DELETE that removed the object at once, for types that do not
+/// return the deleted object: a `Status` of `Success` naming it (no code).
+fn deleted_status(c: &Call<'_>, obj: &Value) -> Value {
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), c.name().into());
+    if !c.info().group.is_empty() {
+        details.insert("group".into(), c.info().group.into());
+    }
+    details.insert("kind".into(), c.info().plural.into());
+    if let Some(uid) = objects::meta_str(obj, "uid") {
+        details.insert("uid".into(), uid.into());
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 pub async fn delete_collection(

@@ -29,6 +29,24 @@ pub fn json(status: u16, content_type: &str, mut body: Vec<u8>) -> Response {
     response(status, content_type, body)
 }
 
+/// A JSON answer indented as upstream's `json.MarshalIndent(obj, "", "  ")` (`?pretty=true`),
+/// still ending with a newline. Other bodies are left as they are (a list big enough to be
+/// streamed is built whole when pretty is asked for).
+pub fn indented(mut r: Response) -> Response {
+    let json = r
+        .headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with(JSON));
+    if let (true, Body::Full(b)) = (json, &r.body) {
+        if let Ok(v) = serde_json::from_slice::<Value>(b) {
+            let mut out = serde_json::to_vec_pretty(&v).expect("JSON");
+            out.push(b'\n');
+            r.body = Body::Full(out);
+        }
+    }
+    r
+}
+
 /// An error as a JSON `Status` (where no `Accept` applies).
 pub fn error(e: &ApiError) -> Response {
     error_as(e, Format::Json)
