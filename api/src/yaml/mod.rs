@@ -271,7 +271,9 @@ pub fn encode(v: &Value) -> Vec<u8> {
     match v {
         Value::Object(m) if !m.is_empty() => w.mapping(m, 0, false),
         Value::Array(a) if !a.is_empty() => w.sequence(a, 0, false),
-        other => w.value_inline(other, 0),
+        // A document that is one scalar: go-yaml indents its continuation lines (a literal
+        // block's, a folded line's) by two, as the root node's indentation starts at -1.
+        other => w.value_inline(other, 2),
     }
     if w.column > 0 {
         w.out.push('\n');

@@ -146,6 +146,16 @@ fn keys_in_go_yaml_order() {
     assert_eq!(keys, ["_x", "\"1\"", "B", "a", "a2", "a02", "a10"]);
 }
 
+/// Found by the yaml_body fuzz target: a document that is one multi-line string was written
+/// with its literal block's lines at column 0, which reads back as an empty string.
+#[test]
+fn top_level_multiline_strings_read_back() {
+    let v = json!("1 kindeb}a e\"\ne\"");
+    let text = encode(&v);
+    assert_eq!(String::from_utf8_lossy(&text), "|-\n  1 kindeb}a e\"\n  e\"\n");
+    assert_eq!(decode(&text, 100).unwrap().value, v);
+}
+
 #[test]
 fn nesting_layout() {
     let v = json!({"a": [[1, 2], [], {}, {"x": [3]}], "b": {"c": {"d": []}}});
