@@ -152,7 +152,10 @@ fn keys_in_go_yaml_order() {
 fn top_level_multiline_strings_read_back() {
     let v = json!("1 kindeb}a e\"\ne\"");
     let text = encode(&v);
-    assert_eq!(String::from_utf8_lossy(&text), "|-\n  1 kindeb}a e\"\n  e\"\n");
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        "|-\n  1 kindeb}a e\"\n  e\"\n"
+    );
     assert_eq!(decode(&text, 100).unwrap().value, v);
 }
 
