@@ -413,8 +413,24 @@ impl Writer {
     fn single(&mut self, s: &str, indent: usize, breaks: bool) {
         let chars: Vec<char> = s.chars().collect();
         self.push('\'');
-        let mut spaces = false;
+        let (mut spaces, mut breaks_before) = (false, false);
         for (i, &c) in chars.iter().enumerate() {
+            if is_break(c) {
+                // Only NEL, LS and PS get here (a `\n` makes a literal block or double
+                // quotes): go-yaml writes them as they are and indents the next line, which
+                // YAML 1.1 readers (go-yaml too) fold into a space.
+                self.out.push(c);
+                self.column = 0;
+                breaks_before = true;
+                spaces = false;
+                continue;
+            }
+            if breaks_before {
+                while self.column < indent {
+                    self.push(' ');
+                }
+                breaks_before = false;
+            }
             if c == ' ' {
                 if breaks
                     && !spaces
@@ -502,8 +518,9 @@ impl Writer {
         self.out.push('\n');
         self.column = 0;
         for c in s.chars() {
-            if c == '\n' {
-                self.out.push('\n');
+            if is_break(c) {
+                // go-yaml's `write_break`: `\n` as a newline, NEL, LS and PS as they are.
+                self.out.push(c);
                 self.column = 0;
                 at_break = true;
             } else {

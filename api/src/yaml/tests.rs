@@ -159,6 +159,20 @@ fn top_level_multiline_strings_read_back() {
     assert_eq!(decode(&text, 100).unwrap().value, v);
 }
 
+/// Found by the yaml_body fuzz target: NEL, LS and PS are line breaks to a YAML 1.1 writer.
+/// go-yaml writes them as they are and indents the next line (upstream's LS in a literal block
+/// checked against the kit). Upstream never writes a NEL: `JSONToYAML` first reads its own
+/// JSON, where Go leaves NEL unescaped, through go-yaml, which folds it into a space; keel
+/// writes it as go-yaml would write the character.
+#[test]
+fn unicode_line_breaks_as_go_yaml_writes_them() {
+    assert_eq!(yaml(&json!({"a": "x\u{85}y"})), "a: 'x\u{85}  y'\n");
+    assert_eq!(
+        yaml(&json!({"a": "x\ny\u{2028}z"})),
+        "a: |-\n  x\n  y\u{2028}  z\n"
+    );
+}
+
 #[test]
 fn nesting_layout() {
     let v = json!({"a": [[1, 2], [], {}, {"x": [3]}], "b": {"c": {"d": []}}});

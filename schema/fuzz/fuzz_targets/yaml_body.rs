@@ -7,7 +7,8 @@
 //! Checks, beyond no panic and no runaway expansion (alias bombs end at the bound): a decoded
 //! value never holds more values than the bound; its JSON is accepted by `decode_checked`
 //! with the same value; and the YAML `encode` writes for it reads back as the same value
-//! (numbers by value).
+//! (numbers by value; strings with NEL, LS or PS excepted, which upstream's YAML does not keep
+//! either).
 #![no_main]
 
 #[path = "kinds.rs"]
@@ -25,6 +26,20 @@ fn count(v: &Value) -> usize {
         Value::Array(a) => a.iter().map(count).sum(),
         Value::Object(m) => m.values().map(count).sum(),
         _ => 0,
+    }
+}
+
+/// Whether `v` holds a string with NEL, LS or PS: go-yaml writes them unescaped in single
+/// quotes and literal blocks, where YAML 1.1 readers (go-yaml itself) take them for line
+/// breaks, so upstream's YAML does not read back the same either.
+fn has_unicode_breaks(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(['\u{85}', '\u{2028}', '\u{2029}']),
+        Value::Array(a) => a.iter().any(has_unicode_breaks),
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            has_unicode_breaks(&Value::String(k.clone())) || has_unicode_breaks(v)
+        }),
+        _ => false,
     }
 }
 
@@ -65,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
     let back = keel_api::yaml::decode(&text, usize::MAX)
         .unwrap_or_else(|e| panic!("our YAML does not read back ({e}): {}", String::from_utf8_lossy(&text)));
     assert!(
-        same(&back.value, &doc.value),
+        has_unicode_breaks(&doc.value) || same(&back.value, &doc.value),
         "our YAML reads back differently: {}\n{:?}\n{:?}",
         String::from_utf8_lossy(&text),
         back.value,
