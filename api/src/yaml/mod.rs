@@ -323,7 +323,7 @@ impl Writer {
     /// where the cursor is (after a sequence's `- `).
     fn mapping(&mut self, m: &Map<String, Value>, indent: usize, inline: bool) {
         let mut keys: Vec<&String> = m.keys().collect();
-        keys.sort_by(|a, b| key_order(a, b));
+        sort_keys(&mut keys);
         for (i, k) in keys.into_iter().enumerate() {
             if !(inline && i == 0) {
                 self.line(indent);
@@ -884,6 +884,42 @@ fn timestamp(s: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Sorts keys by [`key_order`] without trusting it to be a total order (it is not: digit runs
+/// against other characters can contradict each other, and `slice::sort_by` may panic on
+/// that; a client chooses the keys). Go sorts up to 12 elements by insertion, as here, so
+/// small mappings come out exactly as upstream's whatever the keys; larger ones are merged,
+/// which agrees with Go wherever the order is consistent.
+fn sort_keys(keys: &mut [&String]) {
+    let less = |a: &str, b: &str| key_order(a, b) == std::cmp::Ordering::Less;
+    if keys.len() <= 12 {
+        for i in 1..keys.len() {
+            let mut j = i;
+            while j > 0 && less(keys[j], keys[j - 1]) {
+                keys.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        return;
+    }
+    let mid = keys.len() / 2;
+    sort_keys(&mut keys[..mid]);
+    sort_keys(&mut keys[mid..]);
+    let mut merged = Vec::with_capacity(keys.len());
+    let (mut i, mut j) = (0, mid);
+    while i < mid && j < keys.len() {
+        if less(keys[j], keys[i]) {
+            merged.push(keys[j]);
+            j += 1;
+        } else {
+            merged.push(keys[i]);
+            i += 1;
+        }
+    }
+    merged.extend_from_slice(&keys[i..mid]);
+    merged.extend_from_slice(&keys[j..]);
+    keys.copy_from_slice(&merged);
 }
 
 /// go-yaml's key order (`keyList.Less` for strings): runes compared one by one, letters by

@@ -173,6 +173,42 @@ fn unicode_line_breaks_as_go_yaml_writes_them() {
     );
 }
 
+/// Found by the yaml_body fuzz target: go-yaml's key order is not a total order (digit runs
+/// against other characters), which made `sort_by` panic on keys a client chose.
+#[test]
+fn inconsistent_key_orders_do_not_panic() {
+    let mut m = serde_json::Map::new();
+    for k in [
+        "0)30",
+        "\r29",
+        "\r2916",
+        "2916329163291'='29163",
+        "\r29721",
+        "0:",
+        "\r2922",
+        "a0",
+        "\r291632916",
+        "e0",
+        "?",
+        ".1",
+        "9",
+        "09",
+        "0",
+        "00",
+        "_1",
+        "1_",
+        "a",
+        "B",
+    ] {
+        m.insert(k.to_string(), json!(1));
+    }
+    for n in [3, 12, 13, m.len()] {
+        let part: serde_json::Map<String, Value> = m.clone().into_iter().take(n).collect();
+        let text = encode(&Value::Object(part.clone()));
+        assert_eq!(decode(&text, 1000).unwrap().value, Value::Object(part));
+    }
+}
+
 #[test]
 fn nesting_layout() {
     let v = json!({"a": [[1, 2], [], {}, {"x": [3]}], "b": {"c": {"d": []}}});
