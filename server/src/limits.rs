@@ -41,6 +41,18 @@ pub const LIST_CHUNK_PIECES_MAX: usize = 500;
 /// Bytes of a body quoted in a decoding error.
 pub const BODY_SUMMARY_BYTES: usize = 30;
 
+// ------------------------------------------------------------------------- request bodies
+
+/// Values a YAML request body may expand to (aliases included): past it, 400 `yaml: document
+/// contains excessive aliasing` (go-yaml's words; it bounds alias expansion by a ratio). An
+/// alias names a whole subtree again, so a few hundred bytes can name billions of values;
+/// without aliases a body cannot get near the bound: the densest YAML (`[0,0,...]`) spends
+/// two bytes a value, so a body of the default `--max-request-bytes` (3 MiB) holds 1.5 Mi.
+/// At about 80 bytes a decoded value, the bound holds a body's decoding under 200 MB, as
+/// the densest JSON body of that size already may. Nesting is bounded by
+/// `keel_api::yaml::DEPTH_MAX`.
+pub const YAML_BODY_VALUES_MAX: usize = 2 << 20;
+
 // ------------------------------------------------------------------------- snapshots
 
 /// Bytes gathered into one chunk of a snapshot stream (`GET /keel/v1/snapshot`) before it is

@@ -12,6 +12,7 @@ pub const JSON: &str = "application/json";
 pub const TABLE_MEDIA: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
 pub const JSON_STREAM: &str = "application/json;stream=watch";
 pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+pub const YAML: &str = "application/yaml";
 
 /// The representation chosen for a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +20,8 @@ pub enum Format {
     Json,
     Protobuf,
     Table,
+    /// `application/yaml`: objects, lists and errors, not watches (406, as upstream).
+    Yaml,
     /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList` (`g=meta.k8s.io`): only
     /// the objects' metadata, as controllers' metadata informers and the garbage collector
     /// ask for it.
@@ -173,10 +176,11 @@ pub fn negotiate(accept: Option<&str>, table: bool, protobuf: bool) -> Result<Fo
             }
             ("application/json" | "*/*" | "application/*", None) => return Ok(Format::Json),
             (PROTOBUF, None) if protobuf => return Ok(Format::Protobuf),
+            (YAML, None) => return Ok(Format::Yaml),
             _ => {}
         }
     }
-    let mut offered = vec![JSON];
+    let mut offered = vec![JSON, YAML];
     if protobuf {
         offered.push(PROTOBUF);
     }
@@ -242,6 +246,7 @@ impl Encoder {
     pub fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         match self.format {
             Format::Json => json_event_line(out, kind, bytes),
+            Format::Yaml => unreachable!("watches refuse YAML before an encoder is made"),
             Format::Protobuf => {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
                     if let Ok(frame) = keel_proto::encode_watch_event(kind, &v) {

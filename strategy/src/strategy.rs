@@ -43,6 +43,35 @@ impl Strategy {
         self.traits.create_on_update
     }
 
+    /// Upstream's `ReturnDeletedObject`: whether a DELETE that removes the object at once
+    /// answers with the object (these types) or with a `Status` of `Success` naming it (all
+    /// others, custom resources included). An object only marked for deletion (finalizers, a
+    /// grace period) is answered with itself either way.
+    pub fn returns_deleted_object(&self) -> bool {
+        const TYPES: [(&str, &str); 19] = [
+            ("", "namespaces"),
+            ("", "persistentvolumeclaims"),
+            ("", "persistentvolumes"),
+            ("", "pods"),
+            ("", "podtemplates"),
+            ("", "resourcequotas"),
+            ("", "serviceaccounts"),
+            ("", "services"),
+            ("resource.k8s.io", "deviceclasses"),
+            ("resource.k8s.io", "devicetaintrules"),
+            ("resource.k8s.io", "resourceclaims"),
+            ("resource.k8s.io", "resourceclaimtemplates"),
+            ("resource.k8s.io", "resourcepoolstatusrequests"),
+            ("resource.k8s.io", "resourceslices"),
+            ("storage.k8s.io", "csidrivers"),
+            ("storage.k8s.io", "csinodes"),
+            ("storage.k8s.io", "storageclasses"),
+            ("storage.k8s.io", "volumeattachments"),
+            ("storage.k8s.io", "volumeattributesclasses"),
+        ];
+        TYPES.contains(&(self.group, self.resource))
+    }
+
     /// Upstream `AllowUnconditionalUpdate`: whether PUT without `metadata.resourceVersion`
     /// is allowed.
     pub fn allow_unconditional_update(&self) -> bool {

@@ -1,67 +1,122 @@
-//! Request bodies: decoding by `Content-Type` (JSON, protobuf), the object's `apiVersion` and
-//! `kind` against the endpoint, and field validation (`fieldValidation`: unknown, duplicate
-//! and mistyped fields as errors or warnings; unknown fields pruned).
+//! Request bodies: decoding by `Content-Type` (JSON, YAML, protobuf), the object's
+//! `apiVersion` and `kind` against the endpoint, and field validation (`fieldValidation`:
+//! unknown, duplicate and mistyped fields as errors or warnings; unknown fields pruned). A YAML
+//! body is turned into JSON first (bounded: `YAML_BODY_VALUES_MAX`) and takes the JSON path
+//! from there, as upstream's YAML serializer hands the JSON serializer `YAMLToJSON`'s output.
 
 use super::call::{Call, FieldValidation};
-use crate::limits::BODY_SUMMARY_BYTES;
-use crate::repr::{self, JSON, PROTOBUF};
+use crate::limits::{BODY_SUMMARY_BYTES, YAML_BODY_VALUES_MAX};
+use crate::repr::{self, JSON, PROTOBUF, YAML};
 use keel_api::status::ApiError;
 use serde_json::Value;
+
+/// The body media types accepted (the 415's list).
+pub const BODY_TYPES: [&str; 3] = [JSON, YAML, PROTOBUF];
 
 /// Decodes a request body by its `Content-Type` into a JSON value.
 pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     match repr::media_of(content_type).as_str() {
         "" | "application/json" | "*/*" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}"))),
+        YAML => keel_api::yaml::decode(body, YAML_BODY_VALUES_MAX)
+            .map(|d| d.value)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}"))),
         PROTOBUF => keel_proto::decode(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding protobuf body: {e}"))),
-        _ => Err(ApiError::unsupported_media_type(&[
-            JSON,
-            "application/yaml",
-            PROTOBUF,
-        ])),
+        _ => Err(ApiError::unsupported_media_type(&BODY_TYPES)),
     }
 }
 
 /// Decodes a create/update body, applies field validation and checks the type.
 pub fn decode_object(c: &mut Call<'_>) -> Result<Value, ApiError> {
-    let is_proto = c
-        .content_type()
-        .is_some_and(|t| t.starts_with(keel_proto::MEDIA_TYPE));
-    if is_proto && !c.req.body.starts_with(&keel_proto::MAGIC) {
-        return Err(unrecognized_body(c.info().kind, &c.req.body));
+    let req = c.req;
+    match repr::media_of(c.content_type()).as_str() {
+        "" | "application/json" | "*/*" => decode_json_object(c, &req.body, None),
+        YAML => {
+            let (json, duplicate) = yaml_as_json(c.info().kind, &req.body)?;
+            decode_json_object(c, &json, duplicate)
+        }
+        PROTOBUF => {
+            if !req.body.starts_with(&keel_proto::MAGIC) {
+                return Err(unrecognized_body(c.info().kind, &req.body));
+            }
+            let mut obj = decode_body(c.content_type(), &req.body)?;
+            if !obj.is_object() {
+                return Err(not_an_object(c.info().kind, &obj, &req.body));
+            }
+            check_type(c, &mut obj)?;
+            c.res.strategy.canonicalize_input(&mut obj);
+            Ok(obj)
+        }
+        _ => Err(ApiError::unsupported_media_type(&BODY_TYPES)),
     }
-    // A JSON body of a kind with a schema is decoded and field-checked in one pass.
-    let one_pass = repr::is_json_media(c.content_type()) && schemas_know(c);
-    let (mut obj, report) = if one_pass {
-        let (v, r) = keel_schema::schemas()
-            .decode_checked(&gvk_of(c), &c.req.body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
-        (v, Some(r))
+}
+
+/// A YAML body as the JSON body it stands for, and the first key it sets twice (go-yaml's
+/// `line N: key "k" already set in map`, a strict-decoding finding).
+fn yaml_as_json(kind: &str, body: &[u8]) -> Result<(Vec<u8>, Option<String>), ApiError> {
+    let doc = keel_api::yaml::decode(body, YAML_BODY_VALUES_MAX).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): {e} ({})",
+            summary(body)
+        ))
+    })?;
+    let json = serde_json::to_vec(&doc.value).expect("JSON");
+    Ok((json, doc.duplicate))
+}
+
+/// A JSON create/update body (or a YAML one turned into JSON): a kind with a schema is
+/// decoded and field-checked in one pass.
+fn decode_json_object(
+    c: &mut Call<'_>,
+    body: &[u8],
+    yaml_duplicate: Option<String>,
+) -> Result<Value, ApiError> {
+    let gvk = gvk_of(c);
+    let schemas = keel_schema::schemas();
+    let (mut obj, report) = if schemas.knows(&gvk) {
+        schemas
+            .decode_checked(&gvk, body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?
     } else {
-        (decode_body(c.content_type(), &c.req.body)?, None)
+        let v = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
+        (v, keel_schema::FieldReport::default())
     };
+    if obj.is_null() {
+        // As upstream: `null` (or an empty YAML document) decodes to an empty object.
+        obj = Value::Object(Default::default());
+    }
     if !obj.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON object",
-        ));
+        // Quoted as the client sent it (YAML too).
+        return Err(not_an_object(c.info().kind, &obj, &c.req.body));
     }
     check_type(c, &mut obj)?;
     c.res.strategy.canonicalize_input(&mut obj);
+    let mode = FieldValidation::from_query(&c.query)?;
+    report_fields(c, mode, &report, yaml_duplicate, &mut obj)?;
     // What upstream's decoding into its Go structs leaves out is not stored.
     keel_proto::drop_go_omitted(&mut obj);
-    if let Some(report) = report {
-        apply_field_report(c, &report, &mut obj)?;
-        return Ok(obj);
-    }
-    let is_json = !c
-        .content_type()
-        .is_some_and(|t| t.starts_with("application/vnd.kubernetes.protobuf"));
-    if is_json {
-        let body = c.req.body.clone();
-        validate_fields(c, &body, &mut obj)?;
-    }
     Ok(obj)
+}
+
+/// Upstream's 400 for a body that is JSON (or YAML) but not an object: it could not read
+/// the `apiVersion` and `kind` out of it.
+fn not_an_object(kind: &str, v: &Value, body: &[u8]) -> ApiError {
+    let what = match v {
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        _ => "object",
+    };
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): couldn't get \
+         version/kind; json parse error: json: cannot unmarshal {what} into Go value of type \
+         struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \
+         \"json:\\\"kind,omitempty\\\"\" }} ({})",
+        summary(body)
+    ))
 }
 
 fn gvk_of<'c>(c: &'c Call<'_>) -> keel_schema::Gvk<'c> {
@@ -72,31 +127,27 @@ fn gvk_of<'c>(c: &'c Call<'_>) -> keel_schema::Gvk<'c> {
     }
 }
 
-fn schemas_know(c: &Call<'_>) -> bool {
-    keel_schema::schemas().knows(&gvk_of(c))
-}
-
 /// Upstream's 400 for a protobuf body without the `k8s\0` prefix.
 fn unrecognized_body(kind: &str, body: &[u8]) -> ApiError {
-    let summary = match body.first() {
-        None => "<empty>".to_string(),
-        Some(b'{') => {
-            let n = body.len().min(BODY_SUMMARY_BYTES);
-            let more = if body.len() > n { " ..." } else { "" };
-            format!("{}{more}", String::from_utf8_lossy(&body[..n]))
-        }
-        Some(_) => {
-            let n = body.len().min(BODY_SUMMARY_BYTES);
-            let more = if body.len() > n { " ..." } else { "" };
-            format!("{}{more}", hex::encode(&body[..n]))
-        }
-    };
+    let summary = summary(body);
     let prefix: Vec<String> = keel_proto::MAGIC.iter().map(u8::to_string).collect();
     ApiError::bad_request(format!(
         "the object provided is unrecognized (must be of type {kind}): provided data does not \
          appear to be a protobuf message, expected prefix [{}] ({summary})",
         prefix.join(" ")
     ))
+}
+
+/// A body as upstream quotes it in a decoding error: its first bytes, as text when it looks
+/// like JSON, in hex otherwise.
+fn summary(body: &[u8]) -> String {
+    let n = body.len().min(BODY_SUMMARY_BYTES);
+    let more = if body.len() > n { " ..." } else { "" };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(&body[..n])),
+        Some(_) => format!("{}{more}", hex::encode(&body[..n])),
+    }
 }
 
 /// Checks `apiVersion`/`kind` against the endpoint, filling them in when absent.
@@ -140,24 +191,17 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
     let report = schemas
         .check(&gvk, body)
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
-    report_fields(c, mode, &report, obj)
-}
-
-/// `validate_fields` for a report made while decoding (the kind has a schema).
-fn apply_field_report(
-    c: &mut Call<'_>,
-    report: &keel_schema::FieldReport,
-    obj: &mut Value,
-) -> Result<(), ApiError> {
-    let mode = FieldValidation::from_query(&c.query)?;
-    report_fields(c, mode, report, obj)
+    report_fields(c, mode, &report, None, obj)
 }
 
 /// Type errors and strict errors as 400s, warnings, and pruning of unknown fields.
+/// `yaml_duplicate` is a YAML body's key set twice, which upstream's YAML decoder reports
+/// before the JSON findings (`yaml: unmarshal errors:\n  line 7: key "a" already set in map`).
 fn report_fields(
     c: &mut Call<'_>,
     mode: FieldValidation,
     report: &keel_schema::FieldReport,
+    yaml_duplicate: Option<String>,
     obj: &mut Value,
 ) -> Result<(), ApiError> {
     if let Some(first) = report.type_errors.first() {
@@ -169,15 +213,23 @@ fn report_fields(
         )));
     }
     match mode {
-        FieldValidation::Strict if !report.strict.is_empty() => {
+        FieldValidation::Strict if !report.strict.is_empty() || yaml_duplicate.is_some() => {
+            let mut findings: Vec<String> = yaml_duplicate
+                .map(|d| format!("yaml: unmarshal errors:\n  {d}"))
+                .into_iter()
+                .collect();
+            findings.extend(report.strict.iter().cloned());
             return Err(ApiError::bad_request(format!(
                 "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-                report.strict.join(", "),
+                findings.join(", "),
                 kind = c.info().kind,
                 version = c.info().version
-            )))
+            )));
         }
-        FieldValidation::Warn => c.warnings.extend(report.strict.iter().cloned()),
+        FieldValidation::Warn => {
+            c.warnings.extend(yaml_duplicate);
+            c.warnings.extend(report.strict.iter().cloned())
+        }
         _ => {}
     }
     if !report.unknown.is_empty() {

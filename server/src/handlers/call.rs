@@ -10,22 +10,53 @@ use keel_catalog::ResourceInfo;
 use keel_http::Request;
 use std::collections::HashMap;
 
-/// Query parameters, last value wins (as Go's `url.Values.Get` returns the first; clients
-/// never repeat these).
+/// Query parameters, the first value of each (as Go's `url.Values.Get`), but `dryRun`, which
+/// upstream reads as a list.
 #[derive(Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query {
+    values: HashMap<String, String>,
+    dry_run: Vec<String>,
+    /// The options kind these parameters decode into (`CreateOptions` for a POST, ...), as
+    /// upstream names it in the 422 for a bad value.
+    options_kind: &'static str,
+}
 
 impl Query {
     pub fn from_request(req: &Request) -> Query {
-        let mut m = HashMap::new();
+        let mut values = HashMap::new();
+        let mut dry_run = Vec::new();
         for (k, v) in req.query_pairs() {
-            m.entry(k).or_insert(v);
+            if k == "dryRun" {
+                dry_run.push(v.clone());
+            }
+            values.entry(k).or_insert(v);
         }
-        Query(m)
+        let options_kind = match req.method.as_str() {
+            "PUT" => "UpdateOptions",
+            "PATCH" => "PatchOptions",
+            "DELETE" => "DeleteOptions",
+            _ => "CreateOptions",
+        };
+        Query {
+            values,
+            dry_run,
+            options_kind,
+        }
     }
 
     pub fn get(&self, k: &str) -> Option<&str> {
-        self.0.get(k).map(String::as_str)
+        self.values.get(k).map(String::as_str)
+    }
+
+    /// Upstream's 422 for a bad value of an options parameter:
+    /// `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ...`.
+    pub fn invalid_option(&self, cause: keel_api::StatusCause) -> ApiError {
+        let kind = if self.options_kind.is_empty() {
+            "CreateOptions"
+        } else {
+            self.options_kind
+        };
+        ApiError::invalid("meta.k8s.io", kind, "", vec![cause])
     }
 
     /// A non-empty value.
@@ -49,15 +80,17 @@ impl Query {
         }
     }
 
-    /// `dryRun`: unset, or `All` (as upstream, any other value is rejected).
+    /// `dryRun`: unset, or `All` (as upstream, any other value is a 422 naming them all).
     pub fn dry_run(&self) -> Result<bool, ApiError> {
-        match self.get("dryRun") {
-            None => Ok(false),
-            Some("All") => Ok(true),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "Invalid dryRun value: {v:?}: supported values: \"All\""
-            ))),
+        if self.dry_run.iter().all(|v| v == "All") {
+            return Ok(!self.dry_run.is_empty());
         }
+        let given = serde_json::to_string(&self.dry_run).expect("JSON");
+        Err(self.invalid_option(keel_api::StatusCause {
+            reason: keel_api::status::field::REASON_NOT_SUPPORTED.into(),
+            message: format!("Unsupported value: {given}: supported values: \"All\""),
+            field: "dryRun".into(),
+        }))
     }
 }
 
@@ -81,8 +114,10 @@ impl FieldValidation {
             None | Some("Warn") => Ok(FieldValidation::Warn),
             Some("Ignore") => Ok(FieldValidation::Ignore),
             Some("Strict") => Ok(FieldValidation::Strict),
-            Some(v) => Err(ApiError::bad_request(format!(
-                "fieldValidation parameter unsupported: {v}"
+            Some(v) => Err(q.invalid_option(keel_api::status::field::not_supported(
+                "fieldValidation",
+                &v.into(),
+                &["", "Ignore", "Strict", "Warn"],
             ))),
         }
     }

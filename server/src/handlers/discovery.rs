@@ -46,22 +46,22 @@ pub fn discovery(
                 let ct = format!(
                     "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
                 );
-                return Ok(respond::response(200, &ct, body));
+                return Ok(respond::json(200, &ct, body));
             }
             let body = if core {
                 catalog.api_versions()
             } else {
                 catalog.api_group_list()
             };
-            Ok(respond::response(200, JSON, body))
+            Ok(respond::json(200, JSON, body))
         }
         (Some(g), None) => catalog
             .api_group(g)
-            .map(|b| respond::response(200, JSON, b))
+            .map(|b| respond::json(200, JSON, b))
             .ok_or_else(ApiError::route_not_found),
         (g, Some(v)) => catalog
             .resource_list(g.unwrap_or(""), v)
-            .map(|b| respond::response(200, JSON, b))
+            .map(|b| respond::json(200, JSON, b))
             .ok_or_else(ApiError::route_not_found),
     }
 }

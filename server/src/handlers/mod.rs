@@ -91,8 +91,11 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     };
     let (mut resp, labels) = match route(&st, &req, &target, user).await {
         Ok(r) => r,
-        Err((e, labels)) => (respond::error(&e), labels),
+        Err((e, labels)) => (respond::error_for(&e, req.headers.get("accept")), labels),
     };
+    if pretty(&req) {
+        resp = respond::indented(resp);
+    }
     if let Some(t) = ticket {
         resp.headers
             .extend(flow_control_headers(&t.schema_uid, &t.level_uid));
@@ -124,6 +127,19 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
 }
 
 type Labels = (&'static str, String, String, String, String, &'static str);
+
+/// `?pretty=`: JSON answers indented, as upstream's `isPrettyPrint` reads the parameter (Go's
+/// `strconv.ParseBool`: `1`, `t`, `T`, `TRUE`, `true` and `True` are true, anything else
+/// false). Upstream also indents for `curl`, `Wget` and browser user agents; keel does not.
+pub fn pretty(req: &Request) -> bool {
+    !req.query.is_empty()
+        && req.query.contains("pretty")
+        && req
+            .query_pairs()
+            .into_iter()
+            .find(|(k, _)| k == "pretty")
+            .is_some_and(|(_, v)| matches!(v.as_str(), "1" | "t" | "T" | "TRUE" | "true" | "True"))
+}
 
 /// A request to a resource upstream deprecated (at the emulated release) is told so, as
 /// upstream tells it, whatever its answer; the request is counted in

@@ -32,7 +32,10 @@ pub async fn get(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response,
         .await?;
     let include = include_object(c)?;
     let info = c.info();
-    respond::object(200, format, kv.value().to_vec(), |obj| {
+    // Room for the newline a JSON body ends with.
+    let mut bytes = Vec::with_capacity(kv.value().len() + 1);
+    bytes.extend_from_slice(kv.value());
+    respond::object(200, format, bytes, |obj| {
         keel_catalog::table(
             info,
             &[obj],
@@ -91,7 +94,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
     match format {
         Format::Json => {
             let size: usize = page.items.iter().map(|kv| kv.value().len() + 1).sum();
-            if size > crate::limits::LIST_STREAM_THRESHOLD_BYTES {
+            if size > crate::limits::LIST_STREAM_THRESHOLD_BYTES && !super::pretty(c.req) {
                 return Ok(respond::json_list_stream(
                     &c.api_version(),
                     &list_kind,
@@ -108,12 +111,10 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
             );
             Ok(respond::response(200, repr::JSON, body))
         }
-        Format::Protobuf => {
+        Format::Protobuf | Format::Yaml => {
             let items = parse_all(&page.items)?;
             let list = json!({"kind": list_kind, "apiVersion": c.api_version(), "metadata": meta, "items": items});
-            let out = keel_proto::encode(&list)
-                .map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?;
-            Ok(respond::response(200, keel_proto::MEDIA_TYPE, out))
+            respond::value(200, format, &list)
         }
         Format::Metadata(m) => {
             if !m.list {
@@ -137,7 +138,7 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
                 meta,
                 std::time::SystemTime::now(),
             );
-            Ok(respond::response(
+            Ok(respond::json(
                 200,
                 repr::TABLE_MEDIA,
                 serde_json::to_vec(&t).expect("JSON"),
@@ -283,11 +284,30 @@ pub fn delete_options(c: &Call<'_>) -> Result<DeleteOptions, ApiError> {
 pub async fn delete(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let opts = delete_options(c)?;
-    let bytes = st
+    let deleted = st
         .registry
         .delete(c.res, c.namespace(), c.name(), &opts)
         .await?;
-    respond::object(200, format, bytes, |o| table_of(c, o))
+    if deleted.removed && !c.res.strategy.returns_deleted_object() {
+        let obj = objects::parse_stored(&deleted.bytes)?;
+        return respond::value(200, format, &deleted_status(c, &obj));
+    }
+    respond::object(200, format, deleted.bytes, |o| table_of(c, o))
+}
+
+/// What upstream answers a DELETE that removed the object at once, for types that do not
+/// return the deleted object: a `Status` of `Success` naming it (no code).
+fn deleted_status(c: &Call<'_>, obj: &Value) -> Value {
+    let mut details = serde_json::Map::new();
+    details.insert("name".into(), c.name().into());
+    if !c.info().group.is_empty() {
+        details.insert("group".into(), c.info().group.into());
+    }
+    details.insert("kind".into(), c.info().plural.into());
+    if let Some(uid) = objects::meta_str(obj, "uid") {
+        details.insert("uid".into(), uid.into());
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 pub async fn delete_collection(

@@ -1,11 +1,14 @@
-//! Responses: objects and lists served from their stored bytes (JSON, or encoded as protobuf
-//! or Table), big lists streamed straight out of the store's mapping, errors as
-//! `metav1.Status`, and `Warning` headers.
+//! Responses: objects and lists served from their stored bytes (JSON, or encoded as protobuf,
+//! Table or YAML), big lists streamed straight out of the store's mapping, errors as
+//! `metav1.Status` in the representation the client asked for, and `Warning` headers.
+//!
+//! JSON bodies (objects, lists, Tables, Status, discovery) end with a newline, as Go's
+//! `json.Encoder` writes them upstream.
 
 use super::call::Call;
 use crate::limits::{LIST_CHUNK_BYTES, LIST_CHUNK_PIECES_MAX};
 use crate::objects::parse_stored;
-use crate::repr::{Format, MetadataAs, JSON, TABLE_MEDIA};
+use crate::repr::{Format, MetadataAs, JSON, TABLE_MEDIA, YAML};
 use keel_api::status::ApiError;
 use keel_http::{Body, Chunk, Piece, Response};
 use serde_json::Value;
@@ -18,8 +21,61 @@ pub fn response(status: u16, content_type: &str, body: Vec<u8>) -> Response {
     }
 }
 
+/// A JSON response: the body ends with a newline, as upstream's (Go's `json.Encoder`).
+pub fn json(status: u16, content_type: &str, mut body: Vec<u8>) -> Response {
+    if body.last() != Some(&b'\n') {
+        body.push(b'\n');
+    }
+    response(status, content_type, body)
+}
+
+/// A JSON answer indented as upstream's `json.MarshalIndent(obj, "", "  ")` (`?pretty=true`),
+/// still ending with a newline. Other bodies are left as they are (a list big enough to be
+/// streamed is built whole when pretty is asked for).
+pub fn indented(mut r: Response) -> Response {
+    let json = r
+        .headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.starts_with(JSON));
+    if let (true, Body::Full(b)) = (json, &r.body) {
+        if let Ok(v) = serde_json::from_slice::<Value>(b) {
+            let mut out = serde_json::to_vec_pretty(&v).expect("JSON");
+            out.push(b'\n');
+            r.body = Body::Full(out);
+        }
+    }
+    r
+}
+
+/// An error as a JSON `Status` (where no `Accept` applies).
 pub fn error(e: &ApiError) -> Response {
-    let mut r = response(e.code, JSON, e.to_json());
+    error_as(e, Format::Json)
+}
+
+/// An error as a `Status` in the representation an `Accept` header picks (as upstream
+/// writes errors with the serializer negotiated for the request): protobuf when the client
+/// takes it, YAML when it asks for it, JSON otherwise (also for Tables and for an `Accept`
+/// nothing satisfies).
+pub fn error_for(e: &ApiError, accept: Option<&str>) -> Response {
+    let format = if crate::repr::plain_json_accept(accept) {
+        Format::Json
+    } else {
+        crate::repr::negotiate(accept, false, true).unwrap_or(Format::Json)
+    };
+    error_as(e, format)
+}
+
+fn error_as(e: &ApiError, format: Format) -> Response {
+    let mut r = match format {
+        Format::Protobuf | Format::Metadata(MetadataAs { protobuf: true, .. }) => {
+            match keel_proto::encode(&e.to_value()) {
+                Ok(b) => response(e.code, keel_proto::MEDIA_TYPE, b),
+                Err(_) => json(e.code, JSON, e.to_json()),
+            }
+        }
+        Format::Yaml => response(e.code, YAML, keel_api::yaml::encode(&e.to_value())),
+        Format::Json | Format::Table | Format::Metadata(_) => json(e.code, JSON, e.to_json()),
+    };
     if let Some(s) = e.retry_after_seconds {
         r.headers.push(("Retry-After".into(), s.to_string()));
     }
@@ -51,7 +107,7 @@ pub fn object(
     table: impl FnOnce(&Value) -> Value,
 ) -> Result<Response, ApiError> {
     match format {
-        Format::Json => Ok(response(status, JSON, bytes)),
+        Format::Json => Ok(json(status, JSON, bytes)),
         Format::Protobuf => {
             let v: Value = parse_stored(&bytes)?;
             let out = keel_proto::encode(&v)
@@ -60,11 +116,15 @@ pub fn object(
         }
         Format::Table => {
             let v: Value = parse_stored(&bytes)?;
-            Ok(response(
+            Ok(json(
                 status,
                 TABLE_MEDIA,
                 serde_json::to_vec(&table(&v)).expect("JSON"),
             ))
+        }
+        Format::Yaml => {
+            let v: Value = parse_stored(&bytes)?;
+            Ok(response(status, YAML, keel_api::yaml::encode(&v)))
         }
         Format::Metadata(m) => {
             let v: Value = parse_stored(&bytes)?;
@@ -103,12 +163,16 @@ pub fn object(
 
 /// A metadata-only object or list in its media type.
 pub fn metadata_response(status: u16, m: MetadataAs, v: &Value) -> Result<Response, ApiError> {
-    let body = if m.protobuf {
-        keel_proto::encode(v).map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?
-    } else {
-        serde_json::to_vec(v).expect("JSON")
-    };
-    Ok(response(status, m.content_type(), body))
+    if m.protobuf {
+        let body = keel_proto::encode(v)
+            .map_err(|e| ApiError::internal(format!("protobuf encoding: {e}")))?;
+        return Ok(response(status, m.content_type(), body));
+    }
+    Ok(json(
+        status,
+        m.content_type(),
+        serde_json::to_vec(v).expect("JSON"),
+    ))
 }
 
 /// The Table of one object (create, update and delete responses in Table form).
@@ -182,7 +246,7 @@ impl Iterator for ListChunks {
                 return Some(out);
             }
         }
-        out.push(Piece::Static(b"]}"));
+        out.push(Piece::Static(b"]}\n"));
         self.done = true;
         Some(out)
     }
@@ -196,8 +260,8 @@ pub fn json_list_stream(
     items: Vec<keel_engine::KeyValue>,
 ) -> Response {
     let head = json_list(api_version, list_kind, list_meta, std::iter::empty(), 0);
-    // `json_list` closed the empty array: reopen it.
-    let head = head[..head.len() - 2].to_vec();
+    // `json_list` closed the empty array (`]}\n`): reopen it.
+    let head = head[..head.len() - 3].to_vec();
     let chunks = ListChunks {
         head: Some(head),
         items: items.into_iter(),
@@ -211,7 +275,8 @@ pub fn json_list_stream(
     }
 }
 
-/// Builds a `<Kind>List` JSON document around already-encoded items, without re-encoding them.
+/// Builds a `<Kind>List` JSON document around already-encoded items, without re-encoding them
+/// (ending with a newline, as every JSON body).
 pub fn json_list<'a>(
     api_version: &str,
     list_kind: &str,
@@ -233,7 +298,7 @@ pub fn json_list<'a>(
         }
         out.extend_from_slice(item);
     }
-    out.extend_from_slice(b"]}");
+    out.extend_from_slice(b"]}\n");
     out
 }
 

@@ -146,6 +146,13 @@ impl Stream for WatchStream {
 /// Starts a watch; the response streams until the timeout or the client leaves.
 pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let format = c.format()?;
+    if format == Format::Yaml {
+        // As upstream: YAML has no stream framing.
+        return Err(ApiError::not_acceptable(&[
+            repr::JSON_STREAM,
+            keel_proto::STREAM_MEDIA_TYPE,
+        ]));
+    }
     let filter = filter(c)?;
     // Present (even empty) counts as given, as upstream's pointer.
     let send_initial_events = c.query.get("sendInitialEvents");

@@ -49,6 +49,16 @@ impl Registry {
             )
             .await?;
         if opts.dry_run {
+            // As the real create would: a taken name is 409 (upstream's dry-run storage
+            // looks the key up too).
+            let name = objects::name(&obj);
+            if self
+                .storage
+                .get_latest(&res.loc.key(namespace, name))?
+                .is_some()
+            {
+                return Err(ApiError::already_exists(info.group, info.plural, name));
+            }
             return Ok(Created {
                 bytes: objects::to_canonical_json(&obj),
             });

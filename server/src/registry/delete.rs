@@ -48,24 +48,49 @@ impl DeleteOptions {
     pub fn validate(&self) -> Result<(), ApiError> {
         if let Some(p) = &self.propagation {
             if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
-                return Err(ApiError::bad_request(format!(
-                    "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-                )));
+                let cause = keel_api::status::field::not_supported(
+                    "propagationPolicy",
+                    &p.as_str().into(),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                );
+                return Err(ApiError::invalid(
+                    "meta.k8s.io",
+                    "DeleteOptions",
+                    "",
+                    vec![cause],
+                ));
             }
         }
         Ok(())
     }
 }
 
+/// What a delete did.
+pub struct Deleted {
+    /// The object's last state: as it was when removed, or as marked for deletion.
+    pub bytes: Vec<u8>,
+    /// Removed from storage now (or would be, on a dry run), rather than marked for deletion
+    /// or already pending: upstream answers those with a `Status` for most types.
+    pub removed: bool,
+}
+
 impl Registry {
-    /// Deletes one object per the two-phase rules; returns the object's last state.
+    /// Deletes one object per the two-phase rules.
     pub async fn delete(
         &self,
         res: &Resource,
         namespace: &str,
         name: &str,
         opts: &DeleteOptions,
-    ) -> Result<Vec<u8>, ApiError> {
+    ) -> Result<Deleted, ApiError> {
+        let removed = |bytes: &[u8]| Deleted {
+            bytes: bytes.to_vec(),
+            removed: true,
+        };
+        let marked = |bytes: Vec<u8>| Deleted {
+            bytes,
+            removed: false,
+        };
         let info = &res.info;
         let key = res.loc.key(namespace, name);
         let conflict_err =
@@ -95,27 +120,27 @@ impl Registry {
             match res.strategy.deletion_plan(&obj, opts.grace_period) {
                 DeletionPlan::Now => {
                     if opts.dry_run {
-                        return Ok(current.value().to_vec());
+                        return Ok(removed(current.value()));
                     }
                     match self.storage.delete(&key, cur_rev).await {
                         Ok(_) => {
                             self.release_held(res.strategy, &obj).await;
-                            return Ok(current.value().to_vec());
+                            return Ok(removed(current.value()));
                         }
                         Err(StoreError::Conflict { .. }) => continue,
                         Err(StoreError::NotFound) => return Err(res.not_found(name)),
                         Err(e) => return Err(storage_error(e)),
                     }
                 }
-                DeletionPlan::AlreadyPending => return Ok(current.value().to_vec()),
+                DeletionPlan::AlreadyPending => return Ok(marked(current.value().to_vec())),
                 DeletionPlan::Mark { grace } => {
                     res.strategy.mark_deleting(&mut obj, grace, &strategy_ctx());
                     if opts.dry_run {
-                        return Ok(serde_json::to_vec(&obj).expect("JSON"));
+                        return Ok(marked(serde_json::to_vec(&obj).expect("JSON")));
                     }
                     let spliced = Spliced::new(&mut obj);
                     match self.storage.update(&key, cur_rev, &spliced).await {
-                        Ok((bytes, _)) => return Ok(bytes),
+                        Ok((bytes, _)) => return Ok(marked(bytes)),
                         Err(StoreError::Conflict { .. } | StoreError::NotFound) => continue,
                         Err(e) => return Err(storage_error(e)),
                     }
@@ -148,7 +173,7 @@ impl Registry {
             let obj = objects::parse_stored(kv.value())?;
             let ns = objects::meta_str(&obj, "namespace").unwrap_or("");
             match self.delete(res, ns, objects::name(&obj), opts).await {
-                Ok(b) => deleted.push(b),
+                Ok(d) => deleted.push(d.bytes),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }

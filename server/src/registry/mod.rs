@@ -20,7 +20,7 @@ mod update;
 mod watch;
 
 pub use create::Created;
-pub use delete::DeleteOptions;
+pub use delete::{DeleteOptions, Deleted};
 pub use ipaddress::{held_by, ip_object, MANAGED_BY, MANAGED_BY_LABEL};
 pub use list::Page;
 pub use update::{UpdateOptions, Updated};

@@ -68,6 +68,14 @@ impl Registry {
             let cur_rev = current.mod_revision;
             let old = objects::parse_stored(current.value())?;
             let mut new = try_update(Some(&old))?;
+            // A uid in a whole new object is a precondition (checked before the
+            // resourceVersion, as upstream's storage does); in a patch it is a field that
+            // cannot change.
+            let uid_cause = if opts.strategy {
+                check_uid(res, namespace, name, &new, &old, opts.replace)?
+            } else {
+                None
+            };
             // A resourceVersion in the new object is a precondition, unless the handler
             // checked its own (writes without the strategy derive the object from `old`).
             let wanted = objects::meta_str(&new, "resourceVersion")
@@ -94,6 +102,8 @@ impl Registry {
                 }
                 let mut causes =
                     self.admin_access_causes(res, namespace, opts.subresource, &new, Some(&old))?;
+                causes.extend(uid_cause.into_iter().flatten());
+                causes.extend(new_finalizers_while_deleting(&new, &old));
                 causes.extend(strategy.validate_subresource_update(opts.subresource, &new, &old));
                 if !causes.is_empty() {
                     return Err(invalid(res, &new, causes));
@@ -200,6 +210,101 @@ impl Registry {
 
 fn conflict(res: &Resource, name: &str) -> ApiError {
     ApiError::stale_update(res.info.group, res.info.plural, name)
+}
+
+/// A `metadata.uid` in the new object other than the stored object's. In a whole new object
+/// (PUT) it is a failed precondition: 409 with upstream's storage error text. In a patched
+/// object it is an immutable field, returned as the cause of a 422 (twice: upstream validates
+/// the metadata of an update twice and lists both).
+fn check_uid(
+    res: &Resource,
+    namespace: &str,
+    name: &str,
+    new: &Value,
+    old: &Value,
+    replace: bool,
+) -> Result<Option<[keel_api::StatusCause; 2]>, ApiError> {
+    let Some(uid) = objects::meta_str(new, "uid").filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let actual = objects::meta_str(old, "uid").unwrap_or("");
+    if uid == actual {
+        return Ok(None);
+    }
+    if replace {
+        return Err(ApiError::conflict(
+            res.info.group,
+            res.info.plural,
+            name,
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, \
+                 AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in \
+                 object meta: {actual}",
+                etcd_key(res, namespace, name)
+            ),
+        ));
+    }
+    let cause = keel_api::status::field::invalid_str("metadata.uid", uid, "field is immutable");
+    Ok(Some([cause.clone(), cause]))
+}
+
+/// The key upstream stores an object under in etcd, as its storage errors quote it:
+/// `/registry/<resource>/<namespace>/<name>`, with upstream's few historical prefixes
+/// (`services/specs`, `minions`) and `<group>/<resource>` for the API extension groups and
+/// custom resources.
+fn etcd_key(res: &Resource, namespace: &str, name: &str) -> String {
+    let (group, plural) = (res.info.group, res.info.plural);
+    const OWN_PREFIX: [&str; 2] = ["apiextensions.k8s.io", "apiregistration.k8s.io"];
+    let builtin = group.is_empty() || !group.contains('.') || group.ends_with(".k8s.io");
+    let prefix = match (group, plural) {
+        ("", "services") => "services/specs".to_string(),
+        ("", "nodes") => "minions".to_string(),
+        _ if OWN_PREFIX.contains(&group) || !builtin => format!("{group}/{plural}"),
+        _ => plural.to_string(),
+    };
+    if namespace.is_empty() {
+        format!("/registry/{prefix}/{name}")
+    } else {
+        format!("/registry/{prefix}/{namespace}/{name}")
+    }
+}
+
+/// Finalizers the new object adds while the stored one is being deleted: upstream forbids
+/// them (listed twice, as upstream validates an update's metadata twice).
+fn new_finalizers_while_deleting(new: &Value, old: &Value) -> Vec<keel_api::StatusCause> {
+    let deleting = objects::meta(old).is_some_and(|m| m.contains_key("deletionTimestamp"));
+    if !deleting {
+        return Vec::new();
+    }
+    let finalizers = |v: &Value| -> Vec<String> {
+        objects::meta(v)
+            .and_then(|m| m.get("finalizers"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = finalizers(old);
+    let added: Vec<Value> = finalizers(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .map(Value::String)
+        .collect();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let cause = keel_api::status::field::forbidden(
+        "metadata.finalizers",
+        &format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+            keel_api::gofmt::bad_value(&Value::Array(added))
+        ),
+    );
+    vec![cause.clone(), cause]
 }
 
 /// Fields only the server sets are kept from the stored object.
