@@ -783,7 +783,13 @@ fn admin_access_requests_are_found_where_upstream_reports_them() {
     };
     use crate::kind::Kind;
     /// (kind, subresource, new, stored, the path upstream reports)
-    type Case = (Kind, &'static str, Value, Option<Value>, Option<&'static str>);
+    type Case = (
+        Kind,
+        &'static str,
+        Value,
+        Option<Value>,
+        Option<&'static str>,
+    );
     let cases: Vec<Case> = vec![
         (
             Kind::ResourceClaim,
