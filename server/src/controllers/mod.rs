@@ -6,7 +6,9 @@
 
 pub mod authtrust;
 pub mod bootstrap;
+pub mod enabled;
 pub mod flowcontrol;
+pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
 pub mod servicecidrs;
