@@ -502,8 +502,9 @@ mod tests {
         let none: Vec<String> = vec![];
         let fg = vec!["foregroundDeletion".to_string()];
         let rm = |v: &[&str]| Action::RemoveRefs(v.iter().map(|s| s.to_string()).collect());
-        // (owners, has dependents, finalizers, action)
-        let rows: Vec<(Vec<(&str, OwnerState)>, bool, &Vec<String>, Action)> = vec![
+        /// Owners, whether it has dependents, its finalizers, and the action.
+        type Case<'a> = (Vec<(&'a str, OwnerState)>, bool, &'a Vec<String>, Action);
+        let rows: Vec<Case> = vec![
             (vec![("a", Solid)], false, &none, Action::Nothing),
             (
                 vec![("a", Absent)],
