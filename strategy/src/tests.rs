@@ -1792,8 +1792,15 @@ fn deletion_finalizers_per_policy() {
         policy: pol,
     };
     let some = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    // (group, resource, finalizers, request, new finalizers)
-    let rows: Vec<(&str, &str, Value, Propagation, Option<Vec<String>>)> = vec![
+    /// Group, resource, finalizers, request, new finalizers.
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Value,
+        Propagation<'a>,
+        Option<Vec<String>>,
+    );
+    let rows: Vec<Case> = vec![
         ("", "configmaps", json!([]), p(None, None), None),
         (
             "",

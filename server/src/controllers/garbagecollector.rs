@@ -218,6 +218,10 @@ async fn pass(st: &State) -> Result<(), ApiError> {
     let routes = st.routes.load();
     let resources = collected(&routes);
     let mut survey = survey(st, &resources).await?;
+    if survey.owners.is_empty() && survey.referenced.as_ref().is_some_and(HashSet::is_empty) {
+        // No owner references anywhere: nothing to read twice.
+        return Ok(());
+    }
     let mut lookups = HashMap::new();
     for res in &resources {
         let (items, _) = st.registry.list_all(res, "").await?;
