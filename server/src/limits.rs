@@ -124,6 +124,25 @@ pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
 pub const AUTH_TRUST_RESYNC: Duration = Duration::from_secs(60);
 /// ...and the least time between two of its passes (a change wakes it at once).
 pub const AUTH_TRUST_PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
+/// Least time between two passes of the garbage collector: a pass reads every object of
+/// every deletable resource twice (byte checks skip parsing those without owner references
+/// or garbage-collection finalizers), so a burst of deletions is handled a pass per 200 ms,
+/// not a pass per deletion. Only deletions wake it; creates never do.
+pub const GC_PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
+/// How often the garbage collector looks again when nothing is deleted: a dependent created
+/// after its owner went (or naming an owner that never existed) is collected this late.
+pub const GC_RESYNC: Duration = Duration::from_secs(10);
+/// Owners being deleted with `orphan` or `foregroundDeletion` that one pass finishes; the
+/// rest wait for the next pass (each costs a few hundred bytes).
+pub const GC_DELETING_OWNERS_MAX: usize = 10_000;
+/// Distinct owner UIDs a pass remembers as having dependents (about 100 bytes each: 10 MB).
+/// Past it the collector assumes every object may have dependents, which costs a dependent
+/// of a foreground deletion one more pass (it is deleted in the foreground too), never a
+/// wrong deletion.
+pub const GC_OWNER_UIDS_MAX: usize = 100_000;
+/// Owners a pass has looked up and remembers (present, absent, waiting for dependents);
+/// past it the memory is cleared and owners are looked up again.
+pub const GC_OWNER_LOOKUPS_CACHED_MAX: usize = 10_000;
 /// Revisions the compactor remembers (one per maintenance interval in which the store
 /// changed) to tell which was current one history window ago; past it the oldest go, so a
 /// window longer than this many intervals is compacted a little late, never early.

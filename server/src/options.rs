@@ -166,6 +166,20 @@ pub struct Options {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub enable_priority_and_fairness: bool,
 
+    /// A list of controllers to enable, as kube-controller-manager's flag: '*' enables all
+    /// on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables
+    /// the controller named 'foo'. Keel runs these of kube-controller-manager's controllers
+    /// in-process: namespace-controller, garbage-collector-controller,
+    /// persistentvolumeclaim-protection-controller, persistentvolume-protection-controller,
+    /// volumeattributesclass-protection-controller; turn them off when an external
+    /// kube-controller-manager runs them (e.g.
+    /// `--controllers=-garbage-collector-controller,-namespace-controller,*`). Every other
+    /// kube-controller-manager name is accepted and changes nothing; the controllers
+    /// upstream runs inside kube-apiserver (bootstrap, priority and fairness, authentication
+    /// trust, service IP repair) always run.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
     /// Maximum request body size in bytes (then 413).
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub max_request_bytes: usize,

@@ -23,6 +23,8 @@ pub struct Validated {
     pub ports: (u16, u16),
     pub catalog: keel_catalog::Catalog,
     pub emulation: keel_catalog::Emulation,
+    /// `--controllers`: which of kube-controller-manager's controllers keel runs.
+    pub controllers: crate::controllers::enabled::Enabled,
 }
 
 pub fn validate(opts: &Options) -> Result<Validated, String> {
@@ -69,6 +71,8 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
             )?;
     let catalog = keel_catalog::Catalog::emulating(&opts.runtime_config, emulation)
         .map_err(|e| format!("--runtime-config: {e}"))?;
+    let controllers = crate::controllers::enabled::Enabled::parse(&opts.controllers)
+        .map_err(|e| format!("--controllers: {e}"))?;
     if opts.tls_cert_file.is_some() != opts.tls_private_key_file.is_some() {
         return Err("--tls-cert-file and --tls-private-key-file must be given together".into());
     }
@@ -77,6 +81,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
         ports,
         catalog,
         emulation,
+        controllers,
     })
 }
 
@@ -93,6 +98,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         ports,
         catalog,
         emulation,
+        controllers,
     } = validate(&opts)?;
     // Before the data directory is touched: a bad file must not leave a half-started server.
     let encryption = opts
@@ -231,8 +237,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         eprintln!("auth trust controller: {}", e.message);
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
-    crate::controllers::namespace::spawn(st.clone());
-    crate::controllers::volumeprotection::spawn(st.clone());
+    spawn_manager_controllers(&st, &controllers);
     crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());
@@ -262,6 +267,25 @@ pub fn run(opts: Options) -> Result<(), String> {
     let signal = crate::lifecycle::wait_for_termination()?;
     shut_down(&st, &opts, server, signal);
     Ok(())
+}
+
+/// The controllers upstream runs in kube-controller-manager, as `--controllers` enables them.
+fn spawn_manager_controllers(st: &Arc<State>, enabled: &crate::controllers::enabled::Enabled) {
+    use crate::controllers::{enabled as names, garbagecollector, namespace, volumeprotection};
+    if enabled.is_enabled(names::NAMESPACE) {
+        namespace::spawn(st.clone());
+    }
+    if enabled.is_enabled(names::GARBAGE_COLLECTOR) {
+        garbagecollector::spawn(st.clone());
+    }
+    let parts = volumeprotection::Parts {
+        claims: enabled.is_enabled(names::PVC_PROTECTION),
+        volumes: enabled.is_enabled(names::PV_PROTECTION),
+        classes: enabled.is_enabled(names::VAC_PROTECTION),
+    };
+    if parts.claims || parts.volumes || parts.classes {
+        volumeprotection::spawn(st.clone(), parts);
+    }
 }
 
 /// Writes `text` to `path` whole: readers never see the file empty or half written (a

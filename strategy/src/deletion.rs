@@ -240,3 +240,86 @@ impl Strategy {
         (node.is_empty() || !node_exists(node)).then_some(0)
     }
 }
+
+/// The finalizer that makes the garbage collector orphan an owner's dependents first.
+pub const FINALIZER_ORPHAN: &str = "orphan";
+/// The finalizer that makes the garbage collector delete an owner's dependents first
+/// (foreground cascading deletion).
+pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+
+/// What a delete does to a type's dependents when the request does not say (upstream's
+/// `DefaultGarbageCollectionPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Background: the owner goes, the collector deletes the dependents afterwards.
+    DeleteDependents,
+    /// The dependents stay (`orphan` finalizer): core/v1 ReplicationControllers and
+    /// batch/v1 Jobs, kept for compatibility with their first releases.
+    OrphanDependents,
+    /// Deletes never set a garbage-collection finalizer (Events).
+    Unsupported,
+}
+
+/// How one delete request asks for dependents to be handled (`DeleteOptions`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Propagation<'a> {
+    /// The deprecated `orphanDependents`.
+    pub orphan_dependents: Option<bool>,
+    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground` (validated before).
+    pub policy: Option<&'a str>,
+}
+
+impl Strategy {
+    /// The type's default policy for dependents.
+    pub fn gc_policy(&self) -> GcPolicy {
+        match self.kind {
+            Kind::ReplicationController | Kind::Job => GcPolicy::OrphanDependents,
+            Kind::Event | Kind::EventV1 => GcPolicy::Unsupported,
+            _ => GcPolicy::DeleteDependents,
+        }
+    }
+
+    /// Upstream's `deletionFinalizersForGarbageCollection`: the finalizers `obj` gets from a
+    /// delete asking `p`, when they differ from its own (as a set). An explicit request
+    /// overrides a garbage-collection finalizer the object already has (so a background
+    /// delete of an object waiting for its dependents drops `foregroundDeletion`); without
+    /// one the object's own finalizer stays, else the type's default applies.
+    pub fn deletion_finalizers(&self, obj: &Value, p: Propagation<'_>) -> Option<Vec<String>> {
+        let default = self.gc_policy();
+        if default == GcPolicy::Unsupported {
+            return None;
+        }
+        let current: Vec<String> = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let has = |f: &str| current.iter().any(|c| c == f);
+        let (orphan, foreground) = match (p.orphan_dependents, p.policy) {
+            (Some(o), _) => (o, false),
+            (None, Some("Orphan")) => (true, false),
+            (None, Some("Foreground")) => (false, true),
+            (None, Some(_)) => (false, false),
+            (None, None) if has(FINALIZER_ORPHAN) => (true, false),
+            (None, None) if has(FINALIZER_FOREGROUND) => (false, true),
+            (None, None) => (default == GcPolicy::OrphanDependents, false),
+        };
+        let mut new: Vec<String> = current
+            .iter()
+            .filter(|f| *f != FINALIZER_ORPHAN && *f != FINALIZER_FOREGROUND)
+            .cloned()
+            .collect();
+        if orphan {
+            new.push(FINALIZER_ORPHAN.into());
+        }
+        if foreground {
+            new.push(FINALIZER_FOREGROUND.into());
+        }
+        let same = new.len() == current.len() && new.iter().all(|f| has(f));
+        (!same).then_some(new)
+    }
+}

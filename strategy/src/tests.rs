@@ -1815,3 +1815,120 @@ fn zero_statuses_of_new_objects() {
         );
     }
 }
+
+/// The garbage-collection finalizers a delete sets, per request and per type default
+/// (upstream's `deletionFinalizersForGarbageCollection`); `None` when they do not change.
+#[test]
+fn deletion_finalizers_per_policy() {
+    use crate::deletion::Propagation;
+    let obj = |f: Value| json!({"metadata": {"name": "x", "finalizers": f}});
+    let p = |o: Option<bool>, pol: Option<&'static str>| Propagation {
+        orphan_dependents: o,
+        policy: pol,
+    };
+    let some = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    /// Group, resource, finalizers, request, new finalizers.
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Value,
+        Propagation<'a>,
+        Option<Vec<String>>,
+    );
+    let rows: Vec<Case> = vec![
+        ("", "configmaps", json!([]), p(None, None), None),
+        (
+            "",
+            "configmaps",
+            json!([]),
+            p(None, Some("Background")),
+            None,
+        ),
+        (
+            "",
+            "configmaps",
+            json!(["a/b"]),
+            p(None, Some("Foreground")),
+            some(&["a/b", "foregroundDeletion"]),
+        ),
+        (
+            "",
+            "configmaps",
+            json!([]),
+            p(None, Some("Orphan")),
+            some(&["orphan"]),
+        ),
+        (
+            "",
+            "configmaps",
+            json!([]),
+            p(Some(true), None),
+            some(&["orphan"]),
+        ),
+        (
+            "",
+            "configmaps",
+            json!(["orphan"]),
+            p(Some(false), None),
+            some(&[]),
+        ),
+        // An explicit request replaces the object's own garbage-collection finalizer.
+        (
+            "",
+            "configmaps",
+            json!(["foregroundDeletion"]),
+            p(None, Some("Background")),
+            some(&[]),
+        ),
+        (
+            "",
+            "configmaps",
+            json!(["foregroundDeletion"]),
+            p(None, Some("Orphan")),
+            some(&["orphan"]),
+        ),
+        // Without one, the object's own finalizer stays.
+        (
+            "",
+            "configmaps",
+            json!(["foregroundDeletion"]),
+            p(None, None),
+            None,
+        ),
+        ("", "configmaps", json!(["orphan"]), p(None, None), None),
+        // Legacy types orphan by default.
+        (
+            "",
+            "replicationcontrollers",
+            json!([]),
+            p(None, None),
+            some(&["orphan"]),
+        ),
+        ("batch", "jobs", json!([]), p(None, None), some(&["orphan"])),
+        (
+            "batch",
+            "jobs",
+            json!([]),
+            p(None, Some("Background")),
+            None,
+        ),
+        ("apps", "replicasets", json!([]), p(None, None), None),
+        // Events never get one.
+        ("", "events", json!([]), p(None, Some("Foreground")), None),
+        (
+            "events.k8s.io",
+            "events",
+            json!([]),
+            p(None, Some("Orphan")),
+            None,
+        ),
+    ];
+    for (group, resource, fin, req, want) in rows {
+        let s = strategy(group, resource);
+        assert_eq!(
+            s.deletion_finalizers(&obj(fin.clone()), req),
+            want,
+            "{group}/{resource} {fin} {req:?}"
+        );
+    }
+}

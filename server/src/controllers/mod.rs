@@ -1,12 +1,15 @@
 //! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
-//! authentication-trust, cluster-IP allocator (`ipallocator`) and volume protection
-//! controllers.
+//! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection and garbage
+//! collection controllers; `enabled` parses `--controllers`, which turns off the ones
+//! upstream runs in kube-controller-manager.
 //! They read and write through `Registry` like any client (never raw storage); later
-//! controllers (garbage collection, service accounts, ...) plug in here.
+//! controllers (service accounts, ...) plug in here.
 
 pub mod authtrust;
 pub mod bootstrap;
+pub mod enabled;
 pub mod flowcontrol;
+pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
 pub mod servicecidrs;

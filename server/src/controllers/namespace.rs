@@ -117,8 +117,11 @@ async fn delete_contents(st: &State, routes: &Routes, ns: &str) -> Result<usize,
                 continue;
             }
             let node_exists = |node: &str| st.registry.exists(nodes, "", node).unwrap_or(false);
+            // Background, as upstream's namespace deleter: a type that orphans by default
+            // (ReplicationControllers, Jobs) would otherwise wait for the collector.
             let opts = DeleteOptions {
                 grace_period: res.strategy.cleanup_delete_grace(&obj, &node_exists),
+                propagation: Some("Background".into()),
                 ..Default::default()
             };
             let _ = st

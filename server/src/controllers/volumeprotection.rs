@@ -40,9 +40,18 @@ const CLAIM_CLASS_FIELDS: &[&str] = &[
 /// Where a PersistentVolume names one.
 const VOLUME_CLASS_FIELDS: &[&str] = &["/spec/volumeAttributesClassName"];
 
+/// Which of upstream's three protection controllers this thread stands for
+/// (`--controllers`).
+#[derive(Clone, Copy, Debug)]
+pub struct Parts {
+    pub claims: bool,
+    pub volumes: bool,
+    pub classes: bool,
+}
+
 /// Runs the controller on its own thread with its own single-threaded runtime.
-pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    super::spawn_thread("keel-volume-protection-controller", move || run(st))
+pub fn spawn(st: Arc<State>, parts: Parts) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-volume-protection-controller", move || run(st, parts))
 }
 
 /// Claims, volumes and (when served) VolumeAttributesClasses are watched; pods are not (a
@@ -69,11 +78,11 @@ fn attributes_classes(routes: &Routes) -> Option<&Resource> {
         .find_map(|v| routes.lookup("storage.k8s.io", v, "volumeattributesclasses"))
 }
 
-async fn run(st: Arc<State>) {
+async fn run(st: Arc<State>, parts: Parts) {
     let mut watches = open_watches(&st).await;
     loop {
         let pass_started = tokio::time::Instant::now();
-        if let Err(e) = reconcile(&st).await {
+        if let Err(e) = reconcile(&st, parts).await {
             eprintln!("volume protection controller: {}", e.message);
         }
         tokio::time::sleep_until(pass_started + NAMESPACE_PASS_INTERVAL_MIN).await;
@@ -137,12 +146,31 @@ fn waiting_on(obj: &Value, finalizer: &str) -> bool {
     objects::is_deleting(obj) && objects::finalizers(obj).iter().any(|f| f == finalizer)
 }
 
-async fn reconcile(st: &State) -> Result<(), ApiError> {
+async fn reconcile(st: &State, parts: Parts) -> Result<(), ApiError> {
     let routes = st.routes.load();
     let (claims_res, volumes_res) = (
         routes.core("persistentvolumeclaims"),
         routes.core("persistentvolumes"),
     );
+    if parts.claims {
+        reconcile_claims(st, &routes, claims_res).await?;
+    }
+    if parts.volumes {
+        reconcile_volumes(st, volumes_res).await?;
+    }
+    // After the claims and volumes: one let go above is gone by now, and so is its hold on
+    // a class.
+    if let Some(classes_res) = attributes_classes(&routes).filter(|_| parts.classes) {
+        reconcile_classes(st, &routes, classes_res).await?;
+    }
+    Ok(())
+}
+
+async fn reconcile_claims(
+    st: &State,
+    routes: &Routes,
+    claims_res: &Resource,
+) -> Result<(), ApiError> {
     let (claims, _) = st.registry.list_all(claims_res, "").await?;
     for kv in claims {
         if !maybe_deleting(kv.value()) {
@@ -165,6 +193,10 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
             super::set_finalizer(st, claims_res, &ns, &name, PVC_FINALIZER, false).await?;
         }
     }
+    Ok(())
+}
+
+async fn reconcile_volumes(st: &State, volumes_res: &Resource) -> Result<(), ApiError> {
     let (volumes, _) = st.registry.list_all(volumes_res, "").await?;
     for kv in volumes {
         if !maybe_deleting(kv.value()) {
@@ -175,11 +207,6 @@ async fn reconcile(st: &State) -> Result<(), ApiError> {
             let name = objects::name(&pv).to_string();
             super::set_finalizer(st, volumes_res, "", &name, PV_FINALIZER, false).await?;
         }
-    }
-    // After the claims and volumes: one let go above is gone by now, and so is its hold on
-    // a class.
-    if let Some(classes_res) = attributes_classes(&routes) {
-        reconcile_classes(st, &routes, classes_res).await?;
     }
     Ok(())
 }

@@ -270,6 +270,7 @@ pub fn delete_options(c: &Call<'_>) -> Result<DeleteOptions, ApiError> {
     let mut o = DeleteOptions {
         grace_period: c.query.int("gracePeriodSeconds")?,
         propagation: c.query.nonempty("propagationPolicy").map(String::from),
+        orphan_dependents: c.query.get("orphanDependents").map(super::call::query_bool),
         dry_run: c.query.dry_run()?,
         ..Default::default()
     };

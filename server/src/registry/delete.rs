@@ -9,7 +9,7 @@ use crate::selection::Filter;
 use crate::storage::storage_error;
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
-use keel_strategy::DeletionPlan;
+use keel_strategy::{DeletionPlan, Propagation};
 use serde_json::Value;
 
 /// `DeleteOptions` (from the body and the query).
@@ -19,6 +19,8 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub propagation: Option<String>,
+    /// The deprecated `orphanDependents` (`propagationPolicy` replaced it).
+    pub orphan_dependents: Option<bool>,
     pub dry_run: bool,
 }
 
@@ -32,6 +34,9 @@ impl DeleteOptions {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             self.propagation = Some(p.to_string());
         }
+        if let Some(o) = v.get("orphanDependents").and_then(Value::as_bool) {
+            self.orphan_dependents = Some(o);
+        }
         if let Some(pre) = v.get("preconditions") {
             self.uid = pre.get("uid").and_then(Value::as_str).map(String::from);
             self.resource_version = pre
@@ -44,8 +49,14 @@ impl DeleteOptions {
         }
     }
 
-    /// Upstream's check of `propagationPolicy`.
+    /// Upstream's check of `propagationPolicy` (and that the deprecated `orphanDependents`
+    /// is not given with it).
     pub fn validate(&self) -> Result<(), ApiError> {
+        if let (Some(p), Some(_)) = (&self.propagation, self.orphan_dependents) {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Invalid value: {p:?}: orphanDependents and deletionPropagation cannot be both set"
+            )));
+        }
         if let Some(p) = &self.propagation {
             if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
                 let cause = keel_api::status::field::not_supported(
@@ -62,6 +73,14 @@ impl DeleteOptions {
             }
         }
         Ok(())
+    }
+
+    /// What the request asks for the object's dependents.
+    pub fn propagation(&self) -> Propagation<'_> {
+        Propagation {
+            orphan_dependents: self.orphan_dependents,
+            policy: self.propagation.as_deref(),
+        }
     }
 }
 
@@ -117,7 +136,20 @@ impl Registry {
                     )));
                 }
             }
-            match res.strategy.deletion_plan(&obj, opts.grace_period) {
+            // The garbage collector's finalizers, as the request (or the type) asks. A change
+            // is written even to an object already being deleted (upstream), but not during a
+            // pod's grace period.
+            let mut plan = res.strategy.deletion_plan(&obj, opts.grace_period);
+            if !graceful_pending(&obj) {
+                if let Some(list) = res.strategy.deletion_finalizers(&obj, opts.propagation()) {
+                    set_finalizers(&mut obj, &list);
+                    plan = match res.strategy.deletion_plan(&obj, opts.grace_period) {
+                        DeletionPlan::AlreadyPending => DeletionPlan::Mark { grace: 0 },
+                        p => p,
+                    };
+                }
+            }
+            match plan {
                 DeletionPlan::Now => {
                     if opts.dry_run {
                         return Ok(removed(current.value()));
@@ -125,6 +157,7 @@ impl Registry {
                     match self.storage.delete(&key, cur_rev).await {
                         Ok(_) => {
                             self.release_held(res.strategy, &obj).await;
+                            self.gc_wake.notify_one();
                             return Ok(removed(current.value()));
                         }
                         Err(StoreError::Conflict { .. }) => continue,
@@ -140,7 +173,10 @@ impl Registry {
                     }
                     let spliced = Spliced::new(&mut obj);
                     match self.storage.update(&key, cur_rev, &spliced).await {
-                        Ok((bytes, _)) => return Ok(marked(bytes)),
+                        Ok((bytes, _)) => {
+                            self.gc_wake.notify_one();
+                            return Ok(marked(bytes));
+                        }
                         Err(StoreError::Conflict { .. } | StoreError::NotFound) => continue,
                         Err(e) => return Err(storage_error(e)),
                     }
@@ -180,4 +216,21 @@ impl Registry {
         }
         Ok(deleted)
     }
+}
+
+/// Replaces `metadata.finalizers` (removed when empty).
+fn set_finalizers(obj: &mut Value, list: &[String]) {
+    let m = objects::meta_mut(obj);
+    if list.is_empty() {
+        m.shift_remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), serde_json::json!(list));
+    }
+}
+
+/// A graceful deletion is running (a pod's grace period): its finalizers do not change.
+fn graceful_pending(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .is_some_and(|g| g > 0)
 }

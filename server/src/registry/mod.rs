@@ -49,6 +49,9 @@ pub struct Registry {
     alloc: Allocators,
     /// Where namespaces live (creates check theirs: NamespaceLifecycle).
     namespaces: Location,
+    /// Woken whenever an object is deleted or marked for deletion: the garbage collector
+    /// waits on it (an atomic store per delete; creates and updates do not touch it).
+    pub gc_wake: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Registry {
@@ -57,6 +60,7 @@ impl Registry {
             storage,
             alloc,
             namespaces,
+            gc_wake: Default::default(),
         }
     }
 

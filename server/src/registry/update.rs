@@ -143,6 +143,7 @@ impl Registry {
                         let mut bytes = Vec::new();
                         spliced.write(Some(rev), &mut bytes);
                         self.release_held(strategy, &old).await;
+                        self.gc_wake.notify_one();
                         return Ok(Updated {
                             bytes,
                             created: false,
