@@ -10,10 +10,8 @@
 //! ignored on writes of the object itself and `spec` on writes of `status` (reset fields),
 //! only `managedFields: [{}]` resets tracking (spec rule 15: `[]` keeps it), Update entries
 //! are capped at [`UPDATE_MANAGERS_MAX`](keel_smd::managedfields::UPDATE_MANAGERS_MAX).
-//!
-//! Not done: the live object of a create is `{}` rather than the type's zero value as Go
-//! renders it, so a create's set has `.` members upstream's lacks where Go prints an empty
-//! struct (`f:strategy`, a pod template's `f:metadata`).
+//! The live object of a create (or of an apply that creates) is the type's zero value as Go
+//! prints it (`keel_proto::go_zero_value`), as upstream's.
 
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
@@ -216,6 +214,12 @@ impl Write<'_> {
     }
 }
 
+/// The live object of a create: the type's zero value as Go prints it (`{}` for kinds
+/// without a Go type).
+fn zero_value(w: &Write<'_>) -> Value {
+    keel_proto::go_zero_value(&w.api_version(), w.kind).unwrap_or_else(|| json!({}))
+}
+
 /// Upstream's `stripSet`: members dropped from the writer's own set (not their children).
 fn strip_set() -> &'static Set {
     static STRIP: OnceLock<Set> = OnceLock::new();
@@ -272,7 +276,7 @@ pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: 
     if is_reset(written.as_ref()) {
         return;
     }
-    let mut live_obj = live.cloned().unwrap_or_else(|| json!({}));
+    let mut live_obj = live.cloned().unwrap_or_else(|| zero_value(w));
     let live_managed = take_managed(&mut live_obj);
     // The written entries if they decode and are not empty, else the live object's (a
     // client unaware of managedFields does not drop them).
@@ -337,7 +341,7 @@ pub fn apply(
     now: &str,
 ) -> Result<Value, ApiError> {
     let w = &a.write;
-    let mut live_obj = live.cloned().unwrap_or_else(|| json!({}));
+    let mut live_obj = live.cloned().unwrap_or_else(|| zero_value(w));
     let live_managed = take_managed(&mut live_obj);
     let (managers, mut times) = managedfields::decode(live_managed.as_ref()).unwrap_or_default();
     let ts = type_schema(w.group, w.version, w.kind);
