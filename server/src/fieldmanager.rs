@@ -16,7 +16,7 @@
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
 use keel_smd::schema::{Schema, TypeRef};
-use keel_smd::updater::{ApplyError, ManagerKey, Managers, Updater};
+use keel_smd::updater::{ApplyError, ManagedSet, ManagerKey, Managers, Updater};
 use keel_smd::{Path, PathElement, Set};
 use parking_lot::RwLock;
 use serde_json::{json, Value};
@@ -303,13 +303,32 @@ pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: 
             }
         }
     };
-    let Ok(mut managers) = updater.update(&live_obj, new, &api_version, managers, &key) else {
+    // As upstream's managedFieldsUpdater: the write's changes are taken by a stand-in
+    // manager, stripped, then merged into the writer's entry, whose time moves only when
+    // the write took something.
+    let current = ManagerKey::update(CURRENT_OPERATION, api_version.clone(), w.subresource);
+    let Ok(mut managers) = updater.update(&live_obj, new, &api_version, managers, &current) else {
         restore(new, live_managed);
         return;
     };
-    finish(&mut managers, &mut times, &key, now);
+    if let Some(took) = managers.remove(&current) {
+        let set = took.set.difference(strip_set());
+        if !set.is_empty() {
+            let set = match managers.get(&key) {
+                Some(previous) => set.union(&previous.set),
+                None => set,
+            };
+            managers.insert(key.clone(), ManagedSet { set, api_version });
+            times.insert(key, now.to_string());
+        }
+    }
+    times.retain(|k, _| managers.contains_key(k));
+    managedfields::cap_update_managers(&mut managers, &mut times, UPDATE_MANAGERS_MAX);
     put_managed(new, managedfields::encode(&managers, &times));
 }
+
+/// The stand-in manager of an Update's own changes (upstream's `current-operation`).
+const CURRENT_OPERATION: &str = "current-operation";
 
 /// Strips the writer's set, stamps its time, caps the Update entries.
 fn finish(managers: &mut Managers, times: &mut managedfields::Times, key: &ManagerKey, now: &str) {
@@ -358,14 +377,16 @@ pub fn apply(
     let mut managers = applied.managers;
     let mut object = applied.object;
     finish(&mut managers, &mut times, &key, now);
-    // An apply that changed nothing keeps its entry's time (upstream updates it only
-    // when the object changed).
+    // An apply that changed nothing keeps its entry's time, or has none (upstream stamps
+    // the time only when the object changed).
     if !applied.changed {
-        if let Ok((_, old_times)) = managedfields::decode(live_managed.as_ref()) {
-            if let Some(t) = old_times.get(&key) {
-                times.insert(key.clone(), t.clone());
-            }
-        }
+        let old_time = managedfields::decode(live_managed.as_ref())
+            .ok()
+            .and_then(|(_, old_times)| old_times.get(&key).cloned());
+        match old_time {
+            Some(t) => times.insert(key.clone(), t),
+            None => times.remove(&key),
+        };
     }
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});

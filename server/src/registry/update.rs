@@ -120,7 +120,7 @@ impl Registry {
             tracking.record(res, opts.subresource, Some(&old), &mut new);
             // No change: nothing is written and the current object is returned (unless its
             // stored bytes use an old encryption key: then they are rewritten, as upstream).
-            if same_object(&new, &old) && !stale {
+            if same_object(&new, &old) && same_managed_fields(&new, &old) && !stale {
                 return Ok(Updated {
                     bytes: current.value().to_vec(),
                     created: false,
@@ -199,10 +199,11 @@ impl Registry {
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
         let mut obj = try_update(None)?;
-        if !(opts.replace || tracking.applied)
-            || !opts.subresource.is_empty()
-            || !res.strategy.allow_create_on_update()
-        {
+        // An apply creates what is absent whatever the type's policy (upstream's
+        // `forceAllowCreate`); a PUT only where the type allows it.
+        let may_create =
+            tracking.applied || (opts.replace && res.strategy.allow_create_on_update());
+        if !may_create || !opts.subresource.is_empty() {
             return Err(res.not_found(name));
         }
         objects::meta_mut(&mut obj).shift_remove("resourceVersion");
@@ -254,6 +255,14 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
         m.insert(k, v);
     }
     m.shift_remove("resourceVersion");
+}
+
+/// Equal `metadata.managedFields` (an apply that only takes ownership is still written).
+fn same_managed_fields(a: &Value, b: &Value) -> bool {
+    fn mf(v: &Value) -> Option<&Value> {
+        v.get("metadata")?.get("managedFields")
+    }
+    mf(a) == mf(b)
 }
 
 /// Equal but for `metadata.resourceVersion` and `metadata.managedFields` (compared in place,
