@@ -31,10 +31,15 @@ fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
         )]));
     };
     if manager.len() > fieldmanager::FIELD_MANAGER_LENGTH_MAX {
-        return Err(patch_options_invalid(vec![field::too_long(
-            "fieldManager",
-            fieldmanager::FIELD_MANAGER_LENGTH_MAX,
-        )]));
+        // Upstream's ValidateFieldManager words this one its own way.
+        return Err(patch_options_invalid(vec![StatusCause {
+            reason: "FieldValueTooLong".into(),
+            message: format!(
+                "Too long: may not be more than {} bytes",
+                fieldmanager::FIELD_MANAGER_LENGTH_MAX
+            ),
+            field: "fieldManager".into(),
+        }]));
     }
     fieldmanager::validate_manager(manager)?;
     Ok((manager.to_string(), c.query.flag("force")))
@@ -42,8 +47,15 @@ fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
 
 /// The applied configuration: YAML (JSON is YAML) decoding to an object.
 fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = serde_yaml_ng::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let v: Value = serde_yaml_ng::from_slice(body).map_err(|e| {
+        // go-yaml's text is the first clause of the parser's (no position).
+        let text = e.to_string();
+        let first = text.split(", while").next().unwrap_or(&text);
+        let first = first.split(" at line ").next().unwrap_or(first);
+        ApiError::bad_request(format!(
+            "error decoding YAML: error converting YAML to JSON: yaml: {first}"
+        ))
+    })?;
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "error decoding YAML: the applied configuration must be an object",
@@ -57,18 +69,17 @@ fn check_config(c: &Call<'_>, cfg: &Value) -> Result<(), ApiError> {
     if objects::meta(cfg).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null())) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    let want = c.api_version();
     let av = cfg.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if av != want {
-        return Err(ApiError::bad_request(format!(
-            "Incorrect version specified in apply patch. Specified patch version: {av}, expected: {want}"
-        )));
-    }
     let kind = cfg.get("kind").and_then(Value::as_str).unwrap_or("");
-    if kind != c.info().kind {
+    if av != c.api_version() || kind != c.info().kind {
+        // Go's GroupVersionKind.String(): `group/version, Kind=kind` (`/v1` for the core group).
+        let gv = if av.contains('/') {
+            av.to_string()
+        } else {
+            format!("/{av}")
+        };
         return Err(ApiError::bad_request(format!(
-            "Incorrect kind specified in apply patch. Specified patch kind: {kind}, expected: {}",
-            c.info().kind
+            "invalid object type: {gv}, Kind={kind}"
         )));
     }
     let name = objects::name(cfg);
