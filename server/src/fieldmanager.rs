@@ -378,8 +378,9 @@ pub fn apply(
     let mut object = applied.object;
     finish(&mut managers, &mut times, &key, now);
     // An apply that changed nothing keeps its entry's time, or has none (upstream stamps
-    // the time only when the object changed).
-    if !applied.changed {
+    // the time only when the object changed). So does any apply to `scale`: upstream's
+    // ScaleHandler carries only the parent's earlier times back.
+    if !applied.changed || w.subresource == "scale" {
         let old_time = managedfields::decode(live_managed.as_ref())
             .ok()
             .and_then(|(_, old_times)| old_times.get(&key).cloned());

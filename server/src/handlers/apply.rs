@@ -23,7 +23,7 @@ pub fn patch_options_invalid(causes: Vec<StatusCause>) -> ApiError {
 }
 
 /// The apply request's options: `fieldManager` (required), `force`.
-fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
+pub(super) fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
     let Some(manager) = c.query.nonempty("fieldManager") else {
         return Err(patch_options_invalid(vec![field::required(
             "fieldManager",
@@ -46,7 +46,7 @@ fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
 }
 
 /// The applied configuration: YAML (JSON is YAML) decoding to an object.
-fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
+pub(super) fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = serde_yaml_ng::from_slice(body).map_err(|e| {
         // go-yaml's text is the first clause of the parser's (no position).
         let text = e.to_string();
@@ -150,4 +150,67 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     let code = if updated.created || created { 201 } else { 200 };
     let resp = respond::object(code, format, updated.bytes, |o| table_of(c, o))?;
     Ok(with_warnings(resp, c))
+}
+
+/// An apply to `scale`: the Scale configuration as the parent's (`spec.replicas`), applied
+/// by its manager with subresource `scale`, as upstream's ScaleHandler records it.
+pub(super) fn scale_config(c: &Call<'_>, name: &str) -> Result<(Value, Tracking, bool), ApiError> {
+    let (manager, force) = options(c)?;
+    let cfg = decode_config(&c.req.body)?;
+    let av = cfg.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = cfg.get("kind").and_then(Value::as_str).unwrap_or("");
+    if av != "autoscaling/v1" || kind != "Scale" {
+        let gv = if av.contains('/') {
+            av.to_string()
+        } else {
+            format!("/{av}")
+        };
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {gv}, Kind={kind}"
+        )));
+    }
+    if objects::meta(&cfg).is_some_and(|m| m.get("managedFields").is_some_and(|v| !v.is_null())) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let body_name = objects::name(&cfg);
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let mut parent = serde_json::json!({
+        "apiVersion": c.api_version(),
+        "kind": c.info().kind,
+        "metadata": {"name": name},
+    });
+    if let Some(r) = cfg.pointer("/spec/replicas") {
+        parent["spec"] = serde_json::json!({"replicas": r});
+    }
+    let tracking = Tracking {
+        manager: Some(manager),
+        applied: true,
+    };
+    Ok((parent, tracking, force))
+}
+
+/// The parent object after a `scale` apply of `parent_cfg` by `tracking`'s manager.
+pub(super) fn apply_scale(
+    c: &Call<'_>,
+    tracking: &Tracking,
+    force: bool,
+    live: &Value,
+    parent_cfg: &Value,
+) -> Result<Value, ApiError> {
+    let info = c.info();
+    let a = Apply {
+        write: Write {
+            group: info.group,
+            version: info.version,
+            kind: info.kind,
+            subresource: "scale",
+            manager: tracking.manager.as_deref(),
+        },
+        force,
+    };
+    fieldmanager::apply(&a, Some(live), parent_cfg, &objects::now_rfc3339())
 }
