@@ -286,10 +286,7 @@ pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: 
         .filter(|(m, _)| !m.is_empty());
     let (managers, mut times) = match from_written {
         Some(d) => d,
-        None => match managedfields::decode(live_managed.as_ref()) {
-            Ok(d) => d,
-            Err(_) => Default::default(),
-        },
+        None => managedfields::decode(live_managed.as_ref()).unwrap_or_default(),
     };
     let ts = type_schema(w.group, w.version, w.kind);
     let ignored = w.ignored(&ts);
