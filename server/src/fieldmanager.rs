@@ -217,7 +217,17 @@ impl Write<'_> {
 /// The live object of a create: the type's zero value as Go prints it (`{}` for kinds
 /// without a Go type).
 fn zero_value(w: &Write<'_>) -> Value {
-    keel_proto::go_zero_value(&w.api_version(), w.kind).unwrap_or_else(|| json!({}))
+    // Built once per kind: a Pod's walks hundreds of message fields.
+    static CACHE: OnceLock<RwLock<HashMap<String, Value>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let api_version = w.api_version();
+    let key = format!("{api_version}/{}", w.kind);
+    if let Some(v) = cache.read().get(&key) {
+        return v.clone();
+    }
+    let v = keel_proto::go_zero_value(&api_version, w.kind).unwrap_or_else(|| json!({}));
+    cache.write().insert(key, v.clone());
+    v
 }
 
 /// Upstream's `stripSet`: members dropped from the writer's own set (not their children).
