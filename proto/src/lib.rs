@@ -34,7 +34,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use normalize::drop_go_omitted;
+pub use normalize::{drop_go_omitted, go_zero_value};
 
 /// The 4-byte prefix of every protobuf body: `k8s\0`.
 pub const MAGIC: [u8; 4] = *b"k8s\0";

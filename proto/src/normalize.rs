@@ -204,3 +204,79 @@ mod tests {
         assert!(!drop_go_omitted(&mut cr));
     }
 }
+
+/// The zero value of a built-in kind (by `apiVersion` and `kind`) as Go's `encoding/json`
+/// prints an empty Go struct of it: structs always (Go's `omitempty` does not apply to
+/// them), nil pointers, slices and maps as `null` unless `omitempty`, scalars unless
+/// `omitempty`. Upstream's field manager compares a create against this object, so a
+/// create's field set has no `.` member for a struct Go prints empty. `None` for kinds
+/// without a Go type.
+pub fn go_zero_value(api_version: &str, kind: &str) -> Option<Value> {
+    let s = &*SCHEMA;
+    let id = s.kind(api_version, kind)?;
+    Some(Value::Object(zero_message(s, id, 0)))
+}
+
+fn zero_message(s: &Schema, id: MsgId, depth: usize) -> Map<String, Value> {
+    let mut out = Map::new();
+    if depth > MAX_NESTING_DEPTH {
+        return out;
+    }
+    for f in &s.msg(id).fields {
+        if f.hidden {
+            continue;
+        }
+        if f.inline {
+            if let Ty::Message(inner) = f.ty {
+                out.extend(zero_message(s, inner, depth + 1));
+            }
+            continue;
+        }
+        if let Some(v) = zero_field(s, f, depth) {
+            out.insert(f.json.to_string(), v);
+        }
+    }
+    out
+}
+
+fn zero_field(s: &Schema, f: &crate::schema::Field, depth: usize) -> Option<Value> {
+    use crate::schema::Scalar;
+    if f.omitzero {
+        return None;
+    }
+    if f.nilable || f.card != Card::Single {
+        return (!f.omitempty).then_some(Value::Null);
+    }
+    match f.ty {
+        Ty::Scalar(sc) => (!f.omitempty).then(|| match sc {
+            Scalar::Bool => Value::Bool(false),
+            Scalar::Int32 | Scalar::Int64 | Scalar::Double => Value::from(0),
+            Scalar::String | Scalar::Bytes => Value::from(""),
+        }),
+        Ty::Message(m) => match s.msg(m).special {
+            Special::None => Some(Value::Object(zero_message(s, m, depth + 1))),
+            Special::Duration => Some(Value::from("0s")),
+            Special::Quantity => Some(Value::from("0")),
+            Special::IntOrString => Some(Value::from(0)),
+            Special::Wrapper => (!f.omitempty).then_some(Value::Null),
+            _ => Some(Value::Null),
+        },
+    }
+}
+
+#[cfg(test)]
+mod zero_tests {
+    use super::go_zero_value;
+    use serde_json::json;
+
+    /// What `json.Marshal(&appsv1.Deployment{})` prints (v1.36).
+    #[test]
+    fn deployment_zero_value_is_gos() {
+        let z = go_zero_value("apps/v1", "Deployment").unwrap();
+        assert_eq!(
+            z,
+            json!({"metadata": {}, "spec": {"selector": null, "template": {"metadata": {},
+                "spec": {"containers": null}}, "strategy": {}}, "status": {}})
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //!                       watch streams, subresources, reviews, discovery, OpenAPI, health
 //!   controllers/        bootstrap, the namespace and flow-control controllers (registry clients)
 //!   state               the shared state: registry, live routes, auth, metrics, settings
+//!   fieldmanager        managedFields and server-side apply (keel-smd over keel-schema)
 //!   registry/           typed get/list/watch/create/guaranteed_update/delete/deletecollection
 //!   routes              live resource table: catalog snapshot + storage location per resource
 //!   watch_feed/         per-core shared watch fan-out (log, pacing, task, subscription)
@@ -34,6 +35,7 @@ pub type Allocator = mimalloc::MiMalloc;
 pub mod alloc;
 pub mod auth;
 pub mod controllers;
+pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod handlers;
 pub mod lifecycle;

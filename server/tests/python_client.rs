@@ -32,3 +32,8 @@ fn python_pod_status_subresource() {
 fn python_streaming_list() {
     run_script("streaming_list.py");
 }
+
+#[test]
+fn python_server_side_apply() {
+    run_script("server_side_apply.py");
+}

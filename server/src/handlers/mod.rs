@@ -5,6 +5,7 @@
 //! only: query parsing (`call`), negotiation (`crate::repr`), bodies (`body`) and responses
 //! (`respond`); the registry below them does the rest.
 
+mod apply;
 mod body;
 mod call;
 mod discovery;

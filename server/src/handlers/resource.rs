@@ -5,7 +5,7 @@ use super::body::{check_type, decode_body, decode_object, validate_fields};
 use super::call::Call;
 use super::respond::{self, table_of, with_warnings};
 use crate::objects;
-use crate::registry::{CreateOptions, DeleteOptions, UpdateOptions};
+use crate::registry::{CreateOptions, DeleteOptions, Tracking, UpdateOptions};
 use crate::repr::{self, Format};
 use crate::selection::Filter;
 use crate::storage::ReadPoint;
@@ -14,12 +14,25 @@ use keel_api::status::ApiError;
 use keel_http::Response;
 use serde_json::{json, Value};
 
-/// Patch media types keel accepts (server-side apply is not implemented yet).
-pub const PATCH_TYPES: [&str; 3] = [
+/// Patch media types keel accepts.
+pub const PATCH_TYPES: [&str; 4] = [
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    super::apply::APPLY_PATCH,
 ];
+
+/// The manager of a write (`fieldManager`, else from the User-Agent).
+pub fn tracking(c: &Call<'_>) -> Result<Tracking, ApiError> {
+    let manager = crate::fieldmanager::request_manager(
+        c.query.get("fieldManager"),
+        c.req.headers.get("user-agent"),
+    )?;
+    Ok(Tracking {
+        manager: Some(manager),
+        applied: false,
+    })
+}
 
 // ---------------------------------------------------------------- reads
 
@@ -161,6 +174,7 @@ pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
     let opts = CreateOptions {
         dry_run: c.query.dry_run()?,
         requester: Some(c.user.requester()),
+        tracking: tracking(c)?,
     };
     let obj = decode_object(c)?;
     let created = st.registry.create(c.res, c.namespace(), obj, &opts).await?;
@@ -193,11 +207,17 @@ pub async fn update(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
         replace: true,
         strategy: true,
     };
+    let tracking = tracking(c)?;
     let updated = st
         .registry
-        .guaranteed_update(c.res, c.namespace(), c.name(), &opts, &mut |_| {
-            Ok(obj.clone())
-        })
+        .guaranteed_update_by(
+            c.res,
+            c.namespace(),
+            c.name(),
+            &opts,
+            &tracking,
+            &mut |_| Ok(obj.clone()),
+        )
         .await?;
     let status = if updated.created { 201 } else { 200 };
     let resp = respond::object(status, format, updated.bytes, |o| table_of(c, o))?;
@@ -208,9 +228,17 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     let format = c.format()?;
     let media = repr::media_of(c.content_type());
     if !PATCH_TYPES.contains(&media.as_str()) {
-        // Server-side apply (`application/apply-patch+yaml`) is not implemented yet.
         return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
     }
+    if media == super::apply::APPLY_PATCH {
+        return super::apply::apply(c, st).await;
+    }
+    if c.query.get("force").is_some() {
+        return Err(super::apply::patch_options_invalid(vec![
+            keel_api::status::field::forbidden("force", "may not be specified for non-apply patch"),
+        ]));
+    }
+    let tracking = tracking(c)?;
     let (res, ns, name) = (c.res, c.rr.namespace.clone(), c.rr.name.clone());
     let subresource = c.rr.subresource.clone();
     let opts = UpdateOptions {
@@ -221,7 +249,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     };
     let updated = st
         .registry
-        .guaranteed_update(res, &ns, &name, &opts, &mut |current| {
+        .guaranteed_update_by(res, &ns, &name, &opts, &tracking, &mut |current| {
             let Some(current) = current else {
                 return Err(res.not_found(&name));
             };

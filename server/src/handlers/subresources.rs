@@ -52,15 +52,33 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     }
     let dry_run = c.query.dry_run()?;
     let ctx = keel_strategy::Ctx::at(std::time::SystemTime::now());
+    let is_apply =
+        c.rr.verb == "patch" && repr::media_of(c.content_type()) == super::apply::APPLY_PATCH;
+    let (applied_cfg, tracking, force) = if is_apply {
+        let (cfg, t, force) = super::apply::scale_config(c, &name)?;
+        (Some(cfg), t, force)
+    } else {
+        (None, super::resource::tracking(c)?, false)
+    };
     let updated = st
         .registry
-        .guaranteed_update(
+        .guaranteed_update_by(
             c.res,
             c.namespace(),
             &name,
             &own_write(dry_run, "scale"),
+            &tracking,
             &mut |current| {
                 let obj = current.ok_or_else(|| c.not_found(&name))?;
+                if let Some(cfg) = &applied_cfg {
+                    let mut new = super::apply::apply_scale(c, &tracking, force, obj, cfg)?;
+                    let causes = strategy.validate_scale(&scale_of(&new)?);
+                    if !causes.is_empty() {
+                        return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
+                    }
+                    strategy.prepare_for_update(&mut new, obj, &ctx);
+                    return Ok(new);
+                }
                 let current_scale = scale_of(obj)?;
                 let wanted = if c.rr.verb == "update" {
                     scale_body(c, &name)?

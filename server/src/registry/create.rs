@@ -40,6 +40,7 @@ impl Registry {
             return Err(invalid(res, &obj, causes));
         }
         self.check_namespace(res, namespace, objects::name(&obj))?;
+        opts.tracking.record(res, "", None, &mut obj);
         self.init_families(res.strategy, &mut obj, None)?;
         let allocation = self
             .allocate_recorded(

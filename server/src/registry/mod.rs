@@ -41,6 +41,34 @@ pub struct CreateOptions {
     pub dry_run: bool,
     /// Who asks (`None` for the server's own writes): policy may record it (a CSR's spec).
     pub requester: Option<keel_strategy::Requester>,
+    /// Whose write this is, for `metadata.managedFields`.
+    pub tracking: Tracking,
+}
+
+/// Who writes, for field ownership (`crate::fieldmanager`).
+#[derive(Clone, Debug, Default)]
+pub struct Tracking {
+    /// The manager (`None`: keel's own writes, recorded as `kube-apiserver`).
+    pub manager: Option<String>,
+    /// The object comes from a server-side apply, its managedFields already computed:
+    /// no Update entry is recorded.
+    pub applied: bool,
+}
+
+impl Tracking {
+    fn record(&self, res: &Resource, subresource: &str, live: Option<&Value>, new: &mut Value) {
+        if self.applied {
+            return;
+        }
+        let w = crate::fieldmanager::Write {
+            group: res.info.group,
+            version: res.info.version,
+            kind: res.info.kind,
+            subresource,
+            manager: self.manager.as_deref(),
+        };
+        crate::fieldmanager::record_update(&w, live, new, &objects::now_rfc3339());
+    }
 }
 
 /// The registry: one per server, shared by every core and controller.

@@ -8,7 +8,7 @@
 //! replaces (a client's precondition: then the answer is 409), up to `UPDATE_RETRIES_MAX`.
 
 use super::create::Created;
-use super::{invalid, strategy_ctx, CreateOptions, Registry};
+use super::{invalid, strategy_ctx, CreateOptions, Registry, Tracking};
 use crate::alloc::Allocation;
 use crate::limits::UPDATE_RETRIES_MAX;
 use crate::objects::{self, Spliced};
@@ -57,12 +57,28 @@ impl Registry {
         opts: &UpdateOptions<'_>,
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
+        let keel = Tracking::default();
+        self.guaranteed_update_by(res, namespace, name, opts, &keel, try_update)
+            .await
+    }
+
+    /// [`Registry::guaranteed_update`] by a named manager (`tracking`), whose write is
+    /// recorded in `metadata.managedFields`.
+    pub async fn guaranteed_update_by(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &UpdateOptions<'_>,
+        tracking: &Tracking,
+        try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<Updated, ApiError> {
         let key = res.loc.key(namespace, name);
         let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
             let Some((current, stale)) = self.storage.get_latest_for_update(&key)? else {
                 return self
-                    .create_on_update(res, namespace, name, opts, try_update)
+                    .create_on_update(res, namespace, name, opts, tracking, try_update)
                     .await;
             };
             let cur_rev = current.mod_revision;
@@ -111,9 +127,10 @@ impl Registry {
             } else {
                 objects::meta_mut(&mut new).shift_remove("resourceVersion");
             }
+            tracking.record(res, opts.subresource, Some(&old), &mut new);
             // No change: nothing is written and the current object is returned (unless its
             // stored bytes use an old encryption key: then they are rewritten, as upstream).
-            if same_object(&new, &old) && !stale {
+            if same_object(&new, &old) && same_managed_fields(&new, &old) && !stale {
                 return Ok(Updated {
                     bytes: current.value().to_vec(),
                     created: false,
@@ -189,10 +206,15 @@ impl Registry {
         namespace: &str,
         name: &str,
         opts: &UpdateOptions<'_>,
+        tracking: &Tracking,
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
         let mut obj = try_update(None)?;
-        if !opts.replace || !opts.subresource.is_empty() || !res.strategy.allow_create_on_update() {
+        // An apply creates what is absent whatever the type's policy (upstream's
+        // `forceAllowCreate`); a PUT only where the type allows it.
+        let may_create =
+            tracking.applied || (opts.replace && res.strategy.allow_create_on_update());
+        if !may_create || !opts.subresource.is_empty() {
             return Err(res.not_found(name));
         }
         objects::meta_mut(&mut obj).shift_remove("resourceVersion");
@@ -200,6 +222,7 @@ impl Registry {
         let create = CreateOptions {
             dry_run: opts.dry_run,
             requester: None,
+            tracking: tracking.clone(),
         };
         let Created { bytes, .. } = self.create(res, namespace, obj, &create).await?;
         Ok(Updated {
@@ -338,6 +361,14 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
         m.insert(k, v);
     }
     m.shift_remove("resourceVersion");
+}
+
+/// Equal `metadata.managedFields` (an apply that only takes ownership is still written).
+fn same_managed_fields(a: &Value, b: &Value) -> bool {
+    fn mf(v: &Value) -> Option<&Value> {
+        v.get("metadata")?.get("managedFields")
+    }
+    mf(a) == mf(b)
 }
 
 /// Equal but for `metadata.resourceVersion` and `metadata.managedFields` (compared in place,
