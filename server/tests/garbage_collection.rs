@@ -100,10 +100,21 @@ fn seen(mut child: Child, rx: Receiver<String>) -> Vec<String> {
 
 /// Takes the test's finalizer off an object.
 fn release(s: &Server, kind: &str, name: &str, ns: &str) {
-    let obj = get(s, kind, name, ns);
-    let rest: Vec<String> = finalizers(&obj).into_iter().filter(|f| f != HOLD).collect();
-    let patch = json!({"metadata": {"finalizers": rest}}).to_string();
-    s.ok(&["patch", kind, name, "-n", ns, "--type=merge", "-p", &patch]);
+    // The collector may drop its own finalizer between the read and the write: the patch is
+    // conditional on the version read, and read again when that version is gone.
+    for _ in 0..20 {
+        let obj = get(s, kind, name, ns);
+        let rest: Vec<String> = finalizers(&obj).into_iter().filter(|f| f != HOLD).collect();
+        let rv = obj["metadata"]["resourceVersion"].clone();
+        let patch = json!({"metadata": {"finalizers": rest, "resourceVersion": rv}}).to_string();
+        let out = s.kubectl(&["patch", kind, name, "-n", ns, "--type=merge", "-p", &patch]);
+        if out.status.success() {
+            return;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the object has been modified"), "{err}");
+    }
+    panic!("{kind}/{name} kept changing");
 }
 
 /// Background (kubectl's default): the owner goes at once; its dependents follow, except one
