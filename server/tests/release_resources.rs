@@ -304,8 +304,10 @@ fn same_object(got: &Value, created: &Value) -> bool {
         let mut v = v.clone();
         if let Some(m) = v.as_object_mut() {
             m.remove("status");
+            // A controller's status write moves the version and adds its managedFields entry.
             if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("resourceVersion");
+                meta.remove("managedFields");
             }
         }
         v
