@@ -19,6 +19,7 @@
 //! non-empty collection it starts on the line after the `:`, which reads back the same but has
 //! not been compared with go-yaml's bytes.
 
+use keel_api::yaml::{go_int, is_break, yaml_style_float};
 use serde_json::{Map, Value};
 
 /// go-yaml v3's default indentation.
@@ -213,10 +214,6 @@ fn analyze(s: &str) -> Analysis {
     }
 }
 
-fn is_break(c: char) -> bool {
-    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
-}
-
 /// go-yaml's `is_printable`: note that it counts no character beyond the Basic Multilingual
 /// Plane as printable, so those are escaped.
 fn printable(c: char) -> bool {
@@ -278,84 +275,22 @@ fn resolves_to_other_type(s: &str) -> bool {
         return true;
     }
     match first {
-        b'.' => yaml_float(s),
+        b'.' => finite_float(s),
         b'+' | b'-' | b'0'..=b'9' => {
             if timestamp(s) {
                 return true;
             }
             let plain: String = s.chars().filter(|&c| c != '_').collect();
-            go_int(&plain) || yaml_float(&plain)
+            go_int(&plain)
+                || (yaml_style_float(&plain) && plain.parse::<f64>().is_ok_and(f64::is_finite))
         }
         _ => false,
     }
 }
 
-/// Go's `strconv.ParseInt(s, 0, 64)` or `ParseUint(s, 0, 64)` succeeds: optional sign (int
-/// only), then `0x`/`0o`/`0b` prefixed digits, a leading-zero octal, or decimal digits.
-fn go_int(s: &str) -> bool {
-    let (negative, unsigned) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let lower = unsigned.to_ascii_lowercase();
-    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
-        (16, d)
-    } else if let Some(d) = lower.strip_prefix("0o") {
-        (8, d)
-    } else if let Some(d) = lower.strip_prefix("0b") {
-        (2, d)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (8, &lower[1..])
-    } else {
-        (10, lower.as_str())
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return false;
-    }
-    match u64::from_str_radix(digits, radix) {
-        Ok(v) if negative => v <= 1 << 63,
-        Ok(_) => true,
-        Err(_) => false,
-    }
-}
-
-/// go-yaml's float pattern `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`, and the
-/// value is finite (Go's ParseFloat fails on overflow).
-fn yaml_float(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let digits = |i: &mut usize| {
-        let start = *i;
-        while *i < b.len() && b[*i].is_ascii_digit() {
-            *i += 1;
-        }
-        *i - start
-    };
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    } else {
-        if digits(&mut i) == 0 {
-            return false;
-        }
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            digits(&mut i);
-        }
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    }
-    i == b.len() && s.parse::<f64>().is_ok_and(f64::is_finite)
+/// go-yaml's float pattern, and the value is finite (Go's ParseFloat fails on overflow).
+fn finite_float(s: &str) -> bool {
+    yaml_style_float(s) && s.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
 /// go-yaml's timestamp forms (Go `time.Parse` layouts `2006-1-2T15:4:5.999999999Z07:00`, the

@@ -547,7 +547,8 @@ fn printable(c: char) -> bool {
         || (0x10000..=0x10ffff).contains(&u)
 }
 
-fn is_break(c: char) -> bool {
+/// A YAML line break (go-yaml's `is_break`, both versions).
+pub fn is_break(c: char) -> bool {
     matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
@@ -702,8 +703,10 @@ fn resolves_to_other_than_string(s: &str) -> bool {
     }
 }
 
-/// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`
-fn yaml_style_float(s: &str) -> bool {
+/// go-yaml's float pattern `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` (the same
+/// in go-yaml v2, which upstream's responses use, and v3, which keel-proto's OpenAPI YAML
+/// mirrors).
+pub fn yaml_style_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
     let digits = |i: &mut usize| {
@@ -739,8 +742,9 @@ fn yaml_style_float(s: &str) -> bool {
     i == b.len()
 }
 
-/// Go's `strconv.ParseInt(s, 0, 64)` or `ParseUint(s, 0, 64)` succeeds.
-fn go_int(s: &str) -> bool {
+/// Go's `strconv.ParseInt(s, 0, 64)` or `ParseUint(s, 0, 64)` succeeds: optional sign (int
+/// only), then `0x`/`0o`/`0b` prefixed digits, a leading-zero octal, or decimal digits.
+pub fn go_int(s: &str) -> bool {
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
