@@ -261,7 +261,8 @@ fn present_single(field: &Field, v: Value) -> Option<Value> {
     (!omit && !omit_zero).then_some(v)
 }
 
-fn is_zero_scalar(v: &Value) -> bool {
+/// `""`, `0` or `false`: what `omitempty` leaves out of a non-pointer scalar.
+pub(crate) fn is_zero_scalar(v: &Value) -> bool {
     match v {
         Value::Bool(b) => !b,
         Value::Number(n) => n.as_f64() == Some(0.0),

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use crate::decode::is_zero_scalar;
 use crate::schema::{Card, MsgId, Schema, Special, Ty, SCHEMA};
 use crate::MAX_NESTING_DEPTH;
 
@@ -140,15 +141,6 @@ fn value(s: &Schema, id: MsgId, v: &mut Value, depth: usize, changed: &mut bool)
     }
     if let Value::Object(map) = v {
         members(s, id, map, false, depth, changed);
-    }
-}
-
-fn is_zero_scalar(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        _ => false,
     }
 }
 
