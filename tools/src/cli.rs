@@ -123,6 +123,9 @@ pub enum Cmd {
     Update(ExistingArgs),
     /// Merge-patch the annotations of existing objects (API servers only).
     Patch(ExistingArgs),
+    /// Server-side apply of ~10 KiB apps/v1 Deployments, a few values changed every round;
+    /// with --update the same Deployments as plain PUTs (API servers only).
+    Apply(ApplyArgs),
     /// Delete existing objects first..first+count, each once.
     Delete {
         #[command(flatten)]
@@ -304,6 +307,73 @@ impl SlowBodiesArgs {
     }
 }
 
+/// `apply` flags.
+#[derive(Args, Debug, Clone)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Deployments are named `<prefix>-<i>`.
+    #[arg(long, default_value = "lg")]
+    pub prefix: String,
+    /// Namespace, or namespace prefix with --namespaces > 1 (`<namespace>-<i mod n>`).
+    #[arg(long, default_value = "loadgen")]
+    pub namespace: String,
+    /// Spread the Deployments over this many namespaces.
+    #[arg(long, default_value_t = 1)]
+    pub namespaces: u32,
+    /// Index of the first Deployment.
+    #[arg(long, default_value_t = 0)]
+    pub first: u64,
+    /// Deployments (indices first..first+count); operation i writes `first + i mod count`.
+    #[arg(long, short = 'n', default_value_t = 100)]
+    pub count: u64,
+    /// Operations to run.
+    #[arg(long, default_value_t = 1000)]
+    pub ops: u64,
+    /// Operation i writes round `first-round + i / count` (each round changes replicas, an
+    /// annotation, an image tag and an env var); give later runs a later round so that every
+    /// write changes the object.
+    #[arg(long, default_value_t = 0)]
+    pub first_round: u64,
+    /// `fieldManager` of the applies.
+    #[arg(long, default_value = "loadgen")]
+    pub field_manager: String,
+    /// Plain unconditional PUT (JSON, no resourceVersion) of the same Deployments instead of
+    /// apply: the baseline an apply's cost is compared with. Missing Deployments are created
+    /// first (POST, not measured) unless --assume-exist.
+    #[arg(long)]
+    pub update: bool,
+    /// With --update: skip creating missing Deployments (an earlier apply run made them).
+    #[arg(long, requires = "update")]
+    pub assume_exist: bool,
+}
+
+impl ApplyArgs {
+    pub fn spec(&self) -> Result<crate::kube::apply::ApplySpec, String> {
+        check_count(self.count)?;
+        if self.count == 0 {
+            return Err("--count must be at least 1".into());
+        }
+        if self.field_manager.is_empty() {
+            return Err("--field-manager must not be empty".into());
+        }
+        Ok(crate::kube::apply::ApplySpec {
+            naming: Naming {
+                kind: Kind::Pods,
+                prefix: self.prefix.clone(),
+                ns_prefix: self.namespace.clone(),
+                namespaces: self.namespaces.max(1),
+            },
+            first: self.first,
+            count: self.count,
+            first_round: self.first_round,
+            field_manager: self.field_manager.clone(),
+            update: self.update,
+            assume_exist: self.assume_exist,
+        })
+    }
+}
+
 /// Objects that already exist.
 #[derive(Args, Debug, Clone)]
 pub struct ExistingArgs {
@@ -413,10 +483,14 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         | Cmd::List { run, .. }
         | Cmd::Watch { run, .. } => Some(run),
         Cmd::Get(a) | Cmd::Update(a) | Cmd::Patch(a) => Some(&a.run),
+        Cmd::Apply(a) => Some(&a.run),
         Cmd::Nodes { .. } | Cmd::Churn { .. } | Cmd::SlowBodies(_) | Cmd::ApfFlood(_) => None,
         Cmd::Compare(_) => return Err("compare is run by main".into()),
     };
     if let Cmd::SlowBodies(a) = cmd {
+        a.spec()?;
+    }
+    if let Cmd::Apply(a) = cmd {
         a.spec()?;
     }
     // Check the flags before touching the server.
@@ -462,6 +536,9 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         (Cmd::Patch(a), Target::Kube(c)) => {
             let plan = a.run.plan(Some(a.ops.unwrap_or(a.count)));
             kube::crud::patch(c, &a.obj.naming(), a.obj.first, a.count, &plan).await
+        }
+        (Cmd::Apply(a), Target::Kube(c)) => {
+            kube::apply::apply(c, &a.spec()?, &a.run.plan(Some(a.ops))).await
         }
         (Cmd::Delete { obj, run, count }, t) => {
             let plan = run.plan(Some(*count));
@@ -581,6 +658,7 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         }
         (Cmd::SlowBodies(_), Target::Etcd(_)) => Err(kube_only("slow-bodies")),
         (Cmd::Patch(_), Target::Etcd(_)) => Err(kube_only("patch")),
+        (Cmd::Apply(_), Target::Etcd(_)) => Err(kube_only("apply")),
         (Cmd::Nodes { .. }, Target::Etcd(_)) => Err(kube_only("nodes")),
         (Cmd::Churn { .. }, Target::Etcd(_)) => Err(kube_only("churn")),
         (Cmd::Compare(_), _) => Err("compare is run by main".into()),

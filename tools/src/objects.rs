@@ -282,6 +282,145 @@ pub fn pod(ns: &str, name: &str, node: Option<&str>, generation: u64) -> Value {
     p
 }
 
+/// The annotation of an applied Deployment that carries its round.
+pub const ROUND_ANNOTATION: &str = "loadgen.keel.dev/round";
+
+/// The image of container `c` of `deploy`'s pods: the first container's tag is the round.
+pub fn deployment_image(c: usize, round: u64) -> String {
+    match c {
+        0 => format!("registry.example.com/team/web-frontend:1.{round}.0"),
+        1 => "registry.example.com/infra/envoy-proxy:1.31.2".into(),
+        2 => "registry.example.com/infra/fluent-bit:3.1.9".into(),
+        _ => "registry.example.com/infra/statsd-exporter:0.27.1".into(),
+    }
+}
+
+/// One container of `deployment`: env vars, ports, resources, three probes, volume mounts,
+/// security context. Container 0 carries the round in `CONFIG_REVISION` and its image tag.
+fn deployment_container(c: usize, name: &str, round: u64) -> Value {
+    let role = ["app", "proxy", "logs", "metrics"][c % 4];
+    let port = 8080 + 100 * c as u32;
+    let mut env = vec![
+        json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        json!({"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}),
+        json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
+        json!({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}),
+        json!({"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {"containerName": role, "resource": "limits.cpu"}}}),
+        json!({"name": "GOMAXPROCS", "value": "2"}),
+        json!({"name": "LOG_LEVEL", "value": "info"}),
+        json!({"name": "LOG_FORMAT", "value": "json"}),
+        json!({"name": "SERVICE_NAME", "value": format!("{name}-{role}")}),
+        json!({"name": "UPSTREAM_URL", "value": format!("http://{name}.svc.cluster.local:{port}")}),
+        json!({"name": "TRACING_ENDPOINT", "value": "http://otel-collector.observability.svc:4317"}),
+        json!({"name": "REGION", "value": "eu-west-1"}),
+        json!({"name": "HTTP_TIMEOUT", "value": "30s"}),
+        json!({"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": format!("{name}-db"), "key": "password"}}}),
+    ];
+    if c == 0 {
+        env.push(json!({"name": "CONFIG_REVISION", "value": round.to_string()}));
+        env.push(
+            json!({"name": "FEATURE_FLAGS", "value": "checkout-v2,search-beta,recommendations"}),
+        );
+    }
+    json!({
+        "name": role,
+        "image": deployment_image(c, round),
+        "imagePullPolicy": "IfNotPresent",
+        "args": [format!("--port={port}"), "--log-level=info", format!("--metrics-addr=:{}", port + 1)],
+        "ports": [
+            {"name": "http", "containerPort": port, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": port + 1, "protocol": "TCP"}
+        ],
+        "env": env,
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"}
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": port},
+            "periodSeconds": 10, "timeoutSeconds": 1, "failureThreshold": 3
+        },
+        "livenessProbe": {
+            "httpGet": {"path": "/livez", "port": port},
+            "initialDelaySeconds": 15, "periodSeconds": 20
+        },
+        "startupProbe": {
+            "tcpSocket": {"port": port},
+            "periodSeconds": 5, "failureThreshold": 30
+        },
+        "volumeMounts": [
+            {"name": "config", "mountPath": format!("/etc/{role}"), "readOnly": true},
+            {"name": "cache", "mountPath": format!("/var/cache/{role}")},
+            {"name": "tls", "mountPath": "/etc/tls", "readOnly": true}
+        ],
+        "securityContext": {
+            "runAsNonRoot": true, "runAsUser": 10001, "allowPrivilegeEscalation": false,
+            "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}
+        },
+        "terminationMessagePolicy": "FallbackToLogsOnError"
+    })
+}
+
+/// An `apps/v1` Deployment of about 10 KiB of JSON, deterministic in (`name`, `round`): a
+/// full pod template (four containers with env vars, ports, resources, probes and volume
+/// mounts; volumes, tolerations, affinity). Every round changes `replicas`, an annotation, the
+/// first container's image tag and its `CONFIG_REVISION` env var; nothing else varies.
+pub fn deployment(ns: &str, name: &str, round: u64) -> Value {
+    let labels = json!({"app": name, "tier": "frontend", LOADGEN_LABEL: "1"});
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": labels,
+            "annotations": {
+                ROUND_ANNOTATION: round.to_string(),
+                "team.example.com/owner": "web-platform",
+                "team.example.com/runbook": "https://runbooks.example.com/web-frontend",
+            },
+        },
+        "spec": {
+            "replicas": 1 + round % 5,
+            "revisionHistoryLimit": 5,
+            "selector": {"matchLabels": {"app": name, "tier": "frontend"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        "prometheus.io/scrape": "true",
+                        "prometheus.io/port": "8081",
+                    },
+                },
+                "spec": {
+                    "containers": (0..4).map(|c| deployment_container(c, name, round)).collect::<Vec<_>>(),
+                    "volumes": [
+                        {"name": "config", "configMap": {"name": format!("{name}-config"), "defaultMode": 420}},
+                        {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
+                        {"name": "tls", "secret": {"secretName": format!("{name}-tls"), "defaultMode": 256}}
+                    ],
+                    "tolerations": [
+                        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+                    ],
+                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app": name}},
+                            "topologyKey": "kubernetes.io/hostname"
+                        }
+                    }]}},
+                    "nodeSelector": {"kubernetes.io/os": "linux"},
+                    "terminationGracePeriodSeconds": 30,
+                    "serviceAccountName": "default",
+                    "securityContext": {"fsGroup": 10001, "seccompProfile": {"type": "RuntimeDefault"}}
+                }
+            }
+        }
+    })
+}
+
 /// RFC 3339 with microseconds, as Lease `renewTime` (MicroTime) is written.
 pub fn micro_time_now() -> String {
     chrono::Utc::now()
@@ -444,10 +583,28 @@ mod tests {
     }
 
     #[test]
+    fn deployment_rounds_change_only_the_round_values() {
+        let (a, b) = (deployment("ns", "d-1", 3), deployment("ns", "d-1", 4));
+        assert_eq!(a, deployment("ns", "d-1", 3));
+        assert_ne!(a["spec"]["replicas"], b["spec"]["replicas"]);
+        assert_eq!(b["metadata"]["annotations"][ROUND_ANNOTATION], "4");
+        let c0 = &b["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c0["image"], deployment_image(0, 4));
+        let envs = c0["env"].as_array().unwrap();
+        assert!(envs.contains(&json!({"name": "CONFIG_REVISION", "value": "4"})));
+    }
+
+    #[test]
     fn object_sizes() {
         let cm = serde_json::to_vec(&configmap("ns", "cm-1", 1024, 0)).unwrap();
         assert!((1024..1024 + 400).contains(&cm.len()), "{}", cm.len());
         let p = serde_json::to_vec(&pod("ns", "web-1", Some("node-1"), 0)).unwrap();
         assert!((1800..2600).contains(&p.len()), "pod is {} bytes", p.len());
+        let d = serde_json::to_vec(&deployment("ns", "web-1", 12)).unwrap();
+        assert!(
+            (9 * 1024..12 * 1024).contains(&d.len()),
+            "deployment is {} bytes",
+            d.len()
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Workloads against a Kubernetes API server over HTTP.
 
+pub mod apply;
 pub mod churn;
 pub mod crud;
 pub mod list;
