@@ -18,17 +18,21 @@ use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 /// One step of a path. Ordered as upstream orders elements (field names, then keys, then
 /// values, then indexes), which is also FieldsV1's order.
+///
+/// Payloads are shared (`Arc`): sets and paths clone elements constantly, and a clone is a
+/// reference count, not an allocation (schemas hand out their field names' elements).
 #[derive(Clone, Debug)]
 pub enum PathElement {
     /// A struct field or map key.
-    Field(String),
+    Field(Arc<str>),
     /// An associative-list item: its key fields, sorted by name.
-    Key(Vec<(String, Value)>),
+    Key(Arc<[(String, Value)]>),
     /// A set item: its scalar value.
-    Value(Value),
+    Value(Arc<Value>),
     /// An atomic-list item by position.
     Index(usize),
 }
@@ -43,11 +47,15 @@ impl PathElement {
         let mut fields: Vec<(String, Value)> =
             fields.into_iter().map(|(k, v)| (k.into(), v)).collect();
         fields.sort_by(|a, b| a.0.cmp(&b.0));
-        PathElement::Key(fields)
+        PathElement::Key(fields.into())
     }
 
-    pub fn field(name: impl Into<String>) -> PathElement {
+    pub fn field(name: &str) -> PathElement {
         PathElement::Field(name.into())
+    }
+
+    pub fn value(v: Value) -> PathElement {
+        PathElement::Value(Arc::new(v))
     }
 
     fn variant(&self) -> u8 {
@@ -124,7 +132,7 @@ pub struct Path(pub Vec<PathElement>);
 impl Path {
     /// A path of field names: `Path::fields(&["spec", "replicas"])`.
     pub fn fields(names: &[&str]) -> Path {
-        Path(names.iter().map(|n| PathElement::field(*n)).collect())
+        Path(names.iter().map(|n| PathElement::field(n)).collect())
     }
 }
 
@@ -298,6 +306,54 @@ impl Set {
         Set { members, children }
     }
 
+    /// [`Set::recursive_difference`] in place: cheap when `other` touches little of `self`.
+    pub fn remove_recursive(&mut self, other: &Set) {
+        for pe in &other.members {
+            self.members.remove(pe);
+            self.children.remove(pe);
+        }
+        for (pe, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.remove_recursive(theirs);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
+    /// [`Set::difference`] in place.
+    pub fn remove(&mut self, other: &Set) {
+        for pe in &other.members {
+            self.members.remove(pe);
+        }
+        for (pe, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.remove(theirs);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
+    /// Whether `self` and `other` share a member path.
+    pub fn intersects(&self, other: &Set) -> bool {
+        // Iterate the smaller side's members.
+        let (a, b) = if self.members.len() <= other.members.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        a.members.iter().any(|pe| b.members.contains(pe))
+            || self.children.iter().any(|(pe, mine)| {
+                other
+                    .children
+                    .get(pe)
+                    .is_some_and(|theirs| mine.intersects(theirs))
+            })
+    }
+
     /// The members that have nothing owned below them.
     pub fn leaves(&self) -> Set {
         let members = self
@@ -379,7 +435,7 @@ mod tests {
         let k = PathElement::key([("name", json!("nginx"))]);
         let mut v = [
             PathElement::Index(0),
-            PathElement::Value(json!("x")),
+            PathElement::value(json!("x")),
             k.clone(),
             PathElement::field("z"),
         ];
@@ -395,7 +451,7 @@ mod tests {
         assert_eq!(path.to_string(), r#".spec.containers[name="nginx"].image"#);
         let multi = PathElement::key([("protocol", json!("TCP")), ("containerPort", json!(80))]);
         assert_eq!(multi.to_string(), r#"[containerPort=80,protocol="TCP"]"#);
-        assert_eq!(PathElement::Value(json!("a")).to_string(), r#"[="a"]"#);
+        assert_eq!(PathElement::value(json!("a")).to_string(), r#"[="a"]"#);
         assert_eq!(PathElement::Index(3).to_string(), "[3]");
     }
 }

@@ -94,10 +94,10 @@ pub fn parse_element(key: &str) -> Result<PathElement, FieldsV1Error> {
     }
     let body = &key[2..];
     match bytes[0] {
-        b'f' => Ok(PathElement::Field(body.to_string())),
+        b'f' => Ok(PathElement::Field(body.into())),
         b'v' => {
             let v: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
-            Ok(PathElement::Value(v))
+            Ok(PathElement::value(v))
         }
         b'k' => {
             let v: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
@@ -122,6 +122,47 @@ impl Set {
         let mut out = String::from("{");
         self.emit(false, &mut out);
         out.push('}');
+        out
+    }
+
+    /// The FieldsV1 of this set as a JSON value (what a managedFields entry holds), built
+    /// directly: the same keys in the same order as [`Set::to_fields_v1`].
+    pub fn to_fields_v1_value(&self) -> Value {
+        Value::Object(self.emit_value(false))
+    }
+
+    fn emit_value(&self, include_self: bool) -> Map<String, Value> {
+        if self.is_empty() {
+            return Map::new();
+        }
+        let mut out = Map::with_capacity(self.members.len() + self.children.len() + 1);
+        if include_self && !self.is_empty() {
+            out.insert(".".into(), Value::Object(Map::new()));
+        }
+        // Members and children are each sorted; merge them, a node in both once.
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let (pe, child, is_member) = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(m), Some((c, _))) if *m < *c => (members.next().unwrap(), None, true),
+                (Some(m), Some((c, _))) if *m == *c => {
+                    members.next();
+                    let (c, child) = children.next().unwrap();
+                    (c, Some(child), true)
+                }
+                (_, Some(_)) => {
+                    let (c, child) = children.next().unwrap();
+                    (c, Some(child), false)
+                }
+                (Some(_), None) => (members.next().unwrap(), None, true),
+            };
+            let node = match child {
+                None => Map::new(),
+                Some(child) => child.emit_value(is_member),
+            };
+            out.insert(serialize_element(pe), Value::Object(node));
+        }
         out
     }
 
@@ -205,4 +246,159 @@ fn read_node(m: &Map<String, Value>, at: &str) -> Result<(Set, bool), FieldsV1Er
         is_member = true;
     }
     Ok((set, is_member))
+}
+
+// ---------------------------------------------------------------------------------------
+// In-place edits of FieldsV1 values
+
+/// Whether a FieldsV1 node (the object under an element's key) marks its element as a
+/// member: `{}` or led by `"."`.
+fn node_is_member(node: &Map<String, Value>) -> bool {
+    node.is_empty() || node.contains_key(".")
+}
+
+/// Puts a node back in canonical form after its children changed: `member` decides
+/// whether it holds `"."` (first) when it has children, and `{}` stands for a member
+/// without children. `false`: the node is no longer anything (its key is to be removed).
+fn normalize_node(node: &mut Map<String, Value>, member: bool) -> bool {
+    let has_children = node.keys().any(|k| k != ".");
+    match (member, has_children) {
+        (false, false) => false,
+        (true, false) => {
+            node.clear();
+            true
+        }
+        (true, true) => {
+            if !node.contains_key(".") {
+                node.shift_insert(0, ".".into(), Value::Object(Map::new()));
+            }
+            true
+        }
+        (false, true) => {
+            node.shift_remove(".");
+            true
+        }
+    }
+}
+
+/// [`Set::remove`] (the non-recursive difference) applied to a FieldsV1 value in place,
+/// touching only the nodes `set` names: what an Update does to other managers' entries
+/// without decoding them. Errors on a node that is not an object.
+pub fn remove_from_fields_v1(
+    node: &mut Map<String, Value>,
+    set: &Set,
+) -> Result<(), FieldsV1Error> {
+    let mut each = |pe: &PathElement, drop_member: bool, sub: Option<&Set>| {
+        let key = serialize_element(pe);
+        let Some(child) = node.get_mut(&key) else {
+            return Ok(());
+        };
+        let Value::Object(child) = child else {
+            return Err(FieldsV1Error::NotAnObject { at: key });
+        };
+        let member = node_is_member(child) && !drop_member;
+        if let Some(sub) = sub {
+            remove_from_fields_v1(child, sub)?;
+        }
+        if !normalize_node(child, member) {
+            node.shift_remove(&key);
+        }
+        Ok(())
+    };
+    for pe in &set.members {
+        each(pe, true, set.children.get(pe))?;
+    }
+    for (pe, sub) in &set.children {
+        if !set.members.contains(pe) {
+            each(pe, false, Some(sub))?;
+        }
+    }
+    Ok(())
+}
+
+/// [`Set::union_with`] applied to a FieldsV1 value in place: new keys go where element
+/// order puts them. Errors on a node that is not an object or a key that is not an element
+/// (upstream's decoder would drop it; the caller then takes the decoding path).
+pub fn add_to_fields_v1(node: &mut Map<String, Value>, set: &Set) -> Result<(), FieldsV1Error> {
+    let mut each = |pe: &PathElement, add_member: bool, sub: Option<&Set>| {
+        let key = serialize_element(pe);
+        let existed = node.contains_key(&key);
+        if !existed {
+            let at = insertion_index(node, pe)?;
+            node.shift_insert(at, key.clone(), Value::Object(Map::new()));
+        }
+        let Some(Value::Object(child)) = node.get_mut(&key) else {
+            return Err(FieldsV1Error::NotAnObject { at: key });
+        };
+        let member = (existed && node_is_member(child)) || add_member;
+        if let Some(sub) = sub {
+            add_to_fields_v1(child, sub)?;
+        }
+        normalize_node(child, member);
+        Ok(())
+    };
+    for pe in &set.members {
+        each(pe, true, set.children.get(pe))?;
+    }
+    for (pe, sub) in &set.children {
+        if !set.members.contains(pe) {
+            each(pe, false, Some(sub))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where `pe`'s key goes among a node's keys: after `"."` and every smaller element.
+fn insertion_index(node: &Map<String, Value>, pe: &PathElement) -> Result<usize, FieldsV1Error> {
+    let mut at = 0;
+    for key in node.keys() {
+        if key == "." || parse_element(key)? < *pe {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    Ok(at)
+}
+
+/// Whether the FieldsV1 value `node` and `set` share a member path ([`Set::intersects`]
+/// without decoding `node`).
+pub fn fields_v1_intersects(node: &Map<String, Value>, set: &Set) -> Result<bool, FieldsV1Error> {
+    for pe in &set.members {
+        if let Some(child) = node.get(&serialize_element(pe)) {
+            match child {
+                Value::Object(c) if node_is_member(c) => return Ok(true),
+                Value::Object(_) => {}
+                _ => {
+                    return Err(FieldsV1Error::NotAnObject {
+                        at: serialize_element(pe),
+                    })
+                }
+            }
+        }
+    }
+    for (pe, sub) in &set.children {
+        let key = serialize_element(pe);
+        match node.get(&key) {
+            None => {}
+            Some(Value::Object(c)) if fields_v1_intersects(c, sub)? => return Ok(true),
+            Some(Value::Object(_)) => {}
+            Some(_) => return Err(FieldsV1Error::NotAnObject { at: key }),
+        }
+    }
+    Ok(false)
+}
+
+/// Whether every member path of the FieldsV1 value `inner` is one of `outer` (both as this
+/// module writes them).
+pub fn fields_v1_contains(outer: &Map<String, Value>, inner: &Map<String, Value>) -> bool {
+    inner
+        .iter()
+        .filter(|(k, _)| *k != ".")
+        .all(|(k, inner_child)| {
+            let (Some(Value::Object(o)), Value::Object(i)) = (outer.get(k), inner_child) else {
+                return false;
+            };
+            (!node_is_member(i) || node_is_member(o)) && fields_v1_contains(o, i)
+        })
 }

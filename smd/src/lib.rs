@@ -3,11 +3,15 @@
 //!
 //! - [`fieldpath`]: path elements, paths and field sets (union, intersection, difference,
 //!   leaves).
-//! - [`fieldsv1`]: the FieldsV1 codec of a set, byte for byte as upstream writes it.
+//! - [`fieldsv1`]: the FieldsV1 codec of a set, byte for byte as upstream writes it, and
+//!   edits of FieldsV1 values in place (remove, add, intersects, contains), so a caller
+//!   need not decode the entries an operation does not touch.
 //! - [`schema`]: the type description the typed operations consume, a plain data type of
 //!   named types (so keel's OpenAPI schemas, and custom resources' own, can be adapted to it).
 //! - [`typed`]: operations on JSON objects under a schema: the field set an object sets,
-//!   comparison, merge of an applied configuration, removal of a field set.
+//!   comparison (skipping equal subtrees and given fields), merge of an applied
+//!   configuration, removal of a field set; the FieldsV1 of what changed built directly,
+//!   and an object's shape signature (what those results depend on, for caching them).
 //! - [`updater`]: ownership: `update` (an Update operation takes the fields it changed) and
 //!   `apply` (conflicts, force, pruning fields the applier stopped applying), with upstream's
 //!   conflict message text.
@@ -21,7 +25,8 @@
 //! Invariants: pure functions, no I/O, no server types; bad input (an object that does not
 //! fit its schema, malformed FieldsV1) is an error value, never a panic.
 //!
-//! Depends on nothing of keel's, only `serde_json` (with `preserve_order`); keel-schema is a
+//! Depends on nothing of keel's, only `serde_json` (with `preserve_order`) and `foldhash`
+//! (the schema's type index); keel-schema is a
 //! dev-dependency, for tests on the published Kubernetes definitions.
 //!
 //! Not done (see each module): version conversion between managers' API versions (every

@@ -155,9 +155,7 @@ pub fn encode(managers: &Managers, times: &Times) -> Vec<Value> {
                 e.insert("time".into(), Value::String(t.clone()));
             }
             e.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-            let fields: Value = serde_json::from_str(&set.set.to_fields_v1())
-                .unwrap_or_else(|e| panic!("FieldsV1 we wrote must parse: {e}"));
-            e.insert("fieldsV1".into(), fields);
+            e.insert("fieldsV1".into(), set.set.to_fields_v1_value());
             if !key.subresource.is_empty() {
                 e.insert("subresource".into(), Value::String(key.subresource.clone()));
             }

@@ -251,3 +251,18 @@ fn scalar(s: Scalar) -> Atom {
         ..Atom::default()
     }
 }
+
+/// The names of the definitions `v` refers to (`$ref`s, at any depth), in document order:
+/// what a caller walks to collect the definitions a kind's schema needs.
+pub fn collect_refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get("$ref") {
+                out.push(r.rsplit('/').next().unwrap_or_default().to_string());
+            }
+            m.values().for_each(|c| collect_refs(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| collect_refs(c, out)),
+        _ => {}
+    }
+}

@@ -12,9 +12,10 @@
 //! covered by an element type is treated as deduced rather than a schema error, since objects
 //! reach this crate already validated and pruned.
 
+use crate::fieldpath::PathElement;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The name under which the deduced type resolves.
@@ -101,6 +102,8 @@ pub struct ListType {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StructField {
     pub name: String,
+    /// `name` as a path element, shared by every path through this field.
+    pub element: PathElement,
     pub type_ref: TypeRef,
     /// The default, used for a list-map key an item omits (e.g. a port's `protocol: TCP`).
     pub default: Option<Value>,
@@ -108,8 +111,10 @@ pub struct StructField {
 
 impl StructField {
     pub fn new(name: impl Into<String>, type_ref: TypeRef) -> StructField {
+        let name = name.into();
         StructField {
-            name: name.into(),
+            element: PathElement::field(&name),
+            name,
             type_ref,
             default: None,
         }
@@ -133,6 +138,22 @@ pub struct MapType {
 impl MapType {
     pub fn field(&self, name: &str) -> Option<&StructField> {
         self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// The type of the value under `key` and its path element (the field's shared one when
+    /// `key` is a declared field).
+    pub fn child(&self, key: &str) -> (&TypeRef, PathElement) {
+        static DEDUCED_REF: OnceLock<TypeRef> = OnceLock::new();
+        match self.field(key) {
+            Some(f) => (&f.type_ref, f.element.clone()),
+            None => (
+                match &self.element_type {
+                    Some(e) => e,
+                    None => DEDUCED_REF.get_or_init(TypeRef::deduced),
+                },
+                PathElement::field(key),
+            ),
+        }
     }
 
     /// The type of the value under `key`.
@@ -258,10 +279,12 @@ fn builtin(cell: &'static OnceLock<Atom>, make: fn() -> Atom) -> &'static Atom {
     cell.get_or_init(make)
 }
 
-/// Named types.
+/// Named types. Hashed with foldhash: every node of every walk resolves its type by name,
+/// and the names share long prefixes (`io.k8s.api.core.v1.`) an ordered map compares
+/// again and again.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schema {
-    pub types: BTreeMap<String, Atom>,
+    pub types: HashMap<String, Atom, foldhash::fast::FixedState>,
 }
 
 /// A type reference that names no type in the schema.

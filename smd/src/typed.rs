@@ -30,7 +30,7 @@ use crate::schema::{Atom, ElementRelationship, ListType, MapType, Schema, TypeRe
 use crate::value::equals;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// An object that does not fit its schema, or a schema that names a missing type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,7 +142,7 @@ pub fn list_item_element(
             Value::Null => {
                 Err("associative list without keys has an element that's an explicit null".into())
             }
-            v => Ok(PathElement::Value(v.clone())),
+            v => Ok(PathElement::value(v.clone())),
         };
     }
     let m = match item {
@@ -251,8 +251,8 @@ fn field_set_walk(
                 return Ok(());
             };
             for (k, val) in m {
-                let child_tr = t.type_of(k);
-                path.push(PathElement::Field(k.clone()));
+                let (child_tr, pe) = t.child(k);
+                path.push(pe);
                 field_set_walk(schema, child_tr, val, path, set)?;
                 let empty_map = matches!(val, Value::Object(o) if o.is_empty());
                 if val.is_null() || empty_map || t.field(k).is_none() {
@@ -291,9 +291,23 @@ pub fn compare(
     lhs: &Value,
     rhs: &Value,
 ) -> Result<Comparison, TypedError> {
+    compare_skipping(schema, tr, lhs, rhs, &Set::new())
+}
+
+/// [`compare`] without the fields of `skip` (each member and everything below it), as if
+/// the result were filtered by [`Set::recursive_difference`], but without walking them.
+/// `skip` is followed through struct fields and map keys only.
+pub fn compare_skipping(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+    skip: &Set,
+) -> Result<Comparison, TypedError> {
     let mut c = Comparison::default();
     let mut path = Vec::new();
-    compare_walk(schema, tr, Some(lhs), Some(rhs), &mut path, &mut c)?;
+    let skip = (!skip.is_empty()).then_some(skip);
+    compare_walk(schema, tr, Some(lhs), Some(rhs), skip, &mut path, &mut c)?;
     Ok(c)
 }
 
@@ -316,9 +330,17 @@ fn compare_walk(
     tr: &TypeRef,
     lhs: Option<&Value>,
     rhs: Option<&Value>,
+    skip: Option<&Set>,
     path: &mut Vec<PathElement>,
     c: &mut Comparison,
 ) -> Result<(), TypedError> {
+    // Equal values add, modify and remove nothing below them: most of an update is equal,
+    // and checking equality allocates nothing.
+    if let (Some(l), Some(r)) = (lhs, rhs) {
+        if equals(l, r) {
+            return Ok(());
+        }
+    }
     let atom = resolve_part(schema, tr, path)?;
     let pl = part(&atom, lhs);
     let pr = part(&atom, rhs);
@@ -327,13 +349,13 @@ fn compare_walk(
             // The value changed kind (deduced types). As upstream, each side is walked with
             // its own kind and the other side absent as a container: leaves are modified,
             // the old contents removed, the new added; the node itself is neither.
-            compare_part(schema, a, (lhs, rhs), (lhs, None), path, c)?;
-            compare_part(schema, b, (lhs, rhs), (None, rhs), path, c)?;
+            compare_part(schema, a, (lhs, rhs), (lhs, None), skip, path, c)?;
+            compare_part(schema, b, (lhs, rhs), (None, rhs), skip, path, c)?;
             return Ok(());
         }
         (_, None, p, _) | (_, Some(_), _, p) => match p {
             None => return Err(err(path, "schema error: invalid atom")),
-            Some(p) => compare_part(schema, p, (lhs, rhs), (lhs, rhs), path, c)?,
+            Some(p) => compare_part(schema, p, (lhs, rhs), (lhs, rhs), skip, path, c)?,
         },
     };
     if !in_leaf {
@@ -356,6 +378,7 @@ fn compare_part(
     p: Part<'_>,
     (lhs, rhs): Sides<'_>,
     (lc, rc): Sides<'_>,
+    skip: Option<&Set>,
     path: &mut Vec<PathElement>,
     c: &mut Comparison,
 ) -> Result<bool, TypedError> {
@@ -383,9 +406,14 @@ fn compare_part(
                 let (l, r) = (l.unwrap_or(&empty_map), r.unwrap_or(&empty_map));
                 let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
                 for k in keys {
-                    let child_tr = t.type_of(k);
-                    path.push(PathElement::Field(k.clone()));
-                    compare_walk(schema, child_tr, l.get(k), r.get(k), path, c)?;
+                    let (child_tr, pe) = t.child(k);
+                    let child_skip = match skip {
+                        Some(s) if s.members.contains(&pe) => continue,
+                        Some(s) => s.children.get(&pe),
+                        None => None,
+                    };
+                    path.push(pe);
+                    compare_walk(schema, child_tr, l.get(k), r.get(k), child_skip, path, c)?;
                     path.pop();
                 }
                 false
@@ -447,6 +475,7 @@ fn compare_list_items(
                 &t.element_type,
                 ll.first().copied(),
                 rl.first().copied(),
+                None,
                 path,
                 c,
             )?;
@@ -457,12 +486,12 @@ fn compare_list_items(
             }
         } else if ll.len() >= 2 {
             if let Some(r0) = rl.first() {
-                compare_walk(schema, &t.element_type, None, Some(r0), path, c)?;
+                compare_walk(schema, &t.element_type, None, Some(r0), None, path, c)?;
             }
             c.removed.insert(path);
         } else {
             if let Some(l0) = ll.first() {
-                compare_walk(schema, &t.element_type, Some(l0), None, path, c)?;
+                compare_walk(schema, &t.element_type, Some(l0), None, None, path, c)?;
             }
             c.added.insert(path);
         }
@@ -477,8 +506,22 @@ fn compare_list_items(
 /// Merges the applied object `rhs` into the live object `lhs` (upstream's `Merge` with
 /// "keep rhs"): nothing is removed; where both set a leaf, `rhs` wins.
 pub fn merge(schema: &Schema, tr: &TypeRef, lhs: &Value, rhs: &Value) -> Result<Value, TypedError> {
+    merge_skipping(schema, tr, lhs, rhs, &Set::new())
+}
+
+/// [`merge`] leaving out the live object's fields that are members of `skip` (followed
+/// through struct fields and map keys), e.g. its `managedFields`, which the caller
+/// replaces.
+pub fn merge_skipping(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+    skip: &Set,
+) -> Result<Value, TypedError> {
     let mut path = Vec::new();
-    Ok(merge_walk(schema, tr, Some(lhs), Some(rhs), &mut path)?.unwrap_or(Value::Null))
+    let skip = (!skip.is_empty()).then_some(skip);
+    Ok(merge_walk(schema, tr, Some(lhs), Some(rhs), skip, &mut path)?.unwrap_or(Value::Null))
 }
 
 fn merge_walk(
@@ -486,8 +529,13 @@ fn merge_walk(
     tr: &TypeRef,
     lhs: Option<&Value>,
     rhs: Option<&Value>,
+    skip: Option<&Set>,
     path: &mut Vec<PathElement>,
 ) -> Result<Option<Value>, TypedError> {
+    // What only the live object has stays as it is (it was checked when written).
+    if rhs.is_none() && skip.is_none() {
+        return Ok(lhs.cloned());
+    }
     let atom = resolve_part(schema, tr, path)?;
     let pl = part(&atom, lhs);
     let pr = part(&atom, rhs);
@@ -522,9 +570,15 @@ fn merge_walk(
             let mut out = Map::new();
             let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
             for k in keys {
-                let child_tr = t.type_of(k);
-                path.push(PathElement::Field(k.clone()));
-                if let Some(v) = merge_walk(schema, child_tr, l.get(k), r.get(k), path)? {
+                let (child_tr, pe) = t.child(k);
+                let child_skip = match skip {
+                    Some(s) if s.members.contains(&pe) => continue,
+                    Some(s) => s.children.get(&pe),
+                    None => None,
+                };
+                path.push(pe);
+                if let Some(v) = merge_walk(schema, child_tr, l.get(k), r.get(k), child_skip, path)?
+                {
                     out.insert(k.clone(), v);
                 }
                 path.pop();
@@ -586,7 +640,7 @@ fn merge_list_items(
                       path: &mut Vec<PathElement>|
      -> Result<(), TypedError> {
         path.push(pe.clone());
-        let merged = merge_walk(schema, &t.element_type, lc, rc, path)?;
+        let merged = merge_walk(schema, &t.element_type, lc, rc, None, path)?;
         path.pop();
         out.extend(merged);
         Ok(())
@@ -694,7 +748,7 @@ fn remove_walk(schema: &Schema, tr: &TypeRef, v: &Value, set: &Set) -> Option<Va
             let mut had_matches = false;
             let mut out = Map::new();
             for (k, val) in m {
-                let pe = PathElement::Field(k.clone());
+                let pe = PathElement::field(k);
                 if set.has(std::slice::from_ref(&pe)) {
                     continue;
                 }
@@ -873,4 +927,323 @@ fn for_each_element(
         f(pe, set.children.get(pe), true)?;
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// changed_fields_v1
+
+/// The FieldsV1 of what [`compare_skipping`] reports added or modified from `lhs` to `rhs`,
+/// built directly (no [`Set`] in between): what a new manager takes for an Update, e.g. a
+/// create's writer against the type's zero value. Removed paths are not reported.
+/// `Ok(None)` when the walk meets a value whose kind changed (deduced types), which the
+/// caller computes through [`compare_skipping`] instead.
+pub fn changed_fields_v1(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+    skip: &Set,
+) -> Result<Option<Map<String, Value>>, TypedError> {
+    let mut path = Vec::new();
+    let skip = (!skip.is_empty()).then_some(skip);
+    match changed_walk(schema, tr, Some(lhs), rhs, skip, &mut path)? {
+        Walked::Fallback => Ok(None),
+        Walked::Node { children, .. } => Ok(Some(fields_v1_node(children, false))),
+    }
+}
+
+/// One node's changes: its changed children (element, their node) and whether the node
+/// itself is a changed member.
+enum Walked {
+    Fallback,
+    Node {
+        member: bool,
+        children: Vec<(PathElement, Map<String, Value>, bool)>,
+    },
+}
+
+impl Walked {
+    fn leaf(member: bool) -> Walked {
+        Walked::Node {
+            member,
+            children: Vec::new(),
+        }
+    }
+}
+
+/// A FieldsV1 node from its children in any order: sorted by element, led by `"."` when
+/// the node is itself a member.
+fn fields_v1_node(
+    mut children: Vec<(PathElement, Map<String, Value>, bool)>,
+    member: bool,
+) -> Map<String, Value> {
+    children.sort_by(|a, b| a.0.cmp(&b.0));
+    if children.is_empty() {
+        return Map::new();
+    }
+    let mut out = Map::with_capacity(children.len() + usize::from(member));
+    if member {
+        out.insert(".".into(), Value::Object(Map::new()));
+    }
+    for (pe, node, _) in children {
+        out.insert(crate::fieldsv1::serialize_element(&pe), Value::Object(node));
+    }
+    out
+}
+
+fn push_child(
+    children: &mut Vec<(PathElement, Map<String, Value>, bool)>,
+    pe: PathElement,
+    walked: Walked,
+) -> bool {
+    match walked {
+        Walked::Fallback => false,
+        Walked::Node {
+            member,
+            children: grand,
+        } => {
+            if member || !grand.is_empty() {
+                children.push((pe, fields_v1_node(grand, member), member));
+            }
+            true
+        }
+    }
+}
+
+fn changed_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: Option<&Value>,
+    rhs: &Value,
+    skip: Option<&Set>,
+    path: &mut Vec<PathElement>,
+) -> Result<Walked, TypedError> {
+    if let Some(l) = lhs {
+        if equals(l, rhs) {
+            return Ok(Walked::leaf(false));
+        }
+    }
+    let atom = resolve_part(schema, tr, path)?;
+    let pr = part(&atom, Some(rhs));
+    if let (Some(_), Some(a), Some(b)) = (lhs, part(&atom, lhs), pr) {
+        if !a.same_kind(&b) {
+            return Ok(Walked::Fallback);
+        }
+    }
+    let Some(p) = pr else {
+        return Err(err(path, "schema error: invalid atom"));
+    };
+    // A leaf is a member when it is new or differs (equal values returned above).
+    let leaf = Walked::leaf(true);
+    let mut children = Vec::new();
+    match p {
+        Part::Scalar => return Ok(leaf),
+        Part::List(t) => {
+            let l = as_list(lhs, path)?;
+            let r = as_list(Some(rhs), path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                return Ok(leaf);
+            }
+            let lg = group_items(schema, t, l, path)?;
+            let rg = group_items(schema, t, r, path)?;
+            for (pe, rl) in &rg {
+                let ll = lg
+                    .iter()
+                    .find(|(p, _)| p == pe)
+                    .map(|(_, v)| v.as_slice())
+                    .unwrap_or(&[]);
+                path.push(pe.clone());
+                let walked = if ll.len() <= 1 && rl.len() <= 1 {
+                    changed_walk(
+                        schema,
+                        &t.element_type,
+                        ll.first().copied(),
+                        rl[0],
+                        None,
+                        path,
+                    )?
+                } else if ll.len() >= 2 && rl.len() >= 2 {
+                    let same = ll.len() == rl.len() && ll.iter().zip(rl).all(|(a, b)| equals(a, b));
+                    Walked::leaf(!same)
+                } else if ll.len() >= 2 {
+                    // Duplicates became one item: compare reports it added (and removed).
+                    changed_walk(schema, &t.element_type, None, rl[0], None, path)?
+                } else {
+                    // One item became duplicates: the item is added as a whole.
+                    Walked::leaf(true)
+                };
+                path.pop();
+                if !push_child(&mut children, pe.clone(), walked) {
+                    return Ok(Walked::Fallback);
+                }
+            }
+        }
+        Part::Map(t) => {
+            let l = as_map(lhs, path)?;
+            let r = as_map(Some(rhs), path)?;
+            let empty = l.is_none_or(|l| l.is_empty()) && r.is_none_or(|r| r.is_empty());
+            if t.relationship == ElementRelationship::Atomic || empty {
+                return Ok(leaf);
+            }
+            for (k, rv) in r.into_iter().flatten() {
+                let (child_tr, pe) = t.child(k);
+                let child_skip = match skip {
+                    Some(s) if s.members.contains(&pe) => continue,
+                    Some(s) => s.children.get(&pe),
+                    None => None,
+                };
+                path.push(pe.clone());
+                let walked = changed_walk(
+                    schema,
+                    child_tr,
+                    l.and_then(|l| l.get(k)),
+                    rv,
+                    child_skip,
+                    path,
+                )?;
+                path.pop();
+                if !push_child(&mut children, pe, walked) {
+                    return Ok(Walked::Fallback);
+                }
+            }
+        }
+    }
+    // A container that appears is itself added.
+    Ok(Walked::Node {
+        member: lhs.is_none(),
+        children,
+    })
+}
+
+/// Writes to `out` everything of `rhs` that [`changed_fields_v1`] with the same type,
+/// `lhs` and `skip` reads: the kinds of values, map keys, list items' elements and, where
+/// `lhs` holds a value to compare with, `rhs`'s value itself; not the scalar values the
+/// result does not depend on. Two objects with equal signatures (same type, `lhs` and
+/// `skip`) have the same changed fields, so a caller may cache them by signature: objects
+/// made from one template (a ReplicaSet's Pods) share theirs. `false` when the object
+/// has parts this does not describe (the caller then does not cache).
+pub fn shape_signature(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+    skip: &Set,
+    out: &mut String,
+) -> bool {
+    let skip = (!skip.is_empty()).then_some(skip);
+    shape_walk(schema, tr, Some(lhs), rhs, skip, out).is_some()
+}
+
+fn shape_walk(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: Option<&Value>,
+    rhs: &Value,
+    skip: Option<&Set>,
+    out: &mut String,
+) -> Option<()> {
+    out.push(match rhs {
+        Value::Null => 'n',
+        Value::Bool(_) => 'b',
+        Value::Number(_) => '0',
+        Value::String(_) => 's',
+        Value::Array(a) if a.is_empty() => 'e',
+        Value::Array(_) => '[',
+        Value::Object(o) if o.is_empty() => 'E',
+        Value::Object(_) => '{',
+    });
+    let lhs = lhs.filter(|l| !l.is_null());
+    let atom = schema.resolve(tr).ok()?;
+    let part = part(&atom, Some(rhs))?;
+    let leaf = match part {
+        Part::Scalar => true,
+        Part::List(t) => t.relationship == ElementRelationship::Atomic || !rhs.is_array(),
+        Part::Map(t) => t.relationship == ElementRelationship::Atomic || !rhs.is_object(),
+    };
+    if leaf {
+        // Only equality with the left side is read: write the value when there is one.
+        if let Some(l) = lhs {
+            if part_kind(&atom, l) != part_kind(&atom, rhs) {
+                return None;
+            }
+            out.push('=');
+            crate::value::write_go_json(out, rhs);
+        }
+        return Some(());
+    }
+    match (part, rhs) {
+        (Part::List(t), Value::Array(items)) => {
+            if lhs.is_some() {
+                return None;
+            }
+            // Each item's element: its key fields' values (defaults are the schema's) or,
+            // in a set, its value; a list of other items is not described.
+            if t.relationship != ElementRelationship::Associative {
+                return None;
+            }
+            for item in items {
+                match item {
+                    Value::Object(m) if !t.keys.is_empty() => {
+                        for key in &t.keys {
+                            match m.get(key) {
+                                Some(v) => crate::value::write_go_json(out, v),
+                                None => out.push('-'),
+                            }
+                            out.push(',');
+                        }
+                    }
+                    Value::Object(_) | Value::Array(_) | Value::Null => return None,
+                    v if t.keys.is_empty() => crate::value::write_go_json(out, v),
+                    _ => return None,
+                }
+                out.push('\u{1}');
+                shape_walk(schema, &t.element_type, None, item, None, out)?;
+            }
+            out.push(']');
+        }
+        (Part::Map(t), Value::Object(m)) => {
+            let l = match lhs {
+                None => None,
+                Some(Value::Object(l)) => Some(l),
+                Some(_) => return None,
+            };
+            for (k, rv) in m {
+                // The path element only where something is skipped (the top levels).
+                let (child_tr, child_skip) = match skip {
+                    None => (t.type_of(k), None),
+                    Some(s) => {
+                        let (child_tr, pe) = t.child(k);
+                        if s.members.contains(&pe) {
+                            continue;
+                        }
+                        (child_tr, s.children.get(&pe))
+                    }
+                };
+                let _ = write!(out, "{}:", k.len());
+                out.push_str(k);
+                shape_walk(
+                    schema,
+                    child_tr,
+                    l.and_then(|l| l.get(k)),
+                    rv,
+                    child_skip,
+                    out,
+                )?;
+            }
+            out.push('}');
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// Which part of `atom` a value takes (0 none, 1 scalar, 2 list, 3 map).
+fn part_kind(atom: &Atom, v: &Value) -> u8 {
+    match part(atom, Some(v)) {
+        None => 0,
+        Some(Part::Scalar) => 1,
+        Some(Part::List(_)) => 2,
+        Some(Part::Map(_)) => 3,
+    }
 }

@@ -262,6 +262,13 @@ pub struct Applied {
     pub managers: Managers,
 }
 
+/// Whether every path of `b` is in `a`.
+fn contains_all(a: &Set, b: &Set) -> bool {
+    b.members.iter().all(|pe| a.members.contains(pe))
+        && b.children()
+            .all(|(pe, bc)| a.child(pe).is_some_and(|ac| contains_all(ac, bc)))
+}
+
 /// Computes ownership for one object type: the schema and the root type of the objects.
 #[derive(Clone, Copy, Debug)]
 pub struct Updater<'s> {
@@ -269,6 +276,9 @@ pub struct Updater<'s> {
     pub root: &'s TypeRef,
     /// Fields (and everything below them) no manager gains or loses.
     pub ignored: Option<&'s Set>,
+    /// Whether managers' sets are first reconciled with the schema (rule 11). Sets this
+    /// updater wrote itself with the same schema need not be.
+    pub reconcile: bool,
 }
 
 impl<'s> Updater<'s> {
@@ -277,6 +287,16 @@ impl<'s> Updater<'s> {
             schema,
             root,
             ignored: None,
+            reconcile: true,
+        }
+    }
+
+    /// The same updater, trusting managers' sets to fit the schema already (they were
+    /// computed against this very schema).
+    pub fn without_reconcile(self) -> Updater<'s> {
+        Updater {
+            reconcile: false,
+            ..self
         }
     }
 
@@ -289,10 +309,19 @@ impl<'s> Updater<'s> {
         }
     }
 
-    fn filter(&self, set: Set) -> Set {
+    fn filter(&self, mut set: Set) -> Set {
+        if let Some(ignored) = self.ignored {
+            set.remove_recursive(ignored);
+        }
+        set
+    }
+
+    /// What an Update from `live` to `new` changes, without ignored fields (compare only:
+    /// a caller may skip [`Updater::update_compared`] when nothing changed).
+    pub fn compare(&self, live: &Value, new: &Value) -> Result<typed::Comparison, TypedError> {
         match self.ignored {
-            Some(ignored) if !ignored.is_empty() => set.recursive_difference(ignored),
-            _ => set,
+            Some(ignored) => typed::compare_skipping(self.schema, self.root, live, new, ignored),
+            None => typed::compare(self.schema, self.root, live, new),
         }
     }
 
@@ -307,16 +336,39 @@ impl<'s> Updater<'s> {
         managers: Managers,
         manager: &ManagerKey,
     ) -> Result<Managers, TypedError> {
+        let cmp = self.compare(live, new)?;
+        self.update_compared(cmp, api_version, managers, manager)
+    }
+
+    /// [`Updater::update`] with the comparison of the two objects already made
+    /// ([`Updater::compare`]).
+    pub fn update_compared(
+        &self,
+        cmp: typed::Comparison,
+        api_version: &str,
+        managers: Managers,
+        manager: &ManagerKey,
+    ) -> Result<Managers, TypedError> {
         let mut managers = self.reconcile(managers)?;
         // An Update never conflicts: it takes what it changed.
-        let (cmp, clashes) = self.changes(live, new, &managers, manager)?;
+        let clashes = Self::clashes(&cmp, &managers, manager);
         Self::take_changes(&mut managers, manager, &cmp, &clashes);
-        let mine = managers.remove(manager).map(|m| m.set).unwrap_or_default();
-        let set = self.filter(
-            mine.difference(&cmp.removed)
-                .union(&cmp.modified)
-                .union(&cmp.added),
-        );
+        let set = match managers.remove(manager) {
+            Some(mine) => {
+                let mut set = mine.set;
+                set.remove(&cmp.removed);
+                set.union_with(&cmp.modified);
+                set.union_with(&cmp.added);
+                set
+            }
+            // A new manager (every create): take the changes as they are.
+            None => {
+                let mut set = cmp.added;
+                set.union_with(&cmp.modified);
+                set
+            }
+        };
+        let set = self.filter(set);
         if !set.is_empty() {
             managers.insert(
                 manager.clone(),
@@ -350,8 +402,12 @@ impl<'s> Updater<'s> {
                 api_version: api_version.to_string(),
             },
         );
+        // Pruning removes what the applier applied last time and not now: nothing when
+        // this configuration sets everything the last one did (a repeated apply).
         let object = match last {
-            Some(last) if !last.is_empty() => self.prune(merged, &managers, &last)?,
+            Some(last) if !last.is_empty() && !contains_all(&managers[manager].set, &last) => {
+                self.prune(merged, &managers, &last)?
+            }
             _ => merged,
         };
         let (cmp, clashes) = self.changes(live, &object, &managers, manager)?;
@@ -369,6 +425,9 @@ impl<'s> Updater<'s> {
 
     /// Upstream's `reconcileManagedFieldsWithSchemaChanges` (rule 11).
     fn reconcile(&self, mut managers: Managers) -> Result<Managers, TypedError> {
+        if !self.reconcile {
+            return Ok(managers);
+        }
         for owned in managers.values_mut() {
             if let Some(set) =
                 typed::reconcile_field_set_with_schema(&owned.set, self.schema, self.root)?
@@ -388,22 +447,28 @@ impl<'s> Updater<'s> {
         managers: &Managers,
         manager: &ManagerKey,
     ) -> Result<(typed::Comparison, BTreeMap<ManagerKey, Set>), TypedError> {
-        let cmp = typed::compare(self.schema, self.root, old, new)?;
-        let cmp = typed::Comparison {
-            added: self.filter(cmp.added),
-            modified: self.filter(cmp.modified),
-            removed: self.filter(cmp.removed),
-        };
+        let cmp = self.compare(old, new)?;
+        let clashes = Self::clashes(&cmp, managers, manager);
+        Ok((cmp, clashes))
+    }
+
+    /// The fields other managers own that `cmp` adds or modifies, per manager.
+    fn clashes(
+        cmp: &typed::Comparison,
+        managers: &Managers,
+        manager: &ManagerKey,
+    ) -> BTreeMap<ManagerKey, Set> {
+        let others = managers.keys().any(|key| key != manager);
+        if !others || (cmp.modified.is_empty() && cmp.added.is_empty()) {
+            return BTreeMap::new();
+        }
         let changed = cmp.modified.union(&cmp.added);
-        let clashes = managers
+        managers
             .iter()
             .filter(|(key, _)| *key != manager)
-            .filter_map(|(key, owned)| {
-                let clash = owned.set.intersection(&changed);
-                (!clash.is_empty()).then(|| (key.clone(), clash))
-            })
-            .collect();
-        Ok((cmp, clashes))
+            .filter(|(_, owned)| owned.set.intersects(&changed))
+            .map(|(key, owned)| (key.clone(), owned.set.intersection(&changed)))
+            .collect()
     }
 
     /// Upstream's `update`, second half: other managers lose the fields that changed under
@@ -419,11 +484,9 @@ impl<'s> Updater<'s> {
                 continue;
             }
             if let Some(clash) = clashes.get(key) {
-                owned.set = owned.set.difference(clash);
+                owned.set.remove(clash);
             }
-            if !cmp.removed.is_empty() {
-                owned.set = owned.set.difference(&cmp.removed);
-            }
+            owned.set.remove(&cmp.removed);
         }
         managers.retain(|_, m| !m.set.is_empty());
     }

@@ -169,3 +169,78 @@ fn random_apply_sequences_keep_invariants() {
         }
     }
 }
+
+/// `changed_fields_v1` (a create's direct FieldsV1) is the FieldsV1 of what `compare`
+/// reports added or modified, for random pairs of objects, with and without skipped fields.
+#[test]
+fn changed_fields_v1_matches_compare() {
+    use keel_smd::typed::{changed_fields_v1, compare_skipping};
+    use keel_smd::{Path, Set};
+    let schema = common::schema();
+    let root = common::root();
+    let skips = [
+        Set::new(),
+        Set::from_paths([
+            Path::fields(&["spec", "replicas"]),
+            Path::fields(&["metadata"]),
+        ]),
+    ];
+    for seed in 1..=3000u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let lhs = if rng.below(4) == 0 {
+            json!({})
+        } else {
+            config(&mut rng)
+        };
+        let rhs = config(&mut rng);
+        for skip in &skips {
+            let cmp = compare_skipping(&schema, &root, &lhs, &rhs, skip).unwrap();
+            let want = cmp.added.union(&cmp.modified).to_fields_v1_value();
+            let got = changed_fields_v1(&schema, &root, &lhs, &rhs, skip)
+                .unwrap()
+                .expect("typed schema: no fallback");
+            assert_eq!(
+                serde_json::to_string(&Value::Object(got)).unwrap(),
+                serde_json::to_string(&want).unwrap(),
+                "seed {seed}: {lhs} -> {rhs}"
+            );
+        }
+    }
+}
+
+/// Objects with equal shape signatures have equal changed fields (what makes caching them
+/// by signature sound), and objects differing only in values share signatures.
+#[test]
+fn equal_signatures_mean_equal_changed_fields() {
+    use keel_smd::typed::{changed_fields_v1, shape_signature};
+    use keel_smd::{Path, Set};
+    use std::collections::HashMap;
+    let schema = common::schema();
+    let root = common::root();
+    let lhs = json!({"spec": {"replicas": 1, "template": null}, "metadata": {"labels": null}});
+    let skip = Set::from_paths([Path::fields(&["metadata", "finalizers"])]);
+    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut configs = 0;
+    for seed in 1..=3000u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let rhs = config(&mut rng);
+        let mut sig = String::new();
+        if !shape_signature(&schema, &root, &lhs, &rhs, &skip, &mut sig) {
+            continue;
+        }
+        configs += 1;
+        let fields = changed_fields_v1(&schema, &root, &lhs, &rhs, &skip)
+            .unwrap()
+            .expect("typed schema: no fallback");
+        let fields = serde_json::to_string(&fields).unwrap();
+        if let Some(before) = seen.insert(sig.clone(), fields.clone()) {
+            assert_eq!(before, fields, "seed {seed}: signature {sig}");
+        }
+    }
+    assert!(configs > 2900, "most objects have a signature");
+    assert!(
+        seen.len() < configs / 2,
+        "shapes repeat: {} of {configs}",
+        seen.len()
+    );
+}

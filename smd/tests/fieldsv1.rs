@@ -66,7 +66,7 @@ fn serialization_orders_elements_and_marks_self() {
     let mut set = Set::new();
     let port = PathElement::key([("protocol", json!("TCP")), ("containerPort", json!(80))]);
     set.insert(&[PathElement::Index(1)]);
-    set.insert(&[PathElement::Value(json!("b"))]);
+    set.insert(&[PathElement::value(json!("b"))]);
     set.insert(&[port.clone(), PathElement::field("protocol")]);
     set.insert(std::slice::from_ref(&port));
     set.insert(&[PathElement::field("z")]);
@@ -89,10 +89,10 @@ fn key_json_is_go_json() {
             r#"k:{"m":true,"n":1.5}"#,
         ),
         (
-            PathElement::Value(json!({"b": 1, "a": [null]})),
+            PathElement::value(json!({"b": 1, "a": [null]})),
             r#"v:{"a":[null],"b":1}"#,
         ),
-        (PathElement::Value(json!(1e21)), "v:1e+21"),
+        (PathElement::value(json!(1e21)), "v:1e+21"),
         (
             PathElement::field("with space.and:colon"),
             "f:with space.and:colon",

@@ -109,7 +109,7 @@ fn published(root: &str) -> Schema {
         let def = all
             .definition(&name)
             .unwrap_or_else(|| panic!("{name} published"));
-        collect_refs(def, &mut todo);
+        keel_smd::openapi::collect_refs(def, &mut todo);
         let mut def = def.clone();
         if name.ends_with("ContainerPort") || name.ends_with("ServicePort") {
             if let Some(protocol) = def.pointer_mut("/properties/protocol") {
@@ -119,19 +119,6 @@ fn published(root: &str) -> Schema {
         defs.push((name, def));
     }
     schema_from_openapi(defs.iter().map(|(k, v)| (k.as_str(), v))).unwrap()
-}
-
-fn collect_refs(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::String(r)) = m.get("$ref") {
-                out.push(r.rsplit('/').next().unwrap_or_default().to_string());
-            }
-            m.values().for_each(|c| collect_refs(c, out));
-        }
-        Value::Array(a) => a.iter().for_each(|c| collect_refs(c, out)),
-        _ => {}
-    }
 }
 
 const DEPLOYMENT: &str = "io.k8s.api.apps.v1.Deployment";

@@ -26,7 +26,7 @@ fn element(rng: &mut Rng) -> PathElement {
     match rng.below(6) {
         0..=2 => PathElement::field(["a", "b", "c"][rng.below(3) as usize]),
         3 => PathElement::key([("name", json!(["x", "y"][rng.below(2) as usize]))]),
-        4 => PathElement::Value(if rng.below(2) == 0 {
+        4 => PathElement::value(if rng.below(2) == 0 {
             json!(1)
         } else {
             json!("s")
@@ -80,6 +80,27 @@ fn set_algebra_matches_model() {
             rdiff,
             "seed {seed}: recursive difference"
         );
+        // The in-place forms agree with the model and keep the structural invariant.
+        let mut in_place = a.clone();
+        in_place.remove_recursive(&b);
+        assert_eq!(model(&in_place), rdiff, "seed {seed}: remove_recursive");
+        assert_eq!(
+            in_place,
+            a.recursive_difference(&b),
+            "seed {seed}: remove_recursive tree"
+        );
+        let mut in_place = a.clone();
+        in_place.remove(&b);
+        assert_eq!(model(&in_place), &ma - &mb, "seed {seed}: remove");
+        assert_eq!(in_place, a.difference(&b), "seed {seed}: remove tree");
+        let mut in_place = a.clone();
+        in_place.union_with(&b);
+        assert_eq!(in_place, a.union(&b), "seed {seed}: union_with");
+        assert_eq!(
+            a.intersects(&b),
+            !(&ma & &mb).is_empty(),
+            "seed {seed}: intersects"
+        );
         let leaves: BTreeSet<Path> = ma
             .iter()
             .filter(|p| !ma.iter().any(|q| is_proper_prefix(p, q)))
@@ -99,6 +120,51 @@ fn set_algebra_matches_model() {
             Set::from_fields_v1(&text).unwrap(),
             a,
             "seed {seed}: FieldsV1 {text}"
+        );
+        // In-place edits of the FieldsV1 value agree with the set algebra, byte for byte.
+        let edited = |op: fn(
+            &mut serde_json::Map<String, serde_json::Value>,
+            &Set,
+        ) -> Result<(), keel_smd::FieldsV1Error>| {
+            let serde_json::Value::Object(mut m) = a.to_fields_v1_value() else {
+                unreachable!()
+            };
+            op(&mut m, &b).unwrap();
+            serde_json::to_string(&m).unwrap()
+        };
+        assert_eq!(
+            edited(keel_smd::fieldsv1::remove_from_fields_v1),
+            serde_json::to_string(&a.difference(&b).to_fields_v1_value()).unwrap(),
+            "seed {seed}: remove_from_fields_v1"
+        );
+        assert_eq!(
+            edited(keel_smd::fieldsv1::add_to_fields_v1),
+            serde_json::to_string(&a.union(&b).to_fields_v1_value()).unwrap(),
+            "seed {seed}: add_to_fields_v1"
+        );
+        let (fa, fb) = (a.to_fields_v1_value(), b.to_fields_v1_value());
+        let (fa, fb) = (fa.as_object().unwrap(), fb.as_object().unwrap());
+        assert_eq!(
+            keel_smd::fieldsv1::fields_v1_intersects(fa, &b).unwrap(),
+            a.intersects(&b),
+            "seed {seed}: fields_v1_intersects"
+        );
+        assert_eq!(
+            keel_smd::fieldsv1::fields_v1_contains(fa, fb),
+            mb.is_subset(&ma),
+            "seed {seed}: fields_v1_contains"
+        );
+        let u = a.union(&b).to_fields_v1_value();
+        assert!(keel_smd::fieldsv1::fields_v1_contains(
+            u.as_object().unwrap(),
+            fb
+        ));
+        // The value form holds the same keys in the same order as the text form.
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&a.to_fields_v1_value()).unwrap(),
+            serde_json::to_string(&parsed).unwrap(),
+            "seed {seed}: FieldsV1 value of {text}"
         );
     }
 }
