@@ -12,12 +12,27 @@
 //! are capped at [`UPDATE_MANAGERS_MAX`](keel_smd::managedfields::UPDATE_MANAGERS_MAX).
 //! The live object of a create (or of an apply that creates) is the type's zero value as Go
 //! prints it (`keel_proto::go_zero_value`), as upstream's.
+//!
+//! Cost: upstream decodes every manager's set, walks both objects and encodes every set
+//! again on each write. keel does that only where it must (entries a client wrote, a new
+//! Update entry past the cap, a conflict to report, fields to prune) and otherwise:
+//! - compares the live and new objects once, skipping equal subtrees and ignored fields;
+//!   an update that changes nothing tracked keeps the stored entries as they are;
+//! - edits the stored entries' FieldsV1 in place where the changes fall, for updates and
+//!   applies ([`keel_smd::fieldsv1::remove_from_fields_v1`] and its siblings);
+//! - builds a create's entry in one walk ([`keel_smd::typed::changed_fields_v1`]) and an
+//!   applied configuration's from its field set, both remembered per core by the object's
+//!   shape ([`keel_smd::typed::shape_signature`], at most [`CREATE_SHAPES_MAX`]): a
+//!   template's objects share one.
+//!
+//! Tests check each of these against the general path (random sequences of writes), and
+//! `cargo run --release -p keel-server --example fieldmanager_cost` measures them.
 
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
 use keel_smd::schema::{Schema, TypeRef};
 use keel_smd::updater::{ApplyError, ManagedSet, ManagerKey, Managers, Updater};
-use keel_smd::{Path, PathElement, Set};
+use keel_smd::{Path, Set};
 use parking_lot::RwLock;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -76,7 +91,7 @@ fn build(group: &str, version: &str, kind: &str) -> TypeSchema {
         let Some(def) = all.definition(&name) else {
             continue;
         };
-        collect_refs(def, &mut todo);
+        keel_smd::openapi::collect_refs(def, &mut todo);
         let mut def = def.clone();
         add_defaults(&name, &mut def);
         defs.push((name, def));
@@ -108,19 +123,6 @@ fn add_defaults(name: &str, def: &mut Value) {
         if let Some(p) = def.pointer_mut("/properties/protocol") {
             p["default"] = json!("TCP");
         }
-    }
-}
-
-fn collect_refs(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            if let Some(Value::String(r)) = m.get("$ref") {
-                out.push(r.rsplit('/').next().unwrap_or_default().to_string());
-            }
-            m.values().for_each(|c| collect_refs(c, out));
-        }
-        Value::Array(a) => a.iter().for_each(|c| collect_refs(c, out)),
-        _ => {}
     }
 }
 
@@ -202,30 +204,60 @@ impl Write<'_> {
         self.manager.unwrap_or(IN_PROCESS_MANAGER)
     }
 
-    /// Fields this write never takes: the other half of the object (upstream's reset
-    /// fields of the status strategies).
-    fn ignored(&self, ts: &TypeSchema) -> Set {
-        let path = match self.subresource {
-            "" if ts.has_status => "status",
-            "status" => "spec",
-            _ => return Set::new(),
-        };
-        Set::from_paths([Path(vec![PathElement::field(path)])])
+    /// Fields this write neither takes nor changes for anyone: the other half of the object
+    /// (upstream's reset fields of the status strategies), the metadata identity leaves
+    /// upstream strips from every set, and `managedFields` itself. Comparisons skip them.
+    fn ignored(&self, ts: &TypeSchema) -> &'static Set {
+        static SETS: OnceLock<[Set; 3]> = OnceLock::new();
+        let sets = SETS.get_or_init(|| {
+            let with = |top: Option<&str>| {
+                let mut s = Set::new();
+                for p in [&["apiVersion"][..], &["kind"]] {
+                    s.insert(&Path::fields(p).0);
+                }
+                for f in STRIPPED_META {
+                    s.insert(&Path::fields(&["metadata", f]).0);
+                }
+                if let Some(top) = top {
+                    s.insert(&Path::fields(&[top]).0);
+                }
+                s
+            };
+            [with(Some("status")), with(Some("spec")), with(None)]
+        });
+        match self.subresource {
+            "" if ts.has_status => &sets[0],
+            "status" => &sets[1],
+            _ => &sets[2],
+        }
     }
 }
 
+/// The metadata members upstream's `stripSet` drops from every manager's set.
+const STRIPPED_META: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
 /// The live object of a create: the type's zero value as Go prints it (`{}` for kinds
 /// without a Go type).
-fn zero_value(w: &Write<'_>) -> Value {
+fn zero_value(w: &Write<'_>) -> Arc<Value> {
     // Built once per kind: a Pod's walks hundreds of message fields.
-    static CACHE: OnceLock<RwLock<HashMap<String, Value>>> = OnceLock::new();
+    static CACHE: OnceLock<RwLock<HashMap<String, Arc<Value>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let api_version = w.api_version();
     let key = format!("{api_version}/{}", w.kind);
     if let Some(v) = cache.read().get(&key) {
         return v.clone();
     }
-    let v = keel_proto::go_zero_value(&api_version, w.kind).unwrap_or_else(|| json!({}));
+    let v = Arc::new(keel_proto::go_zero_value(&api_version, w.kind).unwrap_or_else(|| json!({})));
     cache.write().insert(key, v.clone());
     v
 }
@@ -238,17 +270,7 @@ fn strip_set() -> &'static Set {
         for p in [&["apiVersion"][..], &["kind"], &["metadata"]] {
             s.insert(&Path::fields(p).0);
         }
-        for f in [
-            "name",
-            "namespace",
-            "creationTimestamp",
-            "selfLink",
-            "uid",
-            "clusterName",
-            "generation",
-            "managedFields",
-            "resourceVersion",
-        ] {
+        for f in STRIPPED_META {
             s.insert(&Path::fields(&["metadata", f]).0);
         }
         s
@@ -281,50 +303,103 @@ fn is_reset(v: Option<&Value>) -> bool {
 /// Records `w`'s Update that turns `live` (`None`: a create) into `new`, setting `new`'s
 /// `metadata.managedFields`. Objects that do not fit their schema keep the entries they
 /// had (as upstream's `UpdateNoErrors`, tracking never fails a write).
+///
+/// Cheap when little changes: the objects are compared first (equal subtrees are not
+/// walked, ignored fields never), and when nothing tracked changed the stored entries stay
+/// as they are without being decoded. Entries read back from storage were computed with
+/// the same schema, so only entries a client wrote are reconciled with it.
 pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str) {
+    record(w, live, new, now, true)
+}
+
+/// [`record_update`]; `direct`: a create takes [`record_create`]'s path and an update of
+/// stored entries [`edit_entries`]' (tests compare them with the general path).
+fn record(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str, direct: bool) {
     let written = take_managed(new);
     if is_reset(written.as_ref()) {
         return;
     }
-    let mut live_obj = live.cloned().unwrap_or_else(|| zero_value(w));
-    let live_managed = take_managed(&mut live_obj);
+    let live_managed = live
+        .and_then(|l| l.get("metadata"))
+        .and_then(|m| m.get("managedFields"));
     // The written entries if they decode and are not empty, else the live object's (a
-    // client unaware of managedFields does not drop them).
+    // client unaware of managedFields does not drop them). Entries echoed unchanged are
+    // the live ones.
     let from_written = written
         .as_ref()
+        .filter(|v| Some(*v) != live_managed)
         .and_then(|v| managedfields::decode(Some(v)).ok())
         .filter(|(m, _)| !m.is_empty());
-    let (managers, mut times) = match from_written {
-        Some(d) => d,
-        None => managedfields::decode(live_managed.as_ref()).unwrap_or_default(),
-    };
     let ts = type_schema(w.group, w.version, w.kind);
-    let ignored = w.ignored(&ts);
-    let updater = Updater::new(&ts.schema, &ts.root).with_ignored(&ignored);
-    let api_version = w.api_version();
-    let key = ManagerKey::update(w.manager(), api_version.clone(), w.subresource);
-    let restore = |new: &mut Value, v: Option<Value>| {
-        if let Some(v) = v {
+    let mut updater = Updater::new(&ts.schema, &ts.root).with_ignored(w.ignored(&ts));
+    let zero;
+    let live_obj = match live {
+        Some(l) => l,
+        None => {
+            zero = zero_value(w);
+            &*zero
+        }
+    };
+    let restore = |new: &mut Value| {
+        if let Some(v) = live_managed {
             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.insert("managedFields".into(), v);
+                m.insert("managedFields".into(), v.clone());
             }
         }
     };
+    if direct && live.is_none() && from_written.is_none() {
+        if let Some(done) = record_create(w, &ts, live_obj, new, now) {
+            return done;
+        }
+    }
+    let Ok(cmp) = updater.compare(live_obj, new) else {
+        restore(new);
+        return;
+    };
+    let (managers, mut times) = match from_written {
+        Some(d) => d,
+        None if cmp.is_same() => return restore(new),
+        None if direct && live.is_some() => {
+            // The stored entries, edited where the changes fall (the written copy when it
+            // is theirs, else a copy of the live ones).
+            let entries = match written {
+                Some(Value::Array(a)) if live_managed.is_some_and(|l| l.as_array() == Some(&a)) => {
+                    a
+                }
+                _ => live_managed
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            if let Some(entries) = edit_entries(w, entries, &cmp, now) {
+                put_managed(new, entries);
+                return;
+            }
+            updater = updater.without_reconcile();
+            managedfields::decode(live_managed).unwrap_or_default()
+        }
+        None => {
+            updater = updater.without_reconcile();
+            managedfields::decode(live_managed).unwrap_or_default()
+        }
+    };
+    let api_version = w.api_version();
+    let key = ManagerKey::update(w.manager(), api_version.clone(), w.subresource);
     // As upstream's managedFieldsUpdater: the write's changes are taken by a stand-in
     // manager, stripped, then merged into the writer's entry, whose time moves only when
     // the write took something.
     let current = ManagerKey::update(CURRENT_OPERATION, api_version.clone(), w.subresource);
-    let Ok(mut managers) = updater.update(&live_obj, new, &api_version, managers, &current) else {
-        restore(new, live_managed);
+    let Ok(mut managers) = updater.update_compared(cmp, &api_version, managers, &current) else {
+        restore(new);
         return;
     };
     if let Some(took) = managers.remove(&current) {
-        let set = took.set.difference(strip_set());
+        let mut set = took.set;
+        set.remove(strip_set());
         if !set.is_empty() {
-            let set = match managers.get(&key) {
-                Some(previous) => set.union(&previous.set),
-                None => set,
-            };
+            if let Some(previous) = managers.get(&key) {
+                set.union_with(&previous.set);
+            }
             managers.insert(key.clone(), ManagedSet { set, api_version });
             times.insert(key, now.to_string());
         }
@@ -332,6 +407,192 @@ pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: 
     times.retain(|k, _| managers.contains_key(k));
     managedfields::cap_update_managers(&mut managers, &mut times, UPDATE_MANAGERS_MAX);
     put_managed(new, managedfields::encode(&managers, &times));
+}
+
+/// An Update's tracking without decoding the stored entries: every entry loses the
+/// changed and removed fields, the writer's entry gains the changed ones (less the
+/// stripped identity fields) and its time; entries left with nothing go; entries are
+/// sorted as the encoder sorts them. The same entries as the general path's (see the
+/// tests). `None` where the general path is needed: an entry it would reject or drop, a
+/// new Update entry past the cap.
+fn edit_entries(
+    w: &Write<'_>,
+    mut entries: Vec<Value>,
+    cmp: &keel_smd::typed::Comparison,
+    now: &str,
+) -> Option<Vec<Value>> {
+    use keel_smd::fieldsv1::{add_to_fields_v1, remove_from_fields_v1};
+    let mut changed = cmp.added.clone();
+    changed.union_with(&cmp.modified);
+    let mut took = changed.clone();
+    took.remove(strip_set());
+    let api_version = w.api_version();
+    let manager = w.manager();
+    let mut writer = None;
+    let mut updaters = 0;
+    for (i, e) in entries.iter_mut().enumerate() {
+        let o = e.as_object_mut()?;
+        let text = |k: &str| match o.get(k) {
+            None => Some(""),
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => None,
+        };
+        let operation = text("operation")?;
+        if text("fieldsType")? != "FieldsV1" || text("apiVersion")?.is_empty() {
+            return None;
+        }
+        let is_writer = operation == "Update"
+            && text("manager")? == manager
+            && text("apiVersion")? == api_version
+            && text("subresource")? == w.subresource;
+        match operation {
+            "Update" => updaters += 1,
+            "Apply" => {}
+            _ => return None,
+        }
+        let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+            return None;
+        };
+        remove_from_fields_v1(fields, &changed).ok()?;
+        remove_from_fields_v1(fields, &cmp.removed).ok()?;
+        if is_writer {
+            writer = Some(i);
+        }
+    }
+    if !took.is_empty() {
+        match writer {
+            Some(i) => {
+                let o = entries[i].as_object_mut()?;
+                let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+                    return None;
+                };
+                add_to_fields_v1(fields, &took).ok()?;
+                // An entry without a time would take it last, out of Go's member order.
+                *o.get_mut("time")? = Value::String(now.to_string());
+            }
+            None if updaters >= UPDATE_MANAGERS_MAX => return None,
+            None => entries.push(update_entry(
+                w,
+                Value::Object(match took.to_fields_v1_value() {
+                    Value::Object(m) => m,
+                    _ => return None,
+                }),
+                now,
+            )),
+        }
+    }
+    entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
+    sort_entries(&mut entries);
+    Some(entries)
+}
+
+/// A new Update entry of `w`, members in the order Go's struct has them.
+fn update_entry(w: &Write<'_>, fields: Value, now: &str) -> Value {
+    let mut entry = serde_json::Map::new();
+    entry.insert("manager".into(), Value::String(w.manager().to_string()));
+    entry.insert("operation".into(), Value::String("Update".into()));
+    entry.insert("apiVersion".into(), Value::String(w.api_version()));
+    entry.insert("time".into(), Value::String(now.to_string()));
+    entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    entry.insert("fieldsV1".into(), fields);
+    if !w.subresource.is_empty() {
+        entry.insert(
+            "subresource".into(),
+            Value::String(w.subresource.to_string()),
+        );
+    }
+    Value::Object(entry)
+}
+
+/// A create's tracking without sets: the writer's entry is the FieldsV1 of what differs
+/// from the type's zero value, built in one walk (`None`: the walk cannot, the general path
+/// decides). The same entry as the general path's (see the tests). Objects of one shape
+/// (one template's Pods) have the same fields: they are looked up by the object's
+/// signature first (`keel_smd::typed::shape_signature`).
+fn record_create(
+    w: &Write<'_>,
+    ts: &TypeSchema,
+    zero: &Value,
+    new: &mut Value,
+    now: &str,
+) -> Option<()> {
+    let ignored = w.ignored(ts);
+    let fields = SHAPES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let (key, map) = &mut *cache;
+        key.clear();
+        key.push_str("create\u{0}");
+        key.push_str(&w.api_version());
+        key.push('/');
+        key.push_str(w.kind);
+        key.push('/');
+        key.push_str(w.subresource);
+        key.push('\u{0}');
+        let cacheable =
+            keel_smd::typed::shape_signature(&ts.schema, &ts.root, zero, new, ignored, key);
+        if cacheable {
+            if let Some(fields) = map.get(key.as_str()) {
+                return Ok(Some(fields.clone()));
+            }
+        }
+        let fields = create_fields(ts, zero, new, ignored);
+        if let (true, Ok(Some(f))) = (cacheable, &fields) {
+            if map.len() >= CREATE_SHAPES_MAX {
+                map.clear();
+            }
+            map.insert(key.clone(), f.clone());
+        }
+        fields
+    });
+    let fields = match fields {
+        Ok(Some(fields)) => fields,
+        Ok(None) => return None,
+        // As the general path: an object that does not fit its schema is not tracked.
+        Err(()) => return Some(()),
+    };
+    if !fields.is_empty() {
+        put_managed(new, vec![update_entry(w, Value::Object(fields), now)]);
+    }
+    Some(())
+}
+
+/// Shapes of created objects and applied configurations whose fields each core keeps
+/// (past it, it forgets them all and starts again): a cluster's templates are few.
+pub const CREATE_SHAPES_MAX: usize = 256;
+
+/// Per core: a signature buffer and the fields of recent create shapes.
+type Shapes = (String, HashMap<String, serde_json::Map<String, Value>>);
+
+thread_local! {
+    static SHAPES: std::cell::RefCell<Shapes> = Default::default();
+}
+
+/// A create's fields: the FieldsV1 of what differs from the zero value, without the
+/// `metadata` member `stripSet` removes.
+fn create_fields(
+    ts: &TypeSchema,
+    zero: &Value,
+    new: &Value,
+    ignored: &Set,
+) -> Result<Option<serde_json::Map<String, Value>>, ()> {
+    let mut fields =
+        match keel_smd::typed::changed_fields_v1(&ts.schema, &ts.root, zero, new, ignored) {
+            Ok(Some(fields)) => fields,
+            Ok(None) => return Ok(None),
+            Err(_) => return Err(()),
+        };
+    // `stripSet`'s containers: the identity leaves are skipped above, `metadata` itself may
+    // not be owned (kinds without a Go type have no `metadata` in their zero value).
+    if let Some(Value::Object(meta)) = fields.get_mut("f:metadata") {
+        meta.shift_remove(".");
+    }
+    if fields
+        .get("f:metadata")
+        .is_some_and(|m| m.as_object().is_some_and(|m| m.is_empty()))
+    {
+        fields.shift_remove("f:metadata");
+    }
+    Ok(Some(fields))
 }
 
 /// The stand-in manager of an Update's own changes (upstream's `current-operation`).
@@ -366,17 +627,47 @@ pub fn apply(
     config: &Value,
     now: &str,
 ) -> Result<Value, ApiError> {
+    apply_with(a, live, config, now, true)
+}
+
+/// [`apply`]; `direct`: an apply that conflicts with no one and prunes nothing edits the
+/// stored entries in place ([`apply_in_place`]; tests compare it with the general path).
+fn apply_with(
+    a: &Apply<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    now: &str,
+    direct: bool,
+) -> Result<Value, ApiError> {
     let w = &a.write;
-    let mut live_obj = live.cloned().unwrap_or_else(|| zero_value(w));
-    let live_managed = take_managed(&mut live_obj);
-    let (managers, mut times) = managedfields::decode(live_managed.as_ref()).unwrap_or_default();
+    // The live object as stored: its managedFields are among the ignored fields, and the
+    // applied object's are replaced below.
+    let zero;
+    let live_obj = match live {
+        Some(l) => l,
+        None => {
+            zero = zero_value(w);
+            &*zero
+        }
+    };
+    let live_managed = live_obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"));
     let ts = type_schema(w.group, w.version, w.kind);
-    let ignored = w.ignored(&ts);
-    let updater = Updater::new(&ts.schema, &ts.root).with_ignored(&ignored);
+    if direct {
+        if let Some(done) = apply_in_place(a, &ts, live_obj, live_managed, config, now) {
+            return done;
+        }
+    }
+    let (managers, mut times) = managedfields::decode(live_managed).unwrap_or_default();
+    // Stored sets were computed with this schema: no reconciling.
+    let updater = Updater::new(&ts.schema, &ts.root)
+        .with_ignored(w.ignored(&ts))
+        .without_reconcile();
     let api_version = w.api_version();
     let key = ManagerKey::apply(w.manager(), w.subresource);
     let applied = updater
-        .apply(&live_obj, config, &api_version, managers, &key, a.force)
+        .apply(live_obj, config, &api_version, managers, &key, a.force)
         .map_err(|e| match e {
             ApplyError::Conflicts(c) => conflict_error(&c),
             other => ApiError::internal(format!("failed to apply: {other}")),
@@ -388,7 +679,7 @@ pub fn apply(
     // the time only when the object changed). So does any apply to `scale`: upstream's
     // ScaleHandler carries only the parent's earlier times back.
     if !applied.changed || w.subresource == "scale" {
-        let old_time = managedfields::decode(live_managed.as_ref())
+        let old_time = managedfields::decode(live_managed)
             .ok()
             .and_then(|(_, old_times)| old_times.get(&key).cloned());
         match old_time {
@@ -401,6 +692,212 @@ pub fn apply(
     }
     put_managed(&mut object, managedfields::encode(&managers, &times));
     Ok(object)
+}
+
+/// The common apply without decoding the stored entries: the applier's entry becomes its
+/// configuration's fields, the others lose what the apply changes (forced) and removes.
+/// The same object and entries as the general path's (see the tests). `None` where the
+/// general path is needed: a conflict to report, something to prune (the configuration
+/// dropped fields it applied before), an entry it would reject.
+fn apply_in_place(
+    a: &Apply<'_>,
+    ts: &TypeSchema,
+    live: &Value,
+    live_managed: Option<&Value>,
+    config: &Value,
+    now: &str,
+) -> Option<Result<Value, ApiError>> {
+    use keel_smd::fieldsv1::{fields_v1_contains, fields_v1_intersects, remove_from_fields_v1};
+    let w = &a.write;
+    let ignored = w.ignored(ts);
+    let mut entries = match live_managed {
+        None => Vec::new(),
+        Some(Value::Array(list)) => list.clone(),
+        Some(_) => return None,
+    };
+    let my_fields = applied_fields(w, ts, config)?;
+    // The live entries are replaced below: not copied into the merged object.
+    let mut object =
+        keel_smd::typed::merge_skipping(&ts.schema, &ts.root, live, config, managed_fields_path())
+            .ok()?;
+    let cmp =
+        keel_smd::typed::compare_skipping(&ts.schema, &ts.root, live, &object, ignored).ok()?;
+    let mut changed = cmp.added.clone();
+    changed.union_with(&cmp.modified);
+    let api_version = w.api_version();
+    let mut old_time = None;
+    let mut mine_at = None;
+    for (i, e) in entries.iter_mut().enumerate() {
+        let o = e.as_object_mut()?;
+        let text = |k: &str| match o.get(k) {
+            None => Some(""),
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => None,
+        };
+        let operation = text("operation")?;
+        if text("fieldsType")? != "FieldsV1"
+            || text("apiVersion")?.is_empty()
+            || !matches!(operation, "Apply" | "Update")
+        {
+            return None;
+        }
+        let is_mine = operation == "Apply"
+            && text("manager")? == w.manager()
+            && text("subresource")? == w.subresource;
+        let time = o.get("time").cloned();
+        let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+            return None;
+        };
+        if is_mine {
+            // What it applied before and applies no more would be pruned.
+            if !fields_v1_contains(&my_fields, fields) {
+                return None;
+            }
+            mine_at = Some(i);
+            old_time = time;
+            continue;
+        }
+        if fields_v1_intersects(fields, &changed).ok()? {
+            if !a.force {
+                return None;
+            }
+            remove_from_fields_v1(fields, &changed).ok()?;
+        }
+        remove_from_fields_v1(fields, &cmp.removed).ok()?;
+    }
+    if let Some(i) = mine_at {
+        entries.remove(i);
+    }
+    let changed_object = !equal_but_managed_fields(live, &object);
+    if !my_fields.is_empty() {
+        let mut entry = serde_json::Map::new();
+        entry.insert("manager".into(), Value::String(w.manager().to_string()));
+        entry.insert("operation".into(), Value::String("Apply".into()));
+        entry.insert("apiVersion".into(), Value::String(api_version));
+        // Upstream stamps the time only when the object changed (and never for `scale`).
+        let time = if changed_object && w.subresource != "scale" {
+            Some(Value::String(now.to_string()))
+        } else {
+            old_time
+        };
+        if let Some(t) = time {
+            entry.insert("time".into(), t);
+        }
+        entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+        entry.insert("fieldsV1".into(), Value::Object(my_fields));
+        if !w.subresource.is_empty() {
+            entry.insert(
+                "subresource".into(),
+                Value::String(w.subresource.to_string()),
+            );
+        }
+        entries.push(Value::Object(entry));
+    }
+    entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
+    sort_entries(&mut entries);
+    if !object.get("metadata").is_some_and(Value::is_object) {
+        object["metadata"] = json!({});
+    }
+    put_managed(&mut object, entries);
+    Some(Ok(object))
+}
+
+/// The fields an applied configuration sets (stripped, without ignored fields), as
+/// FieldsV1. Like creates, configurations of one shape (a controller or pipeline applying
+/// new values) are looked up by signature first.
+fn applied_fields(
+    w: &Write<'_>,
+    ts: &TypeSchema,
+    config: &Value,
+) -> Option<serde_json::Map<String, Value>> {
+    let ignored = w.ignored(ts);
+    SHAPES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let (key, map) = &mut *cache;
+        key.clear();
+        key.push_str("apply\u{0}");
+        key.push_str(&w.api_version());
+        key.push('/');
+        key.push_str(w.kind);
+        key.push('/');
+        key.push_str(w.subresource);
+        key.push('\u{0}');
+        let cacheable = keel_smd::typed::shape_signature(
+            &ts.schema,
+            &ts.root,
+            &Value::Null,
+            config,
+            ignored,
+            key,
+        );
+        if cacheable {
+            if let Some(fields) = map.get(key.as_str()) {
+                return Some(fields.clone());
+            }
+        }
+        let mut set = keel_smd::typed::to_field_set(&ts.schema, &ts.root, config).ok()?;
+        set.remove_recursive(ignored);
+        set.remove(strip_set());
+        let Value::Object(fields) = set.to_fields_v1_value() else {
+            return None;
+        };
+        if cacheable {
+            if map.len() >= CREATE_SHAPES_MAX {
+                map.clear();
+            }
+            map.insert(key.clone(), fields.clone());
+        }
+        Some(fields)
+    })
+}
+
+/// `metadata.managedFields`, as a set of one path.
+fn managed_fields_path() -> &'static Set {
+    static PATH: OnceLock<Set> = OnceLock::new();
+    PATH.get_or_init(|| Set::from_paths([Path::fields(&["metadata", "managedFields"])]))
+}
+
+/// Whether `a` and `b` are equal but for `metadata.managedFields` (absent from `b`).
+fn equal_but_managed_fields(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return keel_smd::value::equals(a, b);
+    };
+    let meta_equal = |x: Option<&Value>, y: Option<&Value>| match (x, y) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            let x_len = x.len() - usize::from(x.contains_key("managedFields"));
+            x_len == y.len()
+                && x.iter()
+                    .filter(|(k, _)| *k != "managedFields")
+                    .all(|(k, v)| y.get(k).is_some_and(|w| keel_smd::value::equals(v, w)))
+        }
+        (x, y) => x.zip(y).map_or(x.is_none() && y.is_none(), |(x, y)| {
+            keel_smd::value::equals(x, y)
+        }),
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match k.as_str() {
+            "metadata" => meta_equal(Some(v), b.get(k)),
+            _ => b.get(k).is_some_and(|w| keel_smd::value::equals(v, w)),
+        })
+}
+
+/// Entries in the encoder's order: by operation, time (to the second), manager,
+/// apiVersion, subresource.
+fn sort_entries(entries: &mut [Value]) {
+    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let seconds = |e: &Value| {
+        let t = text(e, "time");
+        t.split(['.', 'Z', '+']).next().unwrap_or("").to_string()
+    };
+    entries.sort_by_cached_key(|e| {
+        (
+            text(e, "operation"),
+            seconds(e),
+            text(e, "manager"),
+            text(e, "apiVersion"),
+            text(e, "subresource"),
+        )
+    });
 }
 
 fn conflict_error(c: &keel_smd::updater::Conflicts) -> ApiError {
@@ -432,6 +929,291 @@ mod tests {
             kind: "ConfigMap",
             subresource: "",
             manager: Some(manager),
+        }
+    }
+
+    /// A create's direct FieldsV1 is the general path's entry, for objects of several
+    /// kinds and shapes (zero-valued structs, nulls, empty maps, lists of every kind,
+    /// duplicate items, status ignored, a kind without a Go type).
+    #[test]
+    fn direct_create_matches_general_path() {
+        let cases = [
+            (
+                "",
+                "v1",
+                "ConfigMap",
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a", "labels": {"x": "y"}, "annotations": {}},
+                "data": {"k": "v"}, "binaryData": null}),
+            ),
+            (
+                "",
+                "v1",
+                "Pod",
+                json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "finalizers": ["a", "b"], "creationTimestamp": null},
+                "spec": {"containers": [
+                    {"name": "c", "image": "i", "args": ["x"], "env": [{"name": "A", "value": "1"}],
+                     "ports": [{"containerPort": 80}, {"containerPort": 80, "protocol": "UDP"}],
+                     "resources": {}},
+                    {"name": "c", "image": "dup"}],
+                    "securityContext": {}, "tolerations": [{"key": "k"}], "nodeSelector": {"a": "b"}},
+                "status": {"phase": "Pending"}}),
+            ),
+            (
+                "apps",
+                "v1",
+                "Deployment",
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "d"},
+                "spec": {"replicas": 1, "strategy": {}, "selector": {"matchLabels": {"a": "b"}},
+                    "template": {"metadata": {"creationTimestamp": null, "labels": {"a": "b"}},
+                        "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+                "status": {}}),
+            ),
+            (
+                "",
+                "v1",
+                "Service",
+                json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "s"},
+                "spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}],
+                    "ipFamilies": ["IPv4"], "clusterIP": ""}}),
+            ),
+            (
+                "example.com",
+                "v1",
+                "Widget",
+                json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"a": [1, 2], "b": {"c": null}}}),
+            ),
+        ];
+        for (group, version, kind, obj) in cases {
+            let w = Write {
+                group,
+                version,
+                kind,
+                subresource: "",
+                manager: Some("m"),
+            };
+            // Twice: the second create of the shape comes from the per-core cache.
+            for round in 0..2 {
+                let (mut direct, mut general) = (obj.clone(), obj.clone());
+                record(&w, None, &mut direct, "T", true);
+                record(&w, None, &mut general, "T", false);
+                assert_eq!(
+                    direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
+                    "{kind} round {round}"
+                );
+                assert!(
+                    general["metadata"]["managedFields"].is_array(),
+                    "{kind}: tracked"
+                );
+            }
+        }
+        // Same shape, other values: the cached fields still hold; a null where the zero
+        // value has one, or a duplicate item, makes another shape.
+        let w = Write {
+            group: "",
+            version: "v1",
+            kind: "Pod",
+            subresource: "",
+            manager: Some("m"),
+        };
+        for spec in [
+            json!({"containers": [{"name": "a", "image": "x"}], "nodeSelector": {"k": "v"}}),
+            json!({"containers": [{"name": "b", "image": "y"}], "nodeSelector": {"k": "w"}}),
+            json!({"containers": [{"name": "b", "image": "y"}], "nodeSelector": null}),
+            json!({"containers": [{"name": "b", "image": "y"}, {"name": "b"}]}),
+        ] {
+            let obj =
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
+            let (mut direct, mut general) = (obj.clone(), obj.clone());
+            record(&w, None, &mut direct, "T", true);
+            record(&w, None, &mut general, "T", false);
+            assert_eq!(
+                direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
+                "{spec}"
+            );
+        }
+    }
+
+    /// Applies editing the stored entries in place give the general path's object and
+    /// entries (or its conflict), over random sequences of applies by two appliers (forced
+    /// or not, growing and shrinking their configurations) and updates by another manager.
+    #[test]
+    fn direct_applies_match_general_path() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let w = |m: &'static str| Write {
+            group: "apps",
+            version: "v1",
+            kind: "Deployment",
+            subresource: "",
+            manager: Some(m),
+        };
+        let mut live: Option<Value> = None;
+        let (mut conflicts, mut direct_ok) = (0, 0);
+        for step in 0..600u64 {
+            let now = format!("2026-01-01T00:{:02}:{:02}Z", step / 60, step % 60);
+            if live.is_some() && next(4) == 0 {
+                let old = live.clone().unwrap();
+                let mut new = old.clone();
+                new["spec"]["replicas"] = json!(next(5));
+                new["metadata"]["labels"]["u"] = json!(next(2).to_string());
+                record_update(&w("updater"), Some(&old), &mut new, &now);
+                live = Some(new);
+                continue;
+            }
+            let manager = ["a1", "a2"][next(2) as usize];
+            let mut cfg =
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}});
+            if next(2) == 0 {
+                cfg["spec"]["replicas"] = json!(next(3));
+            }
+            if next(2) == 0 {
+                cfg["metadata"]["labels"][format!("l{}", next(3))] = json!(next(2).to_string());
+            }
+            let containers: Vec<Value> = (0..next(3))
+                .map(|i| json!({"name": format!("c{}", (i + next(2)) % 3), "image": format!("i{}", next(2))}))
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            let containers: Vec<Value> = containers
+                .into_iter()
+                .filter(|c| seen.insert(c["name"].to_string()))
+                .collect();
+            cfg["spec"]["selector"] = json!({"matchLabels": {"a": "b"}});
+            cfg["spec"]["template"] =
+                json!({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": containers}});
+            let a = Apply {
+                write: w(manager),
+                force: next(3) == 0,
+            };
+            let direct = apply_with(&a, live.as_ref(), &cfg, &now, true);
+            let general = apply_with(&a, live.as_ref(), &cfg, &now, false);
+            match (direct, general) {
+                (Ok(d), Ok(g)) => {
+                    assert_eq!(d, g, "step {step}");
+                    direct_ok += 1;
+                    live = Some(d);
+                }
+                (Err(d), Err(g)) => {
+                    assert_eq!(d.message, g.message, "step {step}");
+                    conflicts += 1;
+                }
+                (d, g) => panic!("step {step}: direct {d:?} general {g:?}"),
+            }
+        }
+        assert!(
+            conflicts > 10 && direct_ok > 100,
+            "{conflicts} conflicts, {direct_ok} applies"
+        );
+    }
+
+    /// Updates editing the stored entries in place give the general path's entries, over
+    /// random sequences of writes by several managers (adding, changing and removing map
+    /// entries, list items and scalars; echoing or dropping managedFields; same-second
+    /// and later times).
+    #[test]
+    fn direct_updates_match_general_path() {
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for kind in ["ConfigMap", "Deployment"] {
+            let (group, api) = if kind == "ConfigMap" {
+                ("", "v1")
+            } else {
+                ("apps", "apps/v1")
+            };
+            let mut live = json!({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}});
+            if kind == "Deployment" {
+                live["spec"] = json!({"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                    "template": {"spec": {"containers": [{"name": "c0", "image": "i"}]}}});
+            }
+            let w = |m: &'static str| Write {
+                group,
+                version: "v1",
+                kind,
+                subresource: "",
+                manager: Some(m),
+            };
+            record_update(&w("creator"), None, &mut live, "2026-01-01T00:00:00Z");
+            for step in 1..400u64 {
+                let manager = ["m1", "m2", "m3", "kubectl-edit"][next(4) as usize];
+                let mut new = live.clone();
+                for _ in 0..1 + next(3) {
+                    match next(6) {
+                        0 => {
+                            new["metadata"]["labels"][format!("l{}", next(4))] =
+                                json!(next(3).to_string());
+                        }
+                        1 => {
+                            if let Some(l) = new["metadata"]["labels"].as_object_mut() {
+                                l.shift_remove(&format!("l{}", next(4)));
+                            }
+                        }
+                        2 if kind == "ConfigMap" => {
+                            new["data"][format!("k{}", next(5))] = json!(next(3).to_string());
+                        }
+                        3 if kind == "ConfigMap" => {
+                            if let Some(d) = new["data"].as_object_mut() {
+                                d.shift_remove(&format!("k{}", next(5)));
+                            }
+                        }
+                        2 => {
+                            new["spec"]["replicas"] = json!(next(4));
+                        }
+                        3 => {
+                            let c = &mut new["spec"]["template"]["spec"]["containers"];
+                            let name = format!("c{}", next(3));
+                            let a = c.as_array_mut().unwrap();
+                            match a.iter().position(|x| x["name"] == json!(name)) {
+                                Some(i) if next(2) == 0 && a.len() > 1 => { a.remove(i); }
+                                Some(i) => { a[i]["image"] = json!(format!("i{}", next(3))); }
+                                None => a.push(json!({"name": name, "image": "i", "args": [next(2).to_string()]})),
+                            }
+                        }
+                        4 => {
+                            new["metadata"]["annotations"]["a"] = json!(next(2).to_string());
+                        }
+                        _ => {
+                            new["metadata"]["resourceVersion"] = json!(step.to_string());
+                        }
+                    }
+                }
+                if next(3) == 0 {
+                    new["metadata"]
+                        .as_object_mut()
+                        .unwrap()
+                        .shift_remove("managedFields");
+                }
+                let now = format!(
+                    "2026-01-01T00:{:02}:{:02}Z",
+                    step / 60,
+                    (step / (1 + next(3))) % 60
+                );
+                let (mut direct, mut general) = (new.clone(), new);
+                record(&w(manager), Some(&live), &mut direct, &now, true);
+                record(&w(manager), Some(&live), &mut general, &now, false);
+                assert_eq!(
+                    direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
+                    "{kind} step {step}"
+                );
+                live = direct;
+            }
+            assert!(
+                live["metadata"]["managedFields"].as_array().unwrap().len() >= 2,
+                "{kind}: several managers"
+            );
         }
     }
 
