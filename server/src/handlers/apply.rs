@@ -4,7 +4,7 @@
 //! `crate::fieldmanager::apply`, run inside the registry's update loop (creating the object
 //! when it is absent).
 
-use super::body::{check_type, validate_fields};
+use super::body::{body_is_clean, check_type, validate_fields};
 use super::call::Call;
 use super::respond::{self, table_of, with_warnings};
 use crate::fieldmanager::{self, Apply, Write};
@@ -47,6 +47,15 @@ pub(super) fn options(c: &Call<'_>) -> Result<(String, bool), ApiError> {
 
 /// The applied configuration: YAML (JSON is YAML) decoding to an object.
 pub(super) fn decode_config(body: &[u8]) -> Result<Value, ApiError> {
+    // Most clients send JSON (kubectl, client-go, controller-runtime): JSON is YAML, and a
+    // JSON parser reads it several times faster (the YAML parser took a tenth of an apply's
+    // CPU). Anything else, or JSON that does not parse, goes to the YAML parser, whose
+    // errors are upstream's.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        if let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(body) {
+            return Ok(v);
+        }
+    }
     let v: Value = serde_yaml_ng::from_slice(body).map_err(|e| {
         // go-yaml's text is the first clause of the parser's (no position).
         let text = e.to_string();
@@ -107,6 +116,9 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     let dry_run = c.query.dry_run()?;
     let cfg = decode_config(&c.req.body)?;
     check_config(c, &cfg)?;
+    // Unknown fields and type errors can only come from the configuration (the live object
+    // was checked when written): when it has none, the merged object need not be checked.
+    let clean = body_is_clean(c, &c.req.body)?;
     let (res, ns, name) = (c.res, c.rr.namespace.clone(), c.rr.name.clone());
     let subresource = c.rr.subresource.clone();
     let opts = UpdateOptions {
@@ -142,8 +154,10 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             check_type(c, &mut v)?;
             res.strategy.canonicalize_input(&mut v);
             keel_proto::drop_go_omitted(&mut v);
-            let bytes = serde_json::to_vec(&v).expect("JSON");
-            validate_fields(c, &bytes, &mut v)?;
+            if !clean {
+                let bytes = serde_json::to_vec(&v).expect("JSON");
+                validate_fields(c, &bytes, &mut v)?;
+            }
             Ok(v)
         })
         .await?;

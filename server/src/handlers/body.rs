@@ -194,6 +194,21 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
     report_fields(c, mode, &report, None, obj)
 }
 
+/// Whether a JSON body has nothing field validation would report (no unknown or duplicate
+/// field, no type error) for the request's kind; `false` when it cannot tell (not JSON, a
+/// kind without a published schema). An invalid `fieldValidation` is its 400, as
+/// [`validate_fields`] answers it.
+pub fn body_is_clean(c: &Call<'_>, body: &[u8]) -> Result<bool, ApiError> {
+    FieldValidation::from_query(&c.query)?;
+    let schemas = keel_schema::schemas();
+    let gvk = gvk_of(c);
+    Ok(
+        body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+            && schemas.knows(&gvk)
+            && schemas.check(&gvk, body).is_ok_and(|r| r.is_clean()),
+    )
+}
+
 /// Type errors and strict errors as 400s, warnings, and pruning of unknown fields.
 /// `yaml_duplicate` is a YAML body's key set twice, which upstream's YAML decoder reports
 /// before the JSON findings (`yaml: unmarshal errors:\n  line 7: key "a" already set in map`).
