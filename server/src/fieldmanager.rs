@@ -1038,18 +1038,22 @@ mod tests {
         }
     }
 
+    /// A seeded generator: `next(n)` is in `0..n`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        }
+    }
+
     /// Applies editing the stored entries in place give the general path's object and
     /// entries (or its conflict), over random sequences of applies by two appliers (forced
     /// or not, growing and shrinking their configurations) and updates by another manager.
     #[test]
     fn direct_applies_match_general_path() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let w = |m: &'static str| Write {
             group: "apps",
             version: "v1",
@@ -1121,13 +1125,7 @@ mod tests {
     /// and later times).
     #[test]
     fn direct_updates_match_general_path() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for kind in ["ConfigMap", "Deployment"] {
             let (group, api) = if kind == "ConfigMap" {
                 ("", "v1")

@@ -288,7 +288,7 @@ pub fn remove_from_fields_v1(
     node: &mut Map<String, Value>,
     set: &Set,
 ) -> Result<(), FieldsV1Error> {
-    let mut each = |pe: &PathElement, drop_member: bool, sub: Option<&Set>| {
+    let each = |pe: &PathElement, drop_member: bool, sub: Option<&Set>| {
         let key = serialize_element(pe);
         let Some(child) = node.get_mut(&key) else {
             return Ok(());
@@ -305,22 +305,14 @@ pub fn remove_from_fields_v1(
         }
         Ok(())
     };
-    for pe in &set.members {
-        each(pe, true, set.children.get(pe))?;
-    }
-    for (pe, sub) in &set.children {
-        if !set.members.contains(pe) {
-            each(pe, false, Some(sub))?;
-        }
-    }
-    Ok(())
+    for_each_element(set, each)
 }
 
 /// [`Set::union_with`] applied to a FieldsV1 value in place: new keys go where element
 /// order puts them. Errors on a node that is not an object or a key that is not an element
 /// (upstream's decoder would drop it; the caller then takes the decoding path).
 pub fn add_to_fields_v1(node: &mut Map<String, Value>, set: &Set) -> Result<(), FieldsV1Error> {
-    let mut each = |pe: &PathElement, add_member: bool, sub: Option<&Set>| {
+    let each = |pe: &PathElement, add_member: bool, sub: Option<&Set>| {
         let key = serialize_element(pe);
         let existed = node.contains_key(&key);
         if !existed {
@@ -337,12 +329,21 @@ pub fn add_to_fields_v1(node: &mut Map<String, Value>, set: &Set) -> Result<(), 
         normalize_node(child, member);
         Ok(())
     };
+    for_each_element(set, each)
+}
+
+/// Calls `f` once per element of `set`'s top node: whether it is a member, and the set
+/// below it if any.
+fn for_each_element<E>(
+    set: &Set,
+    mut f: impl FnMut(&PathElement, bool, Option<&Set>) -> Result<(), E>,
+) -> Result<(), E> {
     for pe in &set.members {
-        each(pe, true, set.children.get(pe))?;
+        f(pe, true, set.children.get(pe))?;
     }
     for (pe, sub) in &set.children {
         if !set.members.contains(pe) {
-            each(pe, false, Some(sub))?;
+            f(pe, false, Some(sub))?;
         }
     }
     Ok(())

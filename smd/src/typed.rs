@@ -311,6 +311,16 @@ pub fn compare_skipping(
     Ok(c)
 }
 
+/// Where a walk goes below a struct field or map key `pe` with the fields to `skip`:
+/// `None` when `pe` itself is skipped, else the fields to skip below it.
+fn skip_below<'s>(skip: Option<&'s Set>, pe: &PathElement) -> Option<Option<&'s Set>> {
+    match skip {
+        Some(s) if s.members.contains(pe) => None,
+        Some(s) => Some(s.children.get(pe)),
+        None => Some(None),
+    }
+}
+
 fn compare_leaf(
     lhs: Option<&Value>,
     rhs: Option<&Value>,
@@ -407,10 +417,8 @@ fn compare_part(
                 let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
                 for k in keys {
                     let (child_tr, pe) = t.child(k);
-                    let child_skip = match skip {
-                        Some(s) if s.members.contains(&pe) => continue,
-                        Some(s) => s.children.get(&pe),
-                        None => None,
+                    let Some(child_skip) = skip_below(skip, &pe) else {
+                        continue;
                     };
                     path.push(pe);
                     compare_walk(schema, child_tr, l.get(k), r.get(k), child_skip, path, c)?;
@@ -571,10 +579,8 @@ fn merge_walk(
             let keys = l.keys().chain(r.keys().filter(|k| !l.contains_key(*k)));
             for k in keys {
                 let (child_tr, pe) = t.child(k);
-                let child_skip = match skip {
-                    Some(s) if s.members.contains(&pe) => continue,
-                    Some(s) => s.children.get(&pe),
-                    None => None,
+                let Some(child_skip) = skip_below(skip, &pe) else {
+                    continue;
                 };
                 path.push(pe);
                 if let Some(v) = merge_walk(schema, child_tr, l.get(k), r.get(k), child_skip, path)?
@@ -1088,10 +1094,8 @@ fn changed_walk(
             }
             for (k, rv) in r.into_iter().flatten() {
                 let (child_tr, pe) = t.child(k);
-                let child_skip = match skip {
-                    Some(s) if s.members.contains(&pe) => continue,
-                    Some(s) => s.children.get(&pe),
-                    None => None,
+                let Some(child_skip) = skip_below(skip, &pe) else {
+                    continue;
                 };
                 path.push(pe.clone());
                 let walked = changed_walk(
