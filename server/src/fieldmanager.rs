@@ -248,18 +248,28 @@ const STRIPPED_META: [&str; 9] = [
 
 /// The live object of a create: the type's zero value as Go prints it (`{}` for kinds
 /// without a Go type).
-fn zero_value(w: &Write<'_>) -> Arc<Value> {
-    // Built once per kind: a Pod's walks hundreds of message fields.
-    static CACHE: OnceLock<RwLock<HashMap<String, Arc<Value>>>> = OnceLock::new();
+fn zero_value(w: &Write<'_>) -> &'static Value {
+    // Built once per kind (a Pod's walks hundreds of message fields) and kept for the life
+    // of the process: one per built-in kind with a Go type, one `{}` for every other kind.
+    static CACHE: OnceLock<RwLock<HashMap<String, &'static Value>>> = OnceLock::new();
+    static EMPTY: OnceLock<Value> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let api_version = w.api_version();
     let key = format!("{api_version}/{}", w.kind);
     if let Some(v) = cache.read().get(&key) {
-        return v.clone();
+        return v;
     }
-    let v = Arc::new(keel_proto::go_zero_value(&api_version, w.kind).unwrap_or_else(|| json!({})));
-    cache.write().insert(key, v.clone());
+    let v: &'static Value = match keel_proto::go_zero_value(&api_version, w.kind) {
+        Some(v) => Box::leak(Box::new(v)),
+        None => EMPTY.get_or_init(|| json!({})),
+    };
+    cache.write().insert(key, v);
     v
+}
+
+/// The live object of a write: the stored one, or the type's zero value for a create.
+fn live_or_zero<'v>(w: &Write<'_>, live: Option<&'v Value>) -> &'v Value {
+    live.unwrap_or_else(|| zero_value(w))
 }
 
 /// Upstream's `stripSet`: members dropped from the writer's own set (not their children).
@@ -332,14 +342,7 @@ fn record(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str, direc
         .filter(|(m, _)| !m.is_empty());
     let ts = type_schema(w.group, w.version, w.kind);
     let mut updater = Updater::new(&ts.schema, &ts.root).with_ignored(w.ignored(&ts));
-    let zero;
-    let live_obj = match live {
-        Some(l) => l,
-        None => {
-            zero = zero_value(w);
-            &*zero
-        }
-    };
+    let live_obj = live_or_zero(w, live);
     let restore = |new: &mut Value| {
         if let Some(v) = live_managed {
             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -409,6 +412,42 @@ fn record(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str, direc
     put_managed(new, managedfields::encode(&managers, &times));
 }
 
+/// A stored entry's identity, when it is one the decoder accepts as it is (operation
+/// `Apply` or `Update`, an apiVersion, `fieldsType: FieldsV1`).
+struct EntryId<'e> {
+    operation: &'e str,
+    manager: &'e str,
+    api_version: &'e str,
+    subresource: &'e str,
+}
+
+impl<'e> EntryId<'e> {
+    fn of(e: &'e Value) -> Option<EntryId<'e>> {
+        let text = |k: &str| match e.get(k) {
+            None => Some(""),
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => None,
+        };
+        let id = EntryId {
+            operation: text("operation")?,
+            manager: text("manager")?,
+            api_version: text("apiVersion")?,
+            subresource: text("subresource")?,
+        };
+        (text("fieldsType")? == "FieldsV1"
+            && !id.api_version.is_empty()
+            && matches!(id.operation, "Apply" | "Update"))
+        .then_some(id)
+    }
+}
+
+/// What a comparison adds or modifies.
+fn changed_paths(cmp: &keel_smd::typed::Comparison) -> Set {
+    let mut changed = cmp.added.clone();
+    changed.union_with(&cmp.modified);
+    changed
+}
+
 /// An Update's tracking without decoding the stored entries: every entry loses the
 /// changed and removed fields, the writer's entry gains the changed ones (less the
 /// stripped identity fields) and its time; entries left with nothing go; entries are
@@ -422,8 +461,7 @@ fn edit_entries(
     now: &str,
 ) -> Option<Vec<Value>> {
     use keel_smd::fieldsv1::{add_to_fields_v1, remove_from_fields_v1};
-    let mut changed = cmp.added.clone();
-    changed.union_with(&cmp.modified);
+    let changed = changed_paths(cmp);
     let mut took = changed.clone();
     took.remove(strip_set());
     let api_version = w.api_version();
@@ -431,26 +469,15 @@ fn edit_entries(
     let mut writer = None;
     let mut updaters = 0;
     for (i, e) in entries.iter_mut().enumerate() {
-        let o = e.as_object_mut()?;
-        let text = |k: &str| match o.get(k) {
-            None => Some(""),
-            Some(Value::String(s)) => Some(s.as_str()),
-            Some(_) => None,
-        };
-        let operation = text("operation")?;
-        if text("fieldsType")? != "FieldsV1" || text("apiVersion")?.is_empty() {
-            return None;
+        let id = EntryId::of(e)?;
+        let is_writer = id.operation == "Update"
+            && id.manager == manager
+            && id.api_version == api_version
+            && id.subresource == w.subresource;
+        if id.operation == "Update" {
+            updaters += 1;
         }
-        let is_writer = operation == "Update"
-            && text("manager")? == manager
-            && text("apiVersion")? == api_version
-            && text("subresource")? == w.subresource;
-        match operation {
-            "Update" => updaters += 1,
-            "Apply" => {}
-            _ => return None,
-        }
-        let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+        let Some(Value::Object(fields)) = e.get_mut("fieldsV1") else {
             return None;
         };
         remove_from_fields_v1(fields, &changed).ok()?;
@@ -517,32 +544,8 @@ fn record_create(
     now: &str,
 ) -> Option<()> {
     let ignored = w.ignored(ts);
-    let fields = SHAPES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let (key, map) = &mut *cache;
-        key.clear();
-        key.push_str("create\u{0}");
-        key.push_str(&w.api_version());
-        key.push('/');
-        key.push_str(w.kind);
-        key.push('/');
-        key.push_str(w.subresource);
-        key.push('\u{0}');
-        let cacheable =
-            keel_smd::typed::shape_signature(&ts.schema, &ts.root, zero, new, ignored, key);
-        if cacheable {
-            if let Some(fields) = map.get(key.as_str()) {
-                return Ok(Some(fields.clone()));
-            }
-        }
-        let fields = create_fields(ts, zero, new, ignored);
-        if let (true, Ok(Some(f))) = (cacheable, &fields) {
-            if map.len() >= CREATE_SHAPES_MAX {
-                map.clear();
-            }
-            map.insert(key.clone(), f.clone());
-        }
-        fields
+    let fields = by_shape("create", w, ts, zero, new, || {
+        create_fields(ts, zero, new, ignored)
     });
     let fields = match fields {
         Ok(Some(fields)) => fields,
@@ -642,14 +645,7 @@ fn apply_with(
     let w = &a.write;
     // The live object as stored: its managedFields are among the ignored fields, and the
     // applied object's are replaced below.
-    let zero;
-    let live_obj = match live {
-        Some(l) => l,
-        None => {
-            zero = zero_value(w);
-            &*zero
-        }
-    };
+    let live_obj = live_or_zero(w, live);
     let live_managed = live_obj
         .get("metadata")
         .and_then(|m| m.get("managedFields"));
@@ -722,30 +718,16 @@ fn apply_in_place(
             .ok()?;
     let cmp =
         keel_smd::typed::compare_skipping(&ts.schema, &ts.root, live, &object, ignored).ok()?;
-    let mut changed = cmp.added.clone();
-    changed.union_with(&cmp.modified);
+    let changed = changed_paths(&cmp);
     let api_version = w.api_version();
     let mut old_time = None;
     let mut mine_at = None;
     for (i, e) in entries.iter_mut().enumerate() {
-        let o = e.as_object_mut()?;
-        let text = |k: &str| match o.get(k) {
-            None => Some(""),
-            Some(Value::String(s)) => Some(s.as_str()),
-            Some(_) => None,
-        };
-        let operation = text("operation")?;
-        if text("fieldsType")? != "FieldsV1"
-            || text("apiVersion")?.is_empty()
-            || !matches!(operation, "Apply" | "Update")
-        {
-            return None;
-        }
-        let is_mine = operation == "Apply"
-            && text("manager")? == w.manager()
-            && text("subresource")? == w.subresource;
-        let time = o.get("time").cloned();
-        let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+        let id = EntryId::of(e)?;
+        let is_mine =
+            id.operation == "Apply" && id.manager == w.manager() && id.subresource == w.subresource;
+        let time = e.get("time").cloned();
+        let Some(Value::Object(fields)) = e.get_mut("fieldsV1") else {
             return None;
         };
         if is_mine {
@@ -811,43 +793,61 @@ fn applied_fields(
     config: &Value,
 ) -> Option<serde_json::Map<String, Value>> {
     let ignored = w.ignored(ts);
+    let fields = by_shape("apply", w, ts, &Value::Null, config, || {
+        let mut set =
+            keel_smd::typed::to_field_set(&ts.schema, &ts.root, config).map_err(|_| ())?;
+        set.remove_recursive(ignored);
+        set.remove(strip_set());
+        match set.to_fields_v1_value() {
+            Value::Object(fields) => Ok(Some(fields)),
+            _ => Err(()),
+        }
+    });
+    fields.ok().flatten()
+}
+
+/// FieldsV1 fields as a managedFields entry holds them.
+type Fields = serde_json::Map<String, Value>;
+
+/// The fields `compute` finds for `obj` (compared with `lhs`) in `op` by `w`, remembered
+/// per core by the object's shape signature: objects of one shape (one template's Pods, a
+/// pipeline's applied configurations) share them.
+fn by_shape<E>(
+    op: &str,
+    w: &Write<'_>,
+    ts: &TypeSchema,
+    lhs: &Value,
+    obj: &Value,
+    compute: impl FnOnce() -> Result<Option<Fields>, E>,
+) -> Result<Option<Fields>, E> {
     SHAPES.with(|cache| {
         let mut cache = cache.borrow_mut();
         let (key, map) = &mut *cache;
         key.clear();
-        key.push_str("apply\u{0}");
+        key.push_str(op);
+        key.push('\u{0}');
         key.push_str(&w.api_version());
         key.push('/');
         key.push_str(w.kind);
         key.push('/');
         key.push_str(w.subresource);
         key.push('\u{0}');
-        let cacheable = keel_smd::typed::shape_signature(
-            &ts.schema,
-            &ts.root,
-            &Value::Null,
-            config,
-            ignored,
-            key,
-        );
+        let ignored = w.ignored(ts);
+        let cacheable =
+            keel_smd::typed::shape_signature(&ts.schema, &ts.root, lhs, obj, ignored, key);
         if cacheable {
             if let Some(fields) = map.get(key.as_str()) {
-                return Some(fields.clone());
+                return Ok(Some(fields.clone()));
             }
         }
-        let mut set = keel_smd::typed::to_field_set(&ts.schema, &ts.root, config).ok()?;
-        set.remove_recursive(ignored);
-        set.remove(strip_set());
-        let Value::Object(fields) = set.to_fields_v1_value() else {
-            return None;
-        };
-        if cacheable {
+        let fields = compute()?;
+        if let (true, Some(f)) = (cacheable, &fields) {
             if map.len() >= CREATE_SHAPES_MAX {
                 map.clear();
             }
-            map.insert(key.clone(), fields.clone());
+            map.insert(key.clone(), f.clone());
         }
-        Some(fields)
+        Ok(fields)
     })
 }
 
