@@ -77,9 +77,15 @@ impl Registry {
         let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
             let Some((current, stale)) = self.storage.get_latest_for_update(&key)? else {
-                return self
+                match self
                     .create_on_update(res, namespace, name, opts, tracking, try_update)
-                    .await;
+                    .await
+                {
+                    // Another writer created it meanwhile (two applies of a new object):
+                    // read it and update it, as upstream's storage retries a failed create.
+                    Err(e) if e.reason == "AlreadyExists" => continue,
+                    done => return done,
+                }
             };
             let cur_rev = current.mod_revision;
             let old = objects::parse_stored(current.value())?;
