@@ -31,7 +31,7 @@
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
 use keel_smd::schema::{Schema, TypeRef};
-use keel_smd::updater::{ApplyError, ManagedSet, ManagerKey, Managers, Updater};
+use keel_smd::updater::{ApplyError, ManagedSet, ManagerKey, Managers, Operation, Updater};
 use keel_smd::{Path, Set};
 use parking_lot::RwLock;
 use serde_json::{json, Value};
@@ -509,29 +509,21 @@ fn edit_entries(
         }
     }
     entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
-    sort_entries(&mut entries);
+    managedfields::sort_entries(&mut entries);
     Some(entries)
 }
 
 /// A new Update entry of `w`, members in the order Go's struct has them.
 fn update_entry(w: &Write<'_>, fields: Value, now: &str) -> Value {
-    let mut entry = serde_json::Map::new();
-    // Go's `omitempty`: a request without a User-Agent has no manager name.
-    if !w.manager().is_empty() {
-        entry.insert("manager".into(), Value::String(w.manager().to_string()));
-    }
-    entry.insert("operation".into(), Value::String("Update".into()));
-    entry.insert("apiVersion".into(), Value::String(w.api_version()));
-    entry.insert("time".into(), Value::String(now.to_string()));
-    entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-    entry.insert("fieldsV1".into(), fields);
-    if !w.subresource.is_empty() {
-        entry.insert(
-            "subresource".into(),
-            Value::String(w.subresource.to_string()),
-        );
-    }
-    Value::Object(entry)
+    // (A request without a User-Agent has no manager name: Go omits it.)
+    managedfields::entry(
+        w.manager(),
+        Operation::Update,
+        &w.api_version(),
+        Some(now),
+        fields,
+        w.subresource,
+    )
 }
 
 /// A create's tracking without sets: the writer's entry is the FieldsV1 of what differs
@@ -729,7 +721,11 @@ fn apply_in_place(
         let id = EntryId::of(e)?;
         let is_mine =
             id.operation == "Apply" && id.manager == w.manager() && id.subresource == w.subresource;
-        let time = e.get("time").cloned();
+        let time = match e.get("time") {
+            None => None,
+            Some(Value::String(t)) => Some(t.clone()),
+            Some(_) => return None,
+        };
         let Some(Value::Object(fields)) = e.get_mut("fieldsV1") else {
             return None;
         };
@@ -755,31 +751,23 @@ fn apply_in_place(
     }
     let changed_object = !equal_but_managed_fields(live, &object);
     if !my_fields.is_empty() {
-        let mut entry = serde_json::Map::new();
-        entry.insert("manager".into(), Value::String(w.manager().to_string()));
-        entry.insert("operation".into(), Value::String("Apply".into()));
-        entry.insert("apiVersion".into(), Value::String(api_version));
         // Upstream stamps the time only when the object changed (and never for `scale`).
         let time = if changed_object && w.subresource != "scale" {
-            Some(Value::String(now.to_string()))
+            Some(now.to_string())
         } else {
             old_time
         };
-        if let Some(t) = time {
-            entry.insert("time".into(), t);
-        }
-        entry.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-        entry.insert("fieldsV1".into(), Value::Object(my_fields));
-        if !w.subresource.is_empty() {
-            entry.insert(
-                "subresource".into(),
-                Value::String(w.subresource.to_string()),
-            );
-        }
-        entries.push(Value::Object(entry));
+        entries.push(managedfields::entry(
+            w.manager(),
+            Operation::Apply,
+            &api_version,
+            time.as_deref(),
+            Value::Object(my_fields),
+            w.subresource,
+        ));
     }
     entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
-    sort_entries(&mut entries);
+    managedfields::sort_entries(&mut entries);
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});
     }
@@ -882,25 +870,6 @@ fn equal_but_managed_fields(a: &Value, b: &Value) -> bool {
             "metadata" => meta_equal(Some(v), b.get(k)),
             _ => b.get(k).is_some_and(|w| keel_smd::value::equals(v, w)),
         })
-}
-
-/// Entries in the encoder's order: by operation, time (to the second), manager,
-/// apiVersion, subresource.
-fn sort_entries(entries: &mut [Value]) {
-    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    let seconds = |e: &Value| {
-        let t = text(e, "time");
-        t.split(['.', 'Z', '+']).next().unwrap_or("").to_string()
-    };
-    entries.sort_by_cached_key(|e| {
-        (
-            text(e, "operation"),
-            seconds(e),
-            text(e, "manager"),
-            text(e, "apiVersion"),
-            text(e, "subresource"),
-        )
-    });
 }
 
 fn conflict_error(c: &keel_smd::updater::Conflicts) -> ApiError {

@@ -127,41 +127,66 @@ pub fn decode(entries: Option<&Value>) -> Result<(Managers, Times), ManagedField
 
 /// Encodes managers as `metadata.managedFields` entries, in upstream's order.
 pub fn encode(managers: &Managers, times: &Times) -> Vec<Value> {
-    let mut rows: Vec<(&ManagerKey, &ManagedSet, Option<&String>)> =
-        managers.iter().map(|(k, s)| (k, s, times.get(k))).collect();
-    rows.sort_by(|a, b| {
-        a.0.operation
-            .as_str()
-            .cmp(b.0.operation.as_str())
-            .then_with(|| time_seconds(a.2).cmp(time_seconds(b.2)))
-            .then_with(|| a.0.manager.cmp(&b.0.manager))
-            .then_with(|| a.1.api_version.cmp(&b.1.api_version))
-            .then_with(|| a.0.subresource.cmp(&b.0.subresource))
-    });
-    rows.into_iter()
-        .map(|(key, set, time)| {
-            let mut e = Map::new();
-            if !key.manager.is_empty() {
-                e.insert("manager".into(), Value::String(key.manager.clone()));
-            }
-            e.insert(
-                "operation".into(),
-                Value::String(key.operation.as_str().into()),
-            );
-            if !set.api_version.is_empty() {
-                e.insert("apiVersion".into(), Value::String(set.api_version.clone()));
-            }
-            if let Some(t) = time {
-                e.insert("time".into(), Value::String(t.clone()));
-            }
-            e.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-            e.insert("fieldsV1".into(), set.set.to_fields_v1_value());
-            if !key.subresource.is_empty() {
-                e.insert("subresource".into(), Value::String(key.subresource.clone()));
-            }
-            Value::Object(e)
+    let mut entries: Vec<Value> = managers
+        .iter()
+        .map(|(key, set)| {
+            entry(
+                &key.manager,
+                key.operation,
+                &set.api_version,
+                times.get(key).map(String::as_str),
+                set.set.to_fields_v1_value(),
+                &key.subresource,
+            )
         })
-        .collect()
+        .collect();
+    sort_entries(&mut entries);
+    entries
+}
+
+/// One managedFields entry, members in the order of Go's `ManagedFieldsEntry`, empty
+/// ones omitted (Go's `omitempty`).
+pub fn entry(
+    manager: &str,
+    operation: Operation,
+    api_version: &str,
+    time: Option<&str>,
+    fields: Value,
+    subresource: &str,
+) -> Value {
+    let mut e = Map::new();
+    if !manager.is_empty() {
+        e.insert("manager".into(), Value::String(manager.to_string()));
+    }
+    e.insert("operation".into(), Value::String(operation.as_str().into()));
+    if !api_version.is_empty() {
+        e.insert("apiVersion".into(), Value::String(api_version.to_string()));
+    }
+    if let Some(t) = time {
+        e.insert("time".into(), Value::String(t.to_string()));
+    }
+    e.insert("fieldsType".into(), Value::String("FieldsV1".into()));
+    e.insert("fieldsV1".into(), fields);
+    if !subresource.is_empty() {
+        e.insert("subresource".into(), Value::String(subresource.to_string()));
+    }
+    Value::Object(e)
+}
+
+/// Sorts entries in upstream's order: by operation (`Apply` first), then time to the
+/// second (entries without one first), manager, apiVersion, subresource.
+pub fn sort_entries(entries: &mut [Value]) {
+    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    entries.sort_by_cached_key(|e| {
+        let time = text(e, "time");
+        (
+            text(e, "operation"),
+            time_seconds((!time.is_empty()).then_some(&time)).to_string(),
+            text(e, "manager"),
+            text(e, "apiVersion"),
+            text(e, "subresource"),
+        )
+    });
 }
 
 /// Folds the oldest Update managers (by time, then identifier) until at most `max` Update
