@@ -28,6 +28,7 @@
 //! Tests check each of these against the general path (random sequences of writes), and
 //! `cargo run --release -p keel-server --example fieldmanager_cost` measures them.
 
+use crate::objects;
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
 use keel_smd::schema::{Schema, TypeRef};
@@ -36,6 +37,7 @@ use keel_smd::{Path, Set};
 use parking_lot::RwLock;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 /// Upstream's `FieldManagerMaxLength`: manager names longer than this are refused (query) or
@@ -319,12 +321,29 @@ fn is_reset(v: Option<&Value>) -> bool {
 /// as they are without being decoded. Entries read back from storage were computed with
 /// the same schema, so only entries a client wrote are reconciled with it.
 pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str) {
-    record(w, live, new, now, true)
+    record(w, live, new, now, true, false)
+}
+
+/// [`record_update`] of a create whose object goes from here to storage's encoder
+/// ([`objects::to_canonical_json`]) and nowhere else: the entry's FieldsV1 may be put in
+/// as JSON text ([`objects::raw_json`]), so that a Pod's fields, the same for every Pod
+/// of a template, are not copied as a tree, written value by value and freed on every
+/// create. Only the encoder reads such an entry: nothing may track the object again.
+pub fn record_new(w: &Write<'_>, new: &mut Value, now: &str) {
+    record(w, None, new, now, true, true)
 }
 
 /// [`record_update`]; `direct`: a create takes [`record_create`]'s path and an update of
-/// stored entries [`edit_entries`]' (tests compare them with the general path).
-fn record(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str, direct: bool) {
+/// stored entries [`edit_entries`]' (tests compare them with the general path); `raw`: as
+/// [`record_new`].
+fn record(
+    w: &Write<'_>,
+    live: Option<&Value>,
+    new: &mut Value,
+    now: &str,
+    direct: bool,
+    raw: bool,
+) {
     let written = take_managed(new);
     if is_reset(written.as_ref()) {
         return;
@@ -351,7 +370,7 @@ fn record(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str, direc
         }
     };
     if direct && live.is_none() && from_written.is_none() {
-        if let Some(done) = record_create(w, &ts, live_obj, new, now) {
+        if let Some(done) = record_create(w, &ts, live_obj, new, now, raw) {
             return done;
         }
     }
@@ -537,6 +556,7 @@ fn record_create(
     zero: &Value,
     new: &mut Value,
     now: &str,
+    raw: bool,
 ) -> Option<()> {
     let ignored = w.ignored(ts);
     let fields = by_shape("create", w, ts, zero, new, || {
@@ -548,8 +568,12 @@ fn record_create(
         // As the general path: an object that does not fit its schema is not tracked.
         Err(()) => return Some(()),
     };
-    if !fields.is_empty() {
-        put_managed(new, vec![update_entry(w, Value::Object(fields), now)]);
+    if !fields.fields.is_empty() {
+        let fields = match raw {
+            true => objects::raw_json(&fields.json),
+            false => Value::Object(fields.fields.clone()),
+        };
+        put_managed(new, vec![update_entry(w, fields, now)]);
     }
     Some(())
 }
@@ -559,7 +583,13 @@ fn record_create(
 pub const CREATE_SHAPES_MAX: usize = 256;
 
 /// Per core: a signature buffer and the fields of recent create shapes.
-type Shapes = (String, HashMap<String, serde_json::Map<String, Value>>);
+type Shapes = (String, HashMap<String, Rc<ShapeFields>>);
+
+/// The fields of one shape, as a tree and as the JSON text the encoder writes for it.
+struct ShapeFields {
+    fields: Fields,
+    json: Vec<u8>,
+}
 
 thread_local! {
     static SHAPES: std::cell::RefCell<Shapes> = Default::default();
@@ -794,7 +824,7 @@ fn applied_fields(
             _ => Err(()),
         }
     });
-    fields.ok().flatten()
+    fields.ok().flatten().map(|f| f.fields.clone())
 }
 
 /// FieldsV1 fields as a managedFields entry holds them.
@@ -810,7 +840,7 @@ fn by_shape<E>(
     lhs: &Value,
     obj: &Value,
     compute: impl FnOnce() -> Result<Option<Fields>, E>,
-) -> Result<Option<Fields>, E> {
+) -> Result<Option<Rc<ShapeFields>>, E> {
     SHAPES.with(|cache| {
         let mut cache = cache.borrow_mut();
         let (key, map) = &mut *cache;
@@ -831,14 +861,22 @@ fn by_shape<E>(
                 return Ok(Some(fields.clone()));
             }
         }
-        let fields = compute()?;
-        if let (true, Some(f)) = (cacheable, &fields) {
+        let Some(fields) = compute()? else {
+            return Ok(None);
+        };
+        let fields = Value::Object(fields);
+        let json = objects::to_json(&fields);
+        let Value::Object(fields) = fields else {
+            unreachable!("made an object above")
+        };
+        let fields = Rc::new(ShapeFields { fields, json });
+        if cacheable {
             if map.len() >= CREATE_SHAPES_MAX {
                 map.clear();
             }
-            map.insert(key.clone(), f.clone());
+            map.insert(key.clone(), fields.clone());
         }
-        Ok(fields)
+        Ok(Some(fields))
     })
 }
 
@@ -971,12 +1009,13 @@ mod tests {
             // Twice: the second create of the shape comes from the per-core cache.
             for round in 0..2 {
                 let (mut direct, mut general) = (obj.clone(), obj.clone());
-                record(&w, None, &mut direct, "T", true);
-                record(&w, None, &mut general, "T", false);
+                record(&w, None, &mut direct, "T", true, false);
+                record(&w, None, &mut general, "T", false, false);
                 assert_eq!(
                     direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                     "{kind} round {round}"
                 );
+                assert_raw_encodes_as(&w, &obj, &general);
                 assert!(
                     general["metadata"]["managedFields"].is_array(),
                     "{kind}: tracked"
@@ -1002,13 +1041,29 @@ mod tests {
             let obj =
                 json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
             let (mut direct, mut general) = (obj.clone(), obj.clone());
-            record(&w, None, &mut direct, "T", true);
-            record(&w, None, &mut general, "T", false);
+            record(&w, None, &mut direct, "T", true, false);
+            record(&w, None, &mut general, "T", false, false);
             assert_eq!(
                 direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                 "{spec}"
             );
+            assert_raw_encodes_as(&w, &obj, &general);
         }
+    }
+
+    /// [`record_new`] of `obj` (its FieldsV1 as JSON text) is stored as the general path's
+    /// `tracked` is.
+    fn assert_raw_encodes_as(w: &Write<'_>, obj: &Value, tracked: &Value) {
+        let mut raw = obj.clone();
+        record_new(w, &mut raw, "T");
+        assert!(
+            raw["metadata"]["managedFields"][0]["fieldsV1"].is_string(),
+            "the raw path is taken: {raw}"
+        );
+        assert_eq!(
+            String::from_utf8(objects::to_canonical_json(&raw)).unwrap(),
+            String::from_utf8(objects::to_canonical_json(tracked)).unwrap()
+        );
     }
 
     /// A seeded generator: `next(n)` is in `0..n`.
@@ -1173,8 +1228,8 @@ mod tests {
                     (step / (1 + next(3))) % 60
                 );
                 let (mut direct, mut general) = (new.clone(), new);
-                record(&w(manager), Some(&live), &mut direct, &now, true);
-                record(&w(manager), Some(&live), &mut general, &now, false);
+                record(&w(manager), Some(&live), &mut direct, &now, true, false);
+                record(&w(manager), Some(&live), &mut general, &now, false, false);
                 assert_eq!(
                     direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                     "{kind} step {step}"

@@ -126,11 +126,15 @@ pub fn to_canonical_json(obj: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(1024);
     match obj.as_object() {
         Some(root) => write_ordered(&mut out, root, TOP_ORDER, |out, k, v| match (k, v) {
-            ("metadata", Value::Object(m)) => {
-                write_ordered(out, m, keel_api::meta::OBJECT_META_ORDER, |out, _, v| {
-                    write_json(out, v)
-                })
-            }
+            ("metadata", Value::Object(m)) => write_ordered(
+                out,
+                m,
+                keel_api::meta::OBJECT_META_ORDER,
+                |out, k, v| match k {
+                    "managedFields" => write_managed_fields(out, v),
+                    _ => write_json(out, v),
+                },
+            ),
             _ => write_json(out, v),
         }),
         None => write_json(&mut out, obj),
@@ -182,6 +186,72 @@ fn write_ordered(
 }
 
 /// Compact JSON of `v`, maps in their own order, as `serde_json::to_vec` writes it.
+pub fn to_json(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_json(&mut out, v);
+    out
+}
+
+/// A per-process prefix no client can predict: marks a string as JSON text to write as it
+/// is (see [`raw_json`]).
+fn raw_marker() -> &'static str {
+    static M: OnceLock<String> = OnceLock::new();
+    M.get_or_init(|| {
+        format!(
+            "\u{0}keel-raw-{:016x}{:016x}\u{0}",
+            rand::random::<u64>(),
+            rand::random::<u64>()
+        )
+    })
+}
+
+/// A `managedFields` entry's `fieldsV1` given as its JSON text (`json`: what
+/// [`to_json`] wrote), which [`to_canonical_json`] writes as it is. A write path puts one
+/// in (`fieldmanager::record_new`) where it knows the object goes to that encoder next and
+/// nowhere else: any other reader would see a string.
+pub fn raw_json(json: &[u8]) -> Value {
+    let marker = raw_marker();
+    let mut s = String::with_capacity(marker.len() + json.len());
+    s.push_str(marker);
+    s.push_str(std::str::from_utf8(json).expect("JSON text is UTF-8"));
+    Value::String(s)
+}
+
+/// `metadata.managedFields`: as [`write_json`], but an entry's `fieldsV1` made by
+/// [`raw_json`] is written as the JSON text it holds.
+fn write_managed_fields(out: &mut Vec<u8>, v: &Value) {
+    let Value::Array(entries) = v else {
+        return write_json(out, v);
+    };
+    out.push(b'[');
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let Value::Object(m) = e else {
+            write_json(out, e);
+            continue;
+        };
+        out.push(b'{');
+        for (j, (k, v)) in m.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            write_json_str(out, k);
+            out.push(b':');
+            match v {
+                Value::String(s) if k == "fieldsV1" => match s.strip_prefix(raw_marker()) {
+                    Some(json) => out.extend_from_slice(json.as_bytes()),
+                    None => write_json_str(out, s),
+                },
+                _ => write_json(out, v),
+            }
+        }
+        out.push(b'}');
+    }
+    out.push(b']');
+}
+
 fn write_json(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
@@ -401,6 +471,31 @@ mod tests {
             to_canonical_json(&json!({"metadata": 3, "kind": "K"})),
             br#"{"kind":"K","metadata":3}"#
         );
+    }
+
+    #[test]
+    fn raw_fields_are_written_as_text_only_as_an_entry_fields_v1() {
+        let fields = json!({"f:data": {".": {}, "f:k\"": {}}});
+        let raw = raw_json(&to_json(&fields));
+        let obj = |f: Value| {
+            json!({"kind": "ConfigMap", "metadata": {"name": "n", "managedFields": [
+                {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": f},
+                {"manager": "other", "fieldsV1": "plain"}]}, "data": {"k\"": "v"}})
+        };
+        // As the same object with the fields as a tree.
+        assert_eq!(
+            String::from_utf8(to_canonical_json(&obj(raw.clone()))).unwrap(),
+            String::from_utf8(to_canonical_json(&obj(fields))).unwrap()
+        );
+        // Anywhere else it is a string (and a string is not raw text).
+        let elsewhere = json!({"kind": "ConfigMap", "data": {"fieldsV1": raw.clone()}});
+        let text = to_canonical_json(&elsewhere);
+        let back: Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(back["data"]["fieldsV1"], raw);
+        let plain = to_canonical_json(&obj(json!("{}")));
+        assert!(String::from_utf8(plain)
+            .unwrap()
+            .contains(r#""fieldsV1":"{}""#));
     }
 
     /// A random JSON value (seeded): every escape class in strings, non-ASCII, numbers of

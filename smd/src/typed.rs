@@ -30,7 +30,7 @@ use crate::schema::{Atom, ElementRelationship, ListType, MapType, Schema, TypeRe
 use crate::value::equals;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 /// An object that does not fit its schema, or a schema that names a missing type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1224,7 +1224,8 @@ fn shape_walk(
                         (child_tr, s.children.get(&pe))
                     }
                 };
-                let _ = write!(out, "{}:", k.len());
+                crate::value::push_decimal(out, k.len() as u64);
+                out.push(':');
                 out.push_str(k);
                 shape_walk(
                     schema,

@@ -132,11 +132,29 @@ fn go_json_float(f: f64) -> String {
 }
 
 fn write_number(out: &mut String, n: &Number) {
-    if n.is_f64() {
-        out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0)));
+    if let Some(u) = n.as_u64() {
+        push_decimal(out, u);
+    } else if let Some(i) = n.as_i64() {
+        out.push('-');
+        push_decimal(out, i.unsigned_abs());
     } else {
-        out.push_str(&n.to_string());
+        out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0)));
     }
+}
+
+/// Appends `n` in decimal (without `fmt`'s machinery: signatures write one per map key).
+pub fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
 /// Writes `v` as Go's encoder does for an `interface{}`: maps with sorted keys, no spaces.
@@ -259,6 +277,27 @@ mod tests {
         }
         assert_eq!(compare(&json!(1), &json!(1.0)), Ordering::Equal);
         assert!(equals(&json!({"a": [1, 2]}), &json!({"a": [1.0, 2]})));
+    }
+
+    #[test]
+    fn integers_are_written_as_go_writes_them() {
+        for n in [
+            0i128,
+            7,
+            10,
+            99,
+            100,
+            -1,
+            -10,
+            i64::MIN as i128,
+            i64::MAX as i128,
+            u64::MAX as i128,
+        ] {
+            let v: Value = serde_json::from_str(&n.to_string()).unwrap();
+            let mut out = String::new();
+            write_go_json(&mut out, &v);
+            assert_eq!(out, n.to_string());
+        }
     }
 
     #[test]

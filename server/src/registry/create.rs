@@ -40,7 +40,8 @@ impl Registry {
             return Err(invalid(res, &obj, causes));
         }
         self.check_namespace(res, namespace, objects::name(&obj))?;
-        opts.tracking.record(res, "", None, &mut obj);
+        // (The object is not read as a tree again: its entry may be JSON text.)
+        opts.tracking.record_new(res, &mut obj);
         self.init_families(res.strategy, &mut obj, None)?;
         let allocation = self
             .allocate_recorded(

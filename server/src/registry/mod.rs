@@ -56,18 +56,34 @@ pub struct Tracking {
 }
 
 impl Tracking {
-    fn record(&self, res: &Resource, subresource: &str, live: Option<&Value>, new: &mut Value) {
-        if self.applied {
-            return;
-        }
-        let w = crate::fieldmanager::Write {
+    fn write<'a>(
+        &'a self,
+        res: &'a Resource,
+        subresource: &'a str,
+    ) -> crate::fieldmanager::Write<'a> {
+        crate::fieldmanager::Write {
             group: res.info.group,
             version: res.info.version,
             kind: res.info.kind,
             subresource,
             manager: self.manager.as_deref(),
-        };
-        crate::fieldmanager::record_update(&w, live, new, &objects::now_rfc3339());
+        }
+    }
+
+    fn record(&self, res: &Resource, subresource: &str, live: Option<&Value>, new: &mut Value) {
+        if !self.applied {
+            let w = self.write(res, subresource);
+            crate::fieldmanager::record_update(&w, live, new, &objects::now_rfc3339());
+        }
+    }
+
+    /// A create's entry, for an object that is encoded next and not read again
+    /// (`fieldmanager::record_new`).
+    fn record_new(&self, res: &Resource, new: &mut Value) {
+        if !self.applied {
+            let w = self.write(res, "");
+            crate::fieldmanager::record_new(&w, new, &objects::now_rfc3339());
+        }
     }
 }
 
