@@ -36,6 +36,7 @@ use keel_smd::updater::{ApplyError, ManagedSet, ManagerKey, Managers, Operation,
 use keel_smd::{Path, Set};
 use parking_lot::RwLock;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
@@ -321,7 +322,31 @@ fn is_reset(v: Option<&Value>) -> bool {
 /// as they are without being decoded. Entries read back from storage were computed with
 /// the same schema, so only entries a client wrote are reconciled with it.
 pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: &str) {
-    record(w, live, new, now, true, false)
+    let live_managed = live
+        .and_then(|l| l.get("metadata"))
+        .and_then(|m| m.get("managedFields"))
+        .map(Cow::Borrowed);
+    record(w, live, live_managed, new, now, true, false)
+}
+
+/// [`record_update`] of an update whose live object's `managedFields` the caller took out
+/// of it (`live_managed`): they become the new object's, edited, without being copied.
+pub fn record_update_taken(
+    w: &Write<'_>,
+    live: &Value,
+    live_managed: Option<Value>,
+    new: &mut Value,
+    now: &str,
+) {
+    record(
+        w,
+        Some(live),
+        live_managed.map(Cow::Owned),
+        new,
+        now,
+        true,
+        false,
+    )
 }
 
 /// [`record_update`] of a create whose object goes from here to storage's encoder
@@ -330,15 +355,17 @@ pub fn record_update(w: &Write<'_>, live: Option<&Value>, new: &mut Value, now: 
 /// of a template, are not copied as a tree, written value by value and freed on every
 /// create. Only the encoder reads such an entry: nothing may track the object again.
 pub fn record_new(w: &Write<'_>, new: &mut Value, now: &str) {
-    record(w, None, new, now, true, true)
+    record(w, None, None, new, now, true, true)
 }
 
 /// [`record_update`]; `direct`: a create takes [`record_create`]'s path and an update of
 /// stored entries [`edit_entries`]' (tests compare them with the general path); `raw`: as
-/// [`record_new`].
+/// [`record_new`]. `live_managed`: the live object's `managedFields` (owned where the caller
+/// took them out of `live`).
 fn record(
     w: &Write<'_>,
     live: Option<&Value>,
+    live_managed: Option<Cow<'_, Value>>,
     new: &mut Value,
     now: &str,
     direct: bool,
@@ -348,24 +375,21 @@ fn record(
     if is_reset(written.as_ref()) {
         return;
     }
-    let live_managed = live
-        .and_then(|l| l.get("metadata"))
-        .and_then(|m| m.get("managedFields"));
     // The written entries if they decode and are not empty, else the live object's (a
     // client unaware of managedFields does not drop them). Entries echoed unchanged are
     // the live ones.
     let from_written = written
         .as_ref()
-        .filter(|v| Some(*v) != live_managed)
+        .filter(|v| Some(*v) != live_managed.as_deref())
         .and_then(|v| managedfields::decode(Some(v)).ok())
         .filter(|(m, _)| !m.is_empty());
     let ts = type_schema(w.group, w.version, w.kind);
     let mut updater = Updater::new(&ts.schema, &ts.root).with_ignored(w.ignored(&ts));
     let live_obj = live_or_zero(w, live);
-    let restore = |new: &mut Value| {
+    let restore = |new: &mut Value, live_managed: Option<Cow<'_, Value>>| {
         if let Some(v) = live_managed {
             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.insert("managedFields".into(), v.clone());
+                m.insert("managedFields".into(), v.into_owned());
             }
         }
     };
@@ -375,34 +399,52 @@ fn record(
         }
     }
     let Ok(cmp) = updater.compare(live_obj, new) else {
-        restore(new);
-        return;
+        return restore(new, live_managed);
     };
+    // (`live_managed` is what a failed update puts back: the entries as stored.)
+    let mut live_managed = live_managed;
     let (managers, mut times) = match from_written {
         Some(d) => d,
-        None if cmp.is_same() => return restore(new),
+        None if cmp.is_same() => return restore(new, live_managed),
         None if direct && live.is_some() => {
             // The stored entries, edited where the changes fall (the written copy when it
-            // is theirs, else a copy of the live ones).
+            // is theirs, else the live ones, copied unless they were taken).
             let entries = match written {
-                Some(Value::Array(a)) if live_managed.is_some_and(|l| l.as_array() == Some(&a)) => {
+                Some(Value::Array(a))
+                    if live_managed
+                        .as_deref()
+                        .is_some_and(|l| l.as_array() == Some(&a)) =>
+                {
                     a
                 }
-                _ => live_managed
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default(),
+                _ => match live_managed.take().map(Cow::into_owned) {
+                    Some(Value::Array(a)) => a,
+                    other => {
+                        live_managed = other.map(Cow::Owned);
+                        Vec::new()
+                    }
+                },
             };
-            if let Some(entries) = edit_entries(w, entries, &cmp, now) {
-                put_managed(new, entries);
-                return;
-            }
             updater = updater.without_reconcile();
-            managedfields::decode(live_managed).unwrap_or_default()
+            match edit_entries(w, entries, &cmp, now) {
+                Edited::Done(entries) => {
+                    put_managed(new, entries);
+                    return;
+                }
+                Edited::Unedited(entries) => {
+                    let entries = Value::Array(entries);
+                    let decoded = managedfields::decode(Some(&entries)).unwrap_or_default();
+                    live_managed.get_or_insert(Cow::Owned(entries));
+                    decoded
+                }
+                // As decoding them would, the general path drops entries whose FieldsV1 is
+                // not one (half edited by now: a failed update then puts back none).
+                Edited::Malformed => Default::default(),
+            }
         }
         None => {
             updater = updater.without_reconcile();
-            managedfields::decode(live_managed).unwrap_or_default()
+            managedfields::decode(live_managed.as_deref()).unwrap_or_default()
         }
     };
     let api_version = w.api_version();
@@ -412,8 +454,7 @@ fn record(
     // the write took something.
     let current = ManagerKey::update(CURRENT_OPERATION, api_version.clone(), w.subresource);
     let Ok(mut managers) = updater.update_compared(cmp, &api_version, managers, &current) else {
-        restore(new);
-        return;
+        return restore(new, live_managed);
     };
     if let Some(took) = managers.remove(&current) {
         let mut set = took.set;
@@ -467,69 +508,99 @@ fn changed_paths(cmp: &keel_smd::typed::Comparison) -> Set {
     changed
 }
 
+/// What [`edit_entries`] did.
+enum Edited {
+    /// The entries after the write.
+    Done(Vec<Value>),
+    /// Not edited (the general path decides), given back as they were.
+    Unedited(Vec<Value>),
+    /// A FieldsV1 that is not one was found while editing: the entries do not decode.
+    Malformed,
+}
+
 /// An Update's tracking without decoding the stored entries: every entry loses the
 /// changed and removed fields, the writer's entry gains the changed ones (less the
 /// stripped identity fields) and its time; entries left with nothing go; entries are
 /// sorted as the encoder sorts them. The same entries as the general path's (see the
-/// tests). `None` where the general path is needed: an entry it would reject or drop, a
-/// new Update entry past the cap.
+/// tests). `Unedited` where the general path is needed: an entry it would reject or drop,
+/// a new Update entry past the cap.
 fn edit_entries(
     w: &Write<'_>,
     mut entries: Vec<Value>,
     cmp: &keel_smd::typed::Comparison,
     now: &str,
-) -> Option<Vec<Value>> {
+) -> Edited {
     use keel_smd::fieldsv1::{add_to_fields_v1, remove_from_fields_v1};
     let changed = changed_paths(cmp);
     let mut took = changed.clone();
     took.remove(strip_set());
     let api_version = w.api_version();
     let manager = w.manager();
+    // Everything that can send the write to the general path is checked before anything
+    // is edited; past that only a malformed FieldsV1 stops it.
     let mut writer = None;
     let mut updaters = 0;
-    for (i, e) in entries.iter_mut().enumerate() {
-        let id = EntryId::of(e)?;
-        let is_writer = id.operation == "Update"
-            && id.manager == manager
-            && id.api_version == api_version
-            && id.subresource == w.subresource;
+    for (i, e) in entries.iter().enumerate() {
+        let Some(id) = EntryId::of(e) else {
+            return Edited::Unedited(entries);
+        };
+        if !e.get("fieldsV1").is_some_and(Value::is_object) {
+            return Edited::Unedited(entries);
+        }
         if id.operation == "Update" {
             updaters += 1;
         }
-        let Some(Value::Object(fields)) = e.get_mut("fieldsV1") else {
-            return None;
-        };
-        remove_from_fields_v1(fields, &changed).ok()?;
-        remove_from_fields_v1(fields, &cmp.removed).ok()?;
-        if is_writer {
+        if id.operation == "Update"
+            && id.manager == manager
+            && id.api_version == api_version
+            && id.subresource == w.subresource
+        {
+            // (An entry without a time would take it last, out of Go's member order.)
+            if !took.is_empty() && e.get("time").is_none() {
+                return Edited::Unedited(entries);
+            }
             writer = Some(i);
         }
     }
-    if !took.is_empty() {
-        match writer {
-            Some(i) => {
-                let o = entries[i].as_object_mut()?;
-                let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
-                    return None;
-                };
-                add_to_fields_v1(fields, &took).ok()?;
-                // An entry without a time would take it last, out of Go's member order.
-                *o.get_mut("time")? = Value::String(now.to_string());
-            }
-            None if updaters >= UPDATE_MANAGERS_MAX => return None,
-            None => entries.push(update_entry(
-                w,
-                Value::Object(match took.to_fields_v1_value() {
-                    Value::Object(m) => m,
-                    _ => return None,
-                }),
-                now,
-            )),
+    if !took.is_empty() && writer.is_none() && updaters >= UPDATE_MANAGERS_MAX {
+        return Edited::Unedited(entries);
+    }
+    let edit = |entries: &mut Vec<Value>| -> Option<()> {
+        for e in entries.iter_mut() {
+            let Some(Value::Object(fields)) = e.get_mut("fieldsV1") else {
+                return None;
+            };
+            remove_from_fields_v1(fields, &changed).ok()?;
+            remove_from_fields_v1(fields, &cmp.removed).ok()?;
         }
+        if !took.is_empty() {
+            match writer {
+                Some(i) => {
+                    let o = entries[i].as_object_mut()?;
+                    let Some(Value::Object(fields)) = o.get_mut("fieldsV1") else {
+                        return None;
+                    };
+                    add_to_fields_v1(fields, &took).ok()?;
+                    *o.get_mut("time")? = Value::String(now.to_string());
+                }
+                None => entries.push(update_entry(
+                    w,
+                    Value::Object(match took.to_fields_v1_value() {
+                        Value::Object(m) => m,
+                        _ => return None,
+                    }),
+                    now,
+                )),
+            }
+        }
+        Some(())
+    };
+    if edit(&mut entries).is_none() {
+        return Edited::Malformed;
     }
     entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
     managedfields::sort_entries(&mut entries);
-    Some(entries)
+    Edited::Done(entries)
 }
 
 /// A new Update entry of `w`, members in the order Go's struct has them.
@@ -1009,8 +1080,8 @@ mod tests {
             // Twice: the second create of the shape comes from the per-core cache.
             for round in 0..2 {
                 let (mut direct, mut general) = (obj.clone(), obj.clone());
-                record(&w, None, &mut direct, "T", true, false);
-                record(&w, None, &mut general, "T", false, false);
+                record(&w, None, None, &mut direct, "T", true, false);
+                record(&w, None, None, &mut general, "T", false, false);
                 assert_eq!(
                     direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                     "{kind} round {round}"
@@ -1041,8 +1112,8 @@ mod tests {
             let obj =
                 json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
             let (mut direct, mut general) = (obj.clone(), obj.clone());
-            record(&w, None, &mut direct, "T", true, false);
-            record(&w, None, &mut general, "T", false, false);
+            record(&w, None, None, &mut direct, "T", true, false);
+            record(&w, None, None, &mut general, "T", false, false);
             assert_eq!(
                 direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                 "{spec}"
@@ -1227,12 +1298,36 @@ mod tests {
                     step / 60,
                     (step / (1 + next(3))) % 60
                 );
-                let (mut direct, mut general) = (new.clone(), new);
-                record(&w(manager), Some(&live), &mut direct, &now, true, false);
-                record(&w(manager), Some(&live), &mut general, &now, false, false);
+                let (mut direct, mut general, mut taken) = (new.clone(), new.clone(), new);
+                record(
+                    &w(manager),
+                    Some(&live),
+                    live["metadata"].get("managedFields").map(Cow::Borrowed),
+                    &mut direct,
+                    &now,
+                    true,
+                    false,
+                );
+                record(
+                    &w(manager),
+                    Some(&live),
+                    live["metadata"].get("managedFields").map(Cow::Borrowed),
+                    &mut general,
+                    &now,
+                    false,
+                    false,
+                );
                 assert_eq!(
                     direct["metadata"]["managedFields"], general["metadata"]["managedFields"],
                     "{kind} step {step}"
+                );
+                // As the registry does: the live entries taken out of the live object.
+                let mut stripped = live.clone();
+                let entries = take_managed(&mut stripped);
+                record_update_taken(&w(manager), &stripped, entries, &mut taken, &now);
+                assert_eq!(
+                    taken["metadata"]["managedFields"], general["metadata"]["managedFields"],
+                    "{kind} step {step}, taken"
                 );
                 live = direct;
             }

@@ -70,10 +70,20 @@ impl Tracking {
         }
     }
 
-    fn record(&self, res: &Resource, subresource: &str, live: Option<&Value>, new: &mut Value) {
+    /// An update's entries (`fieldmanager::record_update_taken`): the live object's
+    /// `managedFields`, taken out of it (`live_managed`), move into `new` edited.
+    fn record_taken(
+        &self,
+        res: &Resource,
+        subresource: &str,
+        live: &Value,
+        live_managed: Option<Value>,
+        new: &mut Value,
+    ) {
         if !self.applied {
             let w = self.write(res, subresource);
-            crate::fieldmanager::record_update(&w, live, new, &objects::now_rfc3339());
+            let now = objects::now_rfc3339();
+            crate::fieldmanager::record_update_taken(&w, live, live_managed, new, &now);
         }
     }
 

@@ -88,7 +88,7 @@ impl Registry {
                 }
             };
             let cur_rev = current.mod_revision;
-            let old = objects::parse_stored(current.value())?;
+            let mut old = objects::parse_stored(current.value())?;
             let mut new = try_update(Some(&old))?;
             // A uid in a whole new object is a precondition (checked before the
             // resourceVersion, as upstream's storage does); in a patch it is a field that
@@ -133,10 +133,16 @@ impl Registry {
             } else {
                 objects::meta_mut(&mut new).shift_remove("resourceVersion");
             }
-            tracking.record(res, opts.subresource, Some(&old), &mut new);
+            // The stored entries move into the new object (what follows reads no
+            // `managedFields` of `old`; the stored bytes still hold them).
+            let live_managed = old
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+                .and_then(|m| m.shift_remove("managedFields"));
+            tracking.record_taken(res, opts.subresource, &old, live_managed, &mut new);
             // No change: nothing is written and the current object is returned (unless its
             // stored bytes use an old encryption key: then they are rewritten, as upstream).
-            if same_object(&new, &old) && same_managed_fields(&new, &old) && !stale {
+            if same_object(&new, &old) && !stale && same_managed_fields(&new, current.value())? {
                 return Ok(Updated {
                     bytes: current.value().to_vec(),
                     created: false,
@@ -370,11 +376,13 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
 }
 
 /// Equal `metadata.managedFields` (an apply that only takes ownership is still written).
-fn same_managed_fields(a: &Value, b: &Value) -> bool {
+/// Whether `new` has the `managedFields` of the `stored` object (read again: only an
+/// update that changes nothing else asks).
+fn same_managed_fields(new: &Value, stored: &[u8]) -> Result<bool, ApiError> {
     fn mf(v: &Value) -> Option<&Value> {
         v.get("metadata")?.get("managedFields")
     }
-    mf(a) == mf(b)
+    Ok(mf(new) == mf(&objects::parse_stored(stored)?))
 }
 
 /// Equal but for `metadata.resourceVersion` and `metadata.managedFields` (compared in place,
