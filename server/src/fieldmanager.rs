@@ -935,11 +935,7 @@ fn by_shape<E>(
         let Some(fields) = compute()? else {
             return Ok(None);
         };
-        let fields = Value::Object(fields);
-        let json = objects::to_json(&fields);
-        let Value::Object(fields) = fields else {
-            unreachable!("made an object above")
-        };
+        let json = objects::object_json(&fields);
         let fields = Rc::new(ShapeFields { fields, json });
         if cacheable {
             if map.len() >= CREATE_SHAPES_MAX {

@@ -185,10 +185,10 @@ fn write_ordered(
     out.push(b'}');
 }
 
-/// Compact JSON of `v`, maps in their own order, as `serde_json::to_vec` writes it.
-pub fn to_json(v: &Value) -> Vec<u8> {
+/// Compact JSON of a map, in its own order, as `serde_json::to_vec` writes it.
+pub fn object_json(m: &Map<String, Value>) -> Vec<u8> {
     let mut out = Vec::new();
-    write_json(&mut out, v);
+    write_map(&mut out, m, |out, _, v| write_json(out, v));
     out
 }
 
@@ -196,17 +196,20 @@ pub fn to_json(v: &Value) -> Vec<u8> {
 /// is (see [`raw_json`]).
 fn raw_marker() -> &'static str {
     static M: OnceLock<String> = OnceLock::new();
-    M.get_or_init(|| {
-        format!(
-            "\u{0}keel-raw-{:016x}{:016x}\u{0}",
-            rand::random::<u64>(),
-            rand::random::<u64>()
-        )
-    })
+    M.get_or_init(|| format!("\u{0}{}\u{0}", unpredictable("keel-raw")))
+}
+
+/// `label` and 128 random bits, in hex: a marker string no client can predict.
+fn unpredictable(label: &str) -> String {
+    format!(
+        "{label}-{:016x}{:016x}",
+        rand::random::<u64>(),
+        rand::random::<u64>()
+    )
 }
 
 /// A `managedFields` entry's `fieldsV1` given as its JSON text (`json`: what
-/// [`to_json`] wrote), which [`to_canonical_json`] writes as it is. A write path puts one
+/// [`object_json`] wrote), which [`to_canonical_json`] writes as it is. A write path puts one
 /// in (`fieldmanager::record_new`) where it knows the object goes to that encoder next and
 /// nowhere else: any other reader would see a string.
 pub fn raw_json(json: &[u8]) -> Value {
@@ -232,24 +235,33 @@ fn write_managed_fields(out: &mut Vec<u8>, v: &Value) {
             write_json(out, e);
             continue;
         };
-        out.push(b'{');
-        for (j, (k, v)) in m.iter().enumerate() {
-            if j > 0 {
-                out.push(b',');
-            }
-            write_json_str(out, k);
-            out.push(b':');
-            match v {
-                Value::String(s) if k == "fieldsV1" => match s.strip_prefix(raw_marker()) {
-                    Some(json) => out.extend_from_slice(json.as_bytes()),
-                    None => write_json_str(out, s),
-                },
-                _ => write_json(out, v),
-            }
-        }
-        out.push(b'}');
+        write_map(out, m, |out, k, v| match v {
+            Value::String(s) if k == "fieldsV1" => match s.strip_prefix(raw_marker()) {
+                Some(json) => out.extend_from_slice(json.as_bytes()),
+                None => write_json_str(out, s),
+            },
+            _ => write_json(out, v),
+        });
     }
     out.push(b']');
+}
+
+/// A map in its own order, `value` writing each value (given its key).
+fn write_map(
+    out: &mut Vec<u8>,
+    m: &Map<String, Value>,
+    mut value: impl FnMut(&mut Vec<u8>, &str, &Value),
+) {
+    out.push(b'{');
+    for (i, (k, v)) in m.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_str(out, k);
+        out.push(b':');
+        value(out, k, v);
+    }
+    out.push(b'}');
 }
 
 fn write_json(out: &mut Vec<u8>, v: &Value) {
@@ -269,18 +281,7 @@ fn write_json(out: &mut Vec<u8>, v: &Value) {
             }
             out.push(b']');
         }
-        Value::Object(m) => {
-            out.push(b'{');
-            for (i, (k, v)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_json_str(out, k);
-                out.push(b':');
-                write_json(out, v);
-            }
-            out.push(b'}');
-        }
+        Value::Object(m) => write_map(out, m, |out, _, v| write_json(out, v)),
     }
 }
 
@@ -342,13 +343,7 @@ fn write_json_str(out: &mut Vec<u8>, s: &str) {
 /// object is serialized.
 fn rv_marker() -> &'static str {
     static M: OnceLock<String> = OnceLock::new();
-    M.get_or_init(|| {
-        format!(
-            "keel-rv-{:016x}{:016x}",
-            rand::random::<u64>(),
-            rand::random::<u64>()
-        )
-    })
+    M.get_or_init(|| unpredictable("keel-rv"))
 }
 
 /// An object serialized around its resourceVersion: `bytes[..split]` + revision digits +
@@ -476,7 +471,7 @@ mod tests {
     #[test]
     fn raw_fields_are_written_as_text_only_as_an_entry_fields_v1() {
         let fields = json!({"f:data": {".": {}, "f:k\"": {}}});
-        let raw = raw_json(&to_json(&fields));
+        let raw = raw_json(&object_json(fields.as_object().unwrap()));
         let obj = |f: Value| {
             json!({"kind": "ConfigMap", "metadata": {"name": "n", "managedFields": [
                 {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": f},

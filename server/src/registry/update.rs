@@ -375,9 +375,9 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
     m.shift_remove("resourceVersion");
 }
 
-/// Equal `metadata.managedFields` (an apply that only takes ownership is still written).
-/// Whether `new` has the `managedFields` of the `stored` object (read again: only an
-/// update that changes nothing else asks).
+/// Whether `new` has the `managedFields` of the `stored` object (an apply that only takes
+/// ownership is still written). Read again from the bytes: only an update that changes
+/// nothing else asks.
 fn same_managed_fields(new: &Value, stored: &[u8]) -> Result<bool, ApiError> {
     fn mf(v: &Value) -> Option<&Value> {
         v.get("metadata")?.get("managedFields")
