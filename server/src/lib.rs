@@ -35,6 +35,7 @@ pub type Allocator = mimalloc::MiMalloc;
 pub mod alloc;
 pub mod auth;
 pub mod controllers;
+pub mod custom;
 pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod handlers;

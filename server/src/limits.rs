@@ -119,6 +119,12 @@ pub const VOLUME_PROTECTION_RESYNC: Duration = Duration::from_secs(2);
 /// namespace, so a burst of namespace changes (a simulated cluster creating thousands) is
 /// handled a pass per 20 ms, not a pass per change.
 pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
+/// Least time between two passes of the CRD controller (a pass lists every definition): a
+/// new definition is served and established within about one pass of its create.
+pub const CRD_PASS_INTERVAL_MIN: Duration = Duration::from_millis(10);
+/// How often the CRD controller looks at every definition when none changes (a deleted
+/// definition's instances are counted again this often until none is left).
+pub const CRD_RESYNC: Duration = Duration::from_secs(1);
 /// How often the authentication-trust controller checks `extension-apiserver-authentication`
 /// when nothing changes (upstream resyncs it every minute)...
 pub const AUTH_TRUST_RESYNC: Duration = Duration::from_secs(60);

@@ -13,9 +13,10 @@
 //! of a line only writers touch); a request holds its core's `Rc` of the snapshot. Only the
 //! first request on a core after a change takes the publisher's lock to fetch the new one.
 
+use crate::custom::Custom;
 use crate::limits::ROUTES_CACHED_PER_THREAD_MAX;
 use crate::storage::Location;
-use keel_catalog::{Catalog, CatalogChange, CatalogError, ResourceInfo};
+use keel_catalog::{Catalog, CatalogChange, CatalogError, ResourceId, ResourceInfo};
 use keel_strategy::Strategy;
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -31,14 +32,24 @@ pub struct Resource {
     pub loc: Location,
     /// Its per-type policy, resolved once.
     pub strategy: &'static Strategy,
+    /// A custom resource's definition (`None` for built-ins).
+    pub custom: Option<Arc<Custom>>,
 }
 
 impl Resource {
-    fn new(catalog: &Catalog, info: &Arc<ResourceInfo>) -> Resource {
+    fn new(catalog: &Catalog, info: &Arc<ResourceInfo>, custom: Option<Arc<Custom>>) -> Resource {
+        let strategy = match &custom {
+            Some(_) => keel_strategy::custom_resource(
+                info.namespaced,
+                info.subresource("status").is_some(),
+            ),
+            None => keel_strategy::strategy(info.group, info.plural),
+        };
         Resource {
             loc: Location::of(catalog, info),
-            strategy: keel_strategy::strategy(info.group, info.plural),
+            strategy,
             info: info.clone(),
+            custom,
         }
     }
 
@@ -59,13 +70,23 @@ pub struct Routes {
         HashMap<(&'static str, &'static str, &'static str), usize, foldhash::fast::RandomState>,
     /// Resource descriptions for the OpenAPI documents, made on first use.
     descs: OnceLock<Vec<keel_schema::ResourceDesc>>,
+    /// The definitions of the custom resources served.
+    custom: CustomMap,
 }
+
+/// Custom resources' definitions by the id they are served at.
+type CustomMap = HashMap<ResourceId, Arc<Custom>>;
 
 impl Routes {
     pub fn new(catalog: Arc<Catalog>) -> Routes {
+        Routes::with_custom(catalog, CustomMap::new())
+    }
+
+    /// Routes for `catalog`, whose custom resources are defined by `custom`.
+    fn with_custom(catalog: Arc<Catalog>, custom: CustomMap) -> Routes {
         let list: Vec<Resource> = catalog
             .resources()
-            .map(|r| Resource::new(&catalog, r))
+            .map(|r| Resource::new(&catalog, r, custom.get(&ResourceId::of(r)).cloned()))
             .collect();
         let by_path = list
             .iter()
@@ -77,6 +98,7 @@ impl Routes {
             list,
             by_path,
             descs: OnceLock::new(),
+            custom,
         }
     }
 
@@ -204,8 +226,24 @@ impl LiveRoutes {
     /// now on; returns the routes now served. Requests that already loaded the previous
     /// snapshot finish with it.
     pub fn apply(&self, change: &CatalogChange) -> Result<Arc<Routes>, CatalogError> {
+        self.apply_custom(change, Vec::new())
+    }
+
+    /// [`LiveRoutes::apply`] for custom resources: each added resource of `defined` is served
+    /// with its definition (the others stay as they were; removed ones lose theirs).
+    pub fn apply_custom(
+        &self,
+        change: &CatalogChange,
+        defined: Vec<(ResourceId, Arc<Custom>)>,
+    ) -> Result<Arc<Routes>, CatalogError> {
         let mut current = self.current.lock();
-        let next = Arc::new(Routes::new(Arc::new(current.catalog.with_changes(change)?)));
+        let catalog = Arc::new(current.catalog.with_changes(change)?);
+        let mut custom = current.custom.clone();
+        for id in &change.remove {
+            custom.remove(id);
+        }
+        custom.extend(defined);
+        let next = Arc::new(Routes::with_custom(catalog, custom));
         *current = next.clone();
         self.generation.store(next.generation(), Ordering::Release);
         Ok(next)

@@ -237,6 +237,8 @@ pub fn run(opts: Options) -> Result<(), String> {
         eprintln!("auth trust controller: {}", e.message);
     }
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
+    let served = rt.block_on(crate::controllers::crd::start(&st));
+    crate::controllers::crd::spawn(st.clone(), served);
     spawn_manager_controllers(&st, &controllers);
     crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {

@@ -135,6 +135,69 @@ fn set_meta(obj: &mut Value, key: &str, value: Value) {
 /// Upstream's `markAsDeleting` (objects held by finalizers): the deletion timestamp becomes
 /// now unless it is set and not in the future, the grace period 0; the generation moves
 /// when the object starts deleting.
+/// The cleanup finalizer a deleted CustomResourceDefinition gets: its instances are deleted
+/// before it goes.
+pub const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Upstream's first delete of a CustomResourceDefinition: the deletion timestamp (no grace
+/// period, no new generation), the cleanup finalizer and a `Terminating` condition, written
+/// as one change; the CRD controller then deletes the instances and the finalizer.
+fn mark_crd_deleting(obj: &mut Value, ctx: &Ctx) {
+    set_meta(obj, "deletionTimestamp", json!(ctx.now_rfc3339));
+    let m = obj
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .expect("metadata set above");
+    let list = m.entry("finalizers").or_insert_with(|| json!([]));
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    let list = list.as_array_mut().expect("array");
+    if !list.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+        list.push(json!(CRD_CLEANUP_FINALIZER));
+    }
+    let Some(status) = obj
+        .as_object_mut()
+        .map(|o| o.entry("status").or_insert_with(|| json!({})))
+    else {
+        return;
+    };
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let conds = status
+        .as_object_mut()
+        .expect("object")
+        .entry("conditions")
+        .or_insert(Value::Null);
+    if !conds.is_array() {
+        *conds = json!([]);
+    }
+    let conds = conds.as_array_mut().expect("array");
+    let terminating = json!({
+        "type": "Terminating",
+        "status": "True",
+        "lastTransitionTime": ctx.now_rfc3339,
+        "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
+    });
+    match conds
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Terminating"))
+    {
+        Some(c) => {
+            if c.get("status").and_then(Value::as_str) == Some("True") {
+                let kept = c["lastTransitionTime"].clone();
+                *c = terminating;
+                c["lastTransitionTime"] = kept;
+            } else {
+                *c = terminating;
+            }
+        }
+        None => conds.push(terminating),
+    }
+}
+
 fn mark_as_deleting(obj: &mut Value, ctx: &Ctx) {
     let current = obj
         .pointer("/metadata/deletionTimestamp")
@@ -183,6 +246,7 @@ impl Strategy {
             Kind::Pod => pod_plan(obj, grace),
             Kind::Namespace if !is_deleting(obj) => DeletionPlan::Mark { grace: 0 },
             Kind::Namespace if has_spec_finalizers(obj) => DeletionPlan::AlreadyPending,
+            _ if self.is_crd() && !is_deleting(obj) => DeletionPlan::Mark { grace: 0 },
             _ => finalizer_plan(obj),
         }
     }
@@ -201,8 +265,13 @@ impl Strategy {
             }
             Kind::Pod if !deleting => mark_graceful(obj, grace, ctx),
             Kind::Pod if deletion_grace(obj).unwrap_or(0) > 0 => shorten_grace(obj, grace, ctx),
+            _ if self.is_crd() && !deleting => mark_crd_deleting(obj, ctx),
             _ => mark_as_deleting(obj, ctx),
         }
+    }
+
+    fn is_crd(&self) -> bool {
+        self.group == "apiextensions.k8s.io" && self.resource == "customresourcedefinitions"
     }
 
     /// Whether something still holds `obj` once it is deleting: `metadata.finalizers`, and

@@ -62,7 +62,10 @@ pub use core_defaults::{
     PVC_PROTECTION_FINALIZER, PV_PROTECTION_FINALIZER, VAC_PROTECTION_FINALIZER,
 };
 pub use ctx::{Ctx, Requester};
-pub use deletion::{DeletionPlan, GcPolicy, Propagation, FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+pub use deletion::{
+    DeletionPlan, GcPolicy, Propagation, CRD_CLEANUP_FINALIZER, FINALIZER_FOREGROUND,
+    FINALIZER_ORPHAN,
+};
 pub use dra::{admin_access_forbidden, ADMIN_ACCESS_LABEL};
 pub use errors::FieldErr;
 pub use kind::Kind;

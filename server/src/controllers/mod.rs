@@ -7,6 +7,7 @@
 
 pub mod authtrust;
 pub mod bootstrap;
+pub mod crd;
 pub mod enabled;
 pub mod flowcontrol;
 pub mod garbagecollector;

@@ -22,6 +22,22 @@ pub const PATCH_TYPES: [&str; 4] = [
     super::apply::APPLY_PATCH,
 ];
 
+/// Patch media types of custom resources: no strategic merge patch (they have no patch
+/// strategies), as upstream's handler answers.
+pub const CUSTOM_PATCH_TYPES: [&str; 3] = [
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    super::apply::APPLY_PATCH,
+];
+
+/// The patch media types the request's resource accepts.
+pub fn patch_types(c: &Call<'_>) -> &'static [&'static str] {
+    match c.res.custom {
+        Some(_) => &CUSTOM_PATCH_TYPES,
+        None => &PATCH_TYPES,
+    }
+}
+
 /// The manager of a write (`fieldManager`, else from the User-Agent).
 pub fn tracking(c: &Call<'_>) -> Result<Tracking, ApiError> {
     let manager = crate::fieldmanager::request_manager(
@@ -227,8 +243,9 @@ pub async fn update(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
 pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let media = repr::media_of(c.content_type());
-    if !PATCH_TYPES.contains(&media.as_str()) {
-        return Err(ApiError::unsupported_media_type(&PATCH_TYPES));
+    let accepted = patch_types(c);
+    if !accepted.contains(&media.as_str()) {
+        return Err(ApiError::unsupported_media_type(accepted));
     }
     if media == super::apply::APPLY_PATCH {
         return super::apply::apply(c, st).await;

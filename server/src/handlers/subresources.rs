@@ -5,7 +5,6 @@
 
 use super::body::decode_body;
 use super::call::Call;
-use super::resource::PATCH_TYPES;
 use super::respond;
 use crate::objects;
 use crate::registry::{DeleteOptions, UpdateOptions};
@@ -41,10 +40,27 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     let (group, plural) = (c.info().group, c.info().plural);
     let name = c.name().to_string();
     let strategy = c.res.strategy;
+    let custom = c.res.custom.clone();
     let scale_of = |obj: &Value| {
-        strategy
-            .scale_from(obj)
-            .ok_or_else(|| ApiError::not_found(group, &format!("{plural}/scale"), &name))
+        let scale = match &custom {
+            Some(cr) => cr.scale_from(obj).map_err(ApiError::internal)?,
+            None => strategy.scale_from(obj),
+        };
+        scale.ok_or_else(|| ApiError::not_found(group, &format!("{plural}/scale"), &name))
+    };
+    // A custom resource's scale write is checked as an update of the object (its
+    // definition's rules), not as a Scale.
+    let kind = c.info().kind;
+    let check_scaled = |new: &Value, old: &Value| match &custom {
+        Some(cr) => {
+            let causes = cr.validate(new, Some(old), "");
+            if causes.is_empty() {
+                Ok(())
+            } else {
+                Err(ApiError::invalid(group, kind, &name, causes))
+            }
+        }
+        None => Ok(()),
     };
     if c.rr.verb == "get" {
         let (obj, _) = st.registry.get_latest(c.res, c.namespace(), &name)?;
@@ -72,11 +88,14 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
                 let obj = current.ok_or_else(|| c.not_found(&name))?;
                 if let Some(cfg) = &applied_cfg {
                     let mut new = super::apply::apply_scale(c, &tracking, force, obj, cfg)?;
-                    let causes = strategy.validate_scale(&scale_of(&new)?);
-                    if !causes.is_empty() {
-                        return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
+                    if custom.is_none() {
+                        let causes = strategy.validate_scale(&scale_of(&new)?);
+                        if !causes.is_empty() {
+                            return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
+                        }
                     }
                     strategy.prepare_for_update(&mut new, obj, &ctx);
+                    check_scaled(&new, obj)?;
                     return Ok(new);
                 }
                 let current_scale = scale_of(obj)?;
@@ -91,17 +110,23 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
                         return Err(ApiError::stale_update(group, plural, &name));
                     }
                 }
-                let causes = strategy.validate_scale(&wanted);
-                if !causes.is_empty() {
-                    return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
+                if custom.is_none() {
+                    let causes = strategy.validate_scale(&wanted);
+                    if !causes.is_empty() {
+                        return Err(ApiError::invalid("autoscaling", "Scale", &name, causes));
+                    }
                 }
                 let replicas = wanted
                     .pointer("/spec/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
                 let mut new = obj.clone();
-                strategy.apply_scale(&mut new, replicas);
+                match &custom {
+                    Some(cr) => cr.apply_scale(&mut new, replicas),
+                    None => strategy.apply_scale(&mut new, replicas),
+                }
                 strategy.prepare_for_update(&mut new, obj, &ctx);
+                check_scaled(&new, obj)?;
                 Ok(new)
             },
         )
@@ -140,15 +165,20 @@ fn scale_body(c: &Call<'_>, name: &str) -> Result<Value, ApiError> {
 }
 
 fn patched_scale(c: &Call<'_>, current: &Value) -> Result<Value, ApiError> {
+    let media = repr::media_of(c.content_type());
+    let accepted = super::resource::patch_types(c);
+    if !accepted.contains(&media.as_str()) {
+        return Err(ApiError::unsupported_media_type(accepted));
+    }
     let patch: Value = serde_json::from_slice(&c.req.body)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     let mut out = current.clone();
-    match repr::media_of(c.content_type()).as_str() {
+    match media.as_str() {
         "application/json-patch+json" => keel_api::patch::json_patch(&mut out, &patch)?,
         "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
             keel_api::patch::merge_patch(&mut out, &patch)
         }
-        _ => return Err(ApiError::unsupported_media_type(&PATCH_TYPES)),
+        _ => return Err(ApiError::unsupported_media_type(accepted)),
     }
     Ok(out)
 }

@@ -10,6 +10,20 @@ use keel_api::status::{ApiError, StatusCause};
 use keel_engine::{KeyValue, Revision};
 use serde_json::Value;
 
+/// A custom resource whose definition is being deleted takes no new objects (upstream's
+/// handler wraps admission with this refusal for creates while its CRD is terminating).
+pub(super) fn check_definition(res: &Resource, name: &str) -> Result<(), ApiError> {
+    match &res.custom {
+        Some(c) if c.terminating => Err(ApiError::forbidden_with(
+            res.info.group,
+            res.info.plural,
+            name,
+            "create not allowed while custom resource definition is terminating",
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl Registry {
     /// NamespaceLifecycle: creates in a namespace need the namespace, not terminating.
     pub(super) fn check_namespace(

@@ -27,6 +27,8 @@ impl Registry {
         mut obj: Value,
         opts: &CreateOptions,
     ) -> Result<Created, ApiError> {
+        // Admission's refusals come before the type's own checks, as upstream's do.
+        super::admission::check_definition(res, objects::name(&obj))?;
         prepare_meta_for_create(res, namespace, &mut obj)?;
         objects::drop_empty_meta(&mut obj);
         let generated = objects::meta_str(&obj, "name").is_none()
@@ -36,6 +38,9 @@ impl Registry {
         res.strategy.prepare_for_create(&mut obj, &ctx);
         let mut causes = self.admin_access_causes(res, namespace, "", &obj, None)?;
         causes.extend(res.strategy.validate_create(&obj));
+        if let Some(custom) = &res.custom {
+            causes.extend(custom.validate(&obj, None, ""));
+        }
         if !causes.is_empty() {
             return Err(invalid(res, &obj, causes));
         }

@@ -127,6 +127,9 @@ impl Registry {
                 causes.extend(uid_cause.into_iter().flatten());
                 causes.extend(new_finalizers_while_deleting(&new, &old));
                 causes.extend(strategy.validate_subresource_update(opts.subresource, &new, &old));
+                if let Some(custom) = &res.custom {
+                    causes.extend(custom.validate(&new, Some(&old), opts.subresource));
+                }
                 if !causes.is_empty() {
                     return Err(invalid(res, &new, causes));
                 }

@@ -1,0 +1,539 @@
+//! Custom resources: what serving one needs beyond its catalog entry, derived from its
+//! CustomResourceDefinition (one [`Custom`] per served version), and the resources a CRD
+//! serves. Pure: the CRD controller (`controllers::crd`) decides when, the routes carry the
+//! result to every request of the resource.
+//!
+//! A CRD serves what its *accepted* names say (`status.acceptedNames`, set by the naming
+//! controller once no other definition of the group claims them), as upstream's handler and
+//! discovery do; its spec names take effect once accepted.
+
+use keel_catalog::{ResourceId, ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
+use serde_json::Value;
+use std::sync::Arc;
+
+pub use keel_strategy::CRD_CLEANUP_FINALIZER as CLEANUP_FINALIZER;
+
+/// One served version of a custom resource, as its definition says.
+#[derive(Debug)]
+pub struct Custom {
+    /// The definition's name (`widgets.example.com`).
+    pub crd: String,
+    /// The version's `openAPIV3Schema` (`Null` when it has none).
+    pub schema: Value,
+    /// The version's `subresources.scale`, if any (`specReplicasPath`, ...).
+    pub scale: Option<Value>,
+    /// The version's `additionalPrinterColumns` (empty: upstream's default Age column).
+    pub columns: Vec<Value>,
+    /// The definition is being deleted: no new objects.
+    pub terminating: bool,
+}
+
+/// Go's name for a JSON value's type, as upstream's accessor errors print it.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// The fields of a scale path (`.spec.replicas`; the leading period is optional).
+fn path_fields(path: &str) -> impl Iterator<Item = &str> {
+    path.strip_prefix('.').unwrap_or(path).split('.')
+}
+
+/// Upstream's `NestedFieldNoCopy`: the value at `path` (`None` when a field is missing), or
+/// its accessor error when something on the way is not an object.
+fn nested<'a>(obj: &'a Value, path: &str) -> Result<Option<&'a Value>, String> {
+    let mut cur = obj;
+    let mut walked = String::new();
+    for f in path_fields(path) {
+        let Value::Object(m) = cur else {
+            return Err(format!(
+                "{walked} accessor error: {} is of the type {}, expected map[string]interface{{}}",
+                go_value(cur),
+                go_type(cur)
+            ));
+        };
+        walked.push('.');
+        walked.push_str(f);
+        match m.get(f) {
+            Some(v) => cur = v,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(cur))
+}
+
+/// A value as Go's `%v` prints it in an accessor error (scalars; anything else as JSON).
+fn go_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Upstream's `NestedInt64`: an integer, absent, or the accessor error for another type.
+fn nested_int64(obj: &Value, path: &str) -> Result<Option<i64>, String> {
+    match nested(obj, path)? {
+        None => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
+            format!(
+                ".{} accessor error: {} is of the type {}, expected int64",
+                path_fields(path).collect::<Vec<_>>().join("."),
+                go_value(v),
+                go_type(v)
+            )
+        }),
+    }
+}
+
+impl Custom {
+    /// The definition's own checks of a write, after the type's (metadata) ones, in
+    /// upstream's order: of the object (`subresource` empty: a create when `old` is `None`,
+    /// else an update, also what a scale write does to the object) or of a status write.
+    pub fn validate(
+        &self,
+        new: &Value,
+        old: Option<&Value>,
+        subresource: &str,
+    ) -> Vec<keel_api::status::StatusCause> {
+        let _ = old;
+        match subresource {
+            "status" => self.validate_scale(new, false),
+            _ => self.validate_scale(new, true),
+        }
+    }
+
+    fn scale_path(&self, key: &str) -> Option<&str> {
+        self.scale.as_ref()?.get(key)?.as_str()
+    }
+
+    /// The `autoscaling/v1` Scale of a custom resource with a scale subresource, as
+    /// upstream's `scaleFromCustomResource` builds it (missing replicas count as 0); `Ok(None)`
+    /// without a scale subresource; the accessor error of a replicas path that holds something
+    /// other than an integer.
+    pub fn scale_from(&self, obj: &Value) -> Result<Option<Value>, String> {
+        let (Some(spec_path), Some(status_path)) = (
+            self.scale_path("specReplicasPath"),
+            self.scale_path("statusReplicasPath"),
+        ) else {
+            return Ok(None);
+        };
+        let spec = nested_int64(obj, spec_path)?.unwrap_or(0);
+        let status = nested_int64(obj, status_path)?.unwrap_or(0);
+        let selector = match self
+            .scale_path("labelSelectorPath")
+            .filter(|p| !p.is_empty())
+        {
+            Some(p) => match nested(obj, p)? {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => {
+                    return Err(format!(
+                        "{p} accessor error: {} is of the type {}, expected string",
+                        go_value(v),
+                        go_type(v)
+                    ))
+                }
+                None => String::new(),
+            },
+            None => String::new(),
+        };
+        let mut meta = serde_json::Map::new();
+        for key in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
+            if let Some(v) = obj.pointer(&format!("/metadata/{key}")) {
+                meta.insert(key.into(), v.clone());
+            }
+        }
+        // Go's int32 conversion and `omitempty` (spec replicas, status selector).
+        let mut spec_json = serde_json::Map::new();
+        if spec as i32 != 0 {
+            spec_json.insert("replicas".into(), (spec as i32).into());
+        }
+        let mut status_json = serde_json::Map::new();
+        status_json.insert("replicas".into(), (status as i32).into());
+        if !selector.is_empty() {
+            status_json.insert("selector".into(), selector.into());
+        }
+        Ok(Some(serde_json::json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": meta,
+            "spec": spec_json,
+            "status": status_json,
+        })))
+    }
+
+    /// Sets the spec replicas path (creating the objects on the way, as upstream's
+    /// `SetNestedField`).
+    pub fn apply_scale(&self, obj: &mut Value, replicas: i64) {
+        let Some(path) = self.scale_path("specReplicasPath") else {
+            return;
+        };
+        let fields: Vec<&str> = path_fields(path).collect();
+        let mut cur = obj;
+        for (i, f) in fields.iter().enumerate() {
+            if !cur.is_object() {
+                *cur = Value::Object(Default::default());
+            }
+            let m = cur.as_object_mut().expect("object");
+            if i + 1 == fields.len() {
+                m.insert((*f).to_owned(), replicas.into());
+                return;
+            }
+            cur = m
+                .entry(*f)
+                .or_insert_with(|| Value::Object(Default::default()));
+        }
+    }
+
+    /// Upstream's `ValidateScaleSpec` and `ValidateScaleStatus` of a custom resource: the
+    /// replicas paths hold integers in 0..=2^31-1 and the selector path a string; each
+    /// cause named by the path as the definition writes it.
+    pub fn validate_scale(
+        &self,
+        obj: &Value,
+        spec_too: bool,
+    ) -> Vec<keel_api::status::StatusCause> {
+        use keel_api::status::field;
+        let mut causes = Vec::new();
+        let mut replicas = |key: &str| {
+            let Some(path) = self.scale_path(key) else {
+                return;
+            };
+            match nested_int64(obj, path) {
+                Err(e) => causes.push(field::invalid(path, &Value::from(0), &e)),
+                Ok(Some(n)) if n < 0 => causes.push(field::invalid(
+                    path,
+                    &Value::from(n),
+                    "should be a non-negative integer",
+                )),
+                Ok(Some(n)) if n > i64::from(i32::MAX) => causes.push(field::invalid(
+                    path,
+                    &Value::from(n),
+                    &format!("should be less than or equal to {}", i32::MAX),
+                )),
+                _ => {}
+            }
+        };
+        if spec_too {
+            replicas("specReplicasPath");
+        }
+        replicas("statusReplicasPath");
+        if let Some(p) = self.scale_path("labelSelectorPath") {
+            if let Err(e) = nested(obj, p).and_then(|v| match v {
+                Some(v) if !v.is_string() => Err(format!(
+                    "{p} accessor error: {} is of the type {}, expected string",
+                    go_value(v),
+                    go_type(v)
+                )),
+                _ => Ok(()),
+            }) {
+                causes.push(field::invalid(p, &Value::from(""), &e));
+            }
+        }
+        causes
+    }
+}
+
+/// A served version: its catalog entry and what serving it needs.
+pub struct Served {
+    pub spec: ResourceSpec,
+    pub custom: Arc<Custom>,
+    /// Changes whenever anything serving depends on changes (to replace what is served).
+    pub fingerprint: String,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the definition's condition `kind` is `True`.
+pub fn condition_true(crd: &Value, kind: &str) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status") == Some(&Value::from("True"))
+        })
+}
+
+/// The versions a definition serves now: none until its names are accepted (or it was
+/// established); each served version with its accepted names, scope, subresources and the
+/// storage version.
+pub fn served(crd: &Value) -> Vec<Served> {
+    if !condition_true(crd, "NamesAccepted") && !condition_true(crd, "Established") {
+        return Vec::new();
+    }
+    let group = str_at(crd, "/spec/group");
+    let plural = str_at(crd, "/status/acceptedNames/plural");
+    let kind = str_at(crd, "/status/acceptedNames/kind");
+    if group.is_empty() || plural.is_empty() || kind.is_empty() {
+        return Vec::new();
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let Some(storage) = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| str_at(v, "/name"))
+    else {
+        return Vec::new();
+    };
+    let namespaced = str_at(crd, "/spec/scope") != "Cluster";
+    let terminating = crd
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    let mut out = Vec::new();
+    for v in versions {
+        if v.get("served").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let version = str_at(v, "/name");
+        let mut subresources = Vec::new();
+        if v.pointer("/subresources/status")
+            .is_some_and(Value::is_object)
+        {
+            subresources.push(SubresourceSpec::status());
+        }
+        let scale = v
+            .pointer("/subresources/scale")
+            .filter(|s| s.is_object())
+            .cloned();
+        if scale.is_some() {
+            subresources.push(SubresourceSpec::scale());
+        }
+        let singular = match str_at(crd, "/status/acceptedNames/singular") {
+            "" => kind.to_lowercase(),
+            s => s.to_owned(),
+        };
+        let spec = ResourceSpec {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural: plural.to_owned(),
+            singular,
+            namespaced,
+            verbs: CUSTOM_RESOURCE_VERBS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            short_names: strings_at(crd, "/status/acceptedNames/shortNames"),
+            categories: strings_at(crd, "/status/acceptedNames/categories"),
+            subresources,
+            storage_version: storage.to_owned(),
+        };
+        let custom = Custom {
+            crd: str_at(crd, "/metadata/name").to_owned(),
+            schema: v
+                .pointer("/schema/openAPIV3Schema")
+                .cloned()
+                .unwrap_or(Value::Null),
+            scale,
+            columns: v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            terminating,
+        };
+        let fingerprint = serde_json::json!([
+            format!("{spec:?}"),
+            v,
+            terminating,
+            crd.pointer("/metadata/uid")
+        ])
+        .to_string();
+        out.push(Served {
+            spec,
+            custom: Arc::new(custom),
+            fingerprint,
+        });
+    }
+    out
+}
+
+/// The id a served version is routed by.
+pub fn id_of(s: &Served) -> ResourceId {
+    s.spec.id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(conditions: Value) -> Value {
+        json!({
+            "metadata": {"name": "widgets.example.com", "uid": "u1"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Cluster",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": false,
+                     "schema": {"openAPIV3Schema": {"type": "object"}}},
+                    {"name": "v2", "served": true, "storage": true,
+                     "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.r", "statusReplicasPath": ".status.r"}},
+                     "additionalPrinterColumns": [{"name": "R", "type": "integer", "jsonPath": ".spec.r"}]},
+                    {"name": "v3", "served": false, "storage": false}
+                ]
+            },
+            "status": {
+                "acceptedNames": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
+                "conditions": conditions
+            }
+        })
+    }
+
+    /// Nothing is served before the names are accepted; then every served version, by the
+    /// accepted names, stored as the storage version, with its own subresources and columns.
+    #[test]
+    fn served_versions_follow_accepted_names_and_served_flags() {
+        assert!(served(&crd(json!([]))).is_empty());
+        assert!(served(&crd(json!([{"type": "NamesAccepted", "status": "False"}]))).is_empty());
+        let s = served(&crd(json!([{"type": "NamesAccepted", "status": "True"}])));
+        let versions: Vec<&str> = s.iter().map(|s| s.spec.version.as_str()).collect();
+        assert_eq!(versions, ["v1", "v2"]);
+        for x in &s {
+            assert_eq!(x.spec.storage_version, "v2");
+            assert!(!x.spec.namespaced);
+            assert_eq!(x.spec.singular, "widget");
+            assert_eq!(x.spec.short_names, ["wd"]);
+            assert_eq!(x.spec.categories, ["all"]);
+            assert_eq!(x.custom.crd, "widgets.example.com");
+        }
+        assert!(s[0].spec.subresources.is_empty());
+        assert_eq!(s[0].custom.schema, json!({"type": "object"}));
+        let subs: Vec<&str> = s[1]
+            .spec
+            .subresources
+            .iter()
+            .map(|x| x.name.as_str())
+            .collect();
+        assert_eq!(subs, ["status", "scale"]);
+        assert_eq!(s[1].custom.columns.len(), 1);
+        assert!(s[1].custom.scale.is_some());
+        assert_ne!(s[0].fingerprint, s[1].fingerprint);
+    }
+
+    fn pool() -> Custom {
+        Custom {
+            crd: "pools.example.com".into(),
+            schema: Value::Null,
+            scale: Some(json!({"specReplicasPath": ".spec.replicas",
+                               "statusReplicasPath": ".status.replicas",
+                               "labelSelectorPath": ".status.selector"})),
+            columns: Vec::new(),
+            terminating: false,
+        }
+    }
+
+    /// The Scale of a custom resource as upstream builds it: missing replicas are 0 (and 0
+    /// spec replicas are left out, Go's `omitempty`), the selector read from its path.
+    #[test]
+    fn scale_of_a_custom_resource() {
+        let p = pool();
+        let obj = json!({"metadata": {"name": "p1", "namespace": "ns", "uid": "u", "resourceVersion": "7", "labels": {"a": "b"}},
+                         "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "a=b"}});
+        assert_eq!(
+            p.scale_from(&obj).unwrap().unwrap(),
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                   "metadata": {"name": "p1", "namespace": "ns", "uid": "u", "resourceVersion": "7"},
+                   "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "a=b"}})
+        );
+        let bare = json!({"metadata": {"name": "p2"}});
+        assert_eq!(
+            p.scale_from(&bare).unwrap().unwrap(),
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "p2"},
+                   "spec": {}, "status": {"replicas": 0}})
+        );
+        let float = json!({"metadata": {"name": "p3"}, "spec": {"replicas": 1.5}});
+        assert_eq!(
+            p.scale_from(&float).unwrap_err(),
+            ".spec.replicas accessor error: 1.5 is of the type float64, expected int64"
+        );
+        let no_scale = Custom {
+            scale: None,
+            ..pool()
+        };
+        assert_eq!(no_scale.scale_from(&obj).unwrap(), None);
+    }
+
+    /// Scaling writes the spec path, making the objects on the way.
+    #[test]
+    fn scaling_sets_the_spec_path() {
+        let p = pool();
+        let mut obj = json!({"metadata": {"name": "p1"}});
+        p.apply_scale(&mut obj, 4);
+        assert_eq!(obj["spec"], json!({"replicas": 4}));
+        p.apply_scale(&mut obj, 0);
+        assert_eq!(obj["spec"], json!({"replicas": 0}));
+    }
+
+    /// Upstream's scale checks: negative or too large replicas, a selector that is not a
+    /// string; a status write checks only the status paths.
+    #[test]
+    fn scale_paths_are_checked() {
+        let p = pool();
+        let texts = |obj: &Value, sub: &str| -> Vec<String> {
+            p.validate(obj, None, sub)
+                .iter()
+                .map(keel_api::status::field::error_text)
+                .collect()
+        };
+        let bad =
+            json!({"spec": {"replicas": -1}, "status": {"replicas": 3000000000i64, "selector": 5}});
+        assert_eq!(
+            texts(&bad, ""),
+            [
+                ".spec.replicas: Invalid value: -1: should be a non-negative integer",
+                ".status.replicas: Invalid value: 3000000000: should be less than or equal to 2147483647",
+                ".status.selector: Invalid value: \"\": .status.selector accessor error: 5 is of the type int64, expected string",
+            ]
+        );
+        assert_eq!(texts(&bad, "status").len(), 2);
+        assert!(texts(&json!({"spec": {"replicas": 2}}), "").is_empty());
+    }
+
+    /// A change to a served version changes its fingerprint (so it is served anew); the
+    /// same definition gives the same one.
+    #[test]
+    fn fingerprints_follow_the_definition() {
+        let c = crd(json!([{"type": "Established", "status": "True"}]));
+        let a = served(&c);
+        assert_eq!(a[1].fingerprint, served(&c)[1].fingerprint);
+        let mut d = c.clone();
+        d["metadata"]["deletionTimestamp"] = json!("2026-11-27T00:00:00Z");
+        let b = served(&d);
+        assert!(b[1].custom.terminating);
+        assert_ne!(a[1].fingerprint, b[1].fingerprint);
+    }
+}

@@ -1,0 +1,334 @@
+//! CustomResourceDefinitions with kubectl against the real binary: a definition is accepted,
+//! established and served at once on every core; its objects are written and read like any
+//! resource; names another definition holds are refused; deleting it deletes its objects
+//! (refusing new ones meanwhile) and then stops serving it; a restart serves it again.
+
+mod common;
+
+use common::{eventually, server, Server};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A namespaced definition in `group` with the given names.
+fn definition(group: &str, plural: &str, kind: &str, short: &[&str], scope: &str) -> String {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {
+                "plural": plural,
+                "singular": kind.to_lowercase(),
+                "kind": kind,
+                "shortNames": short,
+                "categories": ["all"]
+            },
+            "versions": [{
+                "name": "v1",
+                "served": true,
+                "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+                    }
+                }}
+            }]
+        }
+    })
+    .to_string()
+}
+
+fn apply(s: &Server, doc: &str) -> String {
+    let out = s.kubectl_stdin(&["apply", "-f", "-"], doc);
+    assert!(
+        out.status.success(),
+        "apply failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn condition<'a>(crd: &'a Value, kind: &str) -> &'a Value {
+    crd["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+fn established(s: &Server, name: &str) {
+    let crd = format!("crd/{name}");
+    s.ok(&["wait", "--for=condition=Established", &crd, "--timeout=20s"]);
+}
+
+#[test]
+fn a_definition_is_established_and_its_objects_are_served() {
+    let s = server();
+    apply(
+        s,
+        &definition(
+            "cr1.example.com",
+            "widgets",
+            "Widget",
+            &["wdg"],
+            "Namespaced",
+        ),
+    );
+    established(s, "widgets.cr1.example.com");
+    let crd = s.json(&["get", "crd", "widgets.cr1.example.com"]);
+    assert_eq!(
+        crd["status"]["acceptedNames"],
+        json!({"plural": "widgets", "singular": "widget", "shortNames": ["wdg"],
+               "kind": "Widget", "listKind": "WidgetList", "categories": ["all"]})
+    );
+    let names = condition(&crd, "NamesAccepted");
+    assert_eq!(
+        (&names["status"], &names["reason"], &names["message"]),
+        (
+            &json!("True"),
+            &json!("NoConflicts"),
+            &json!("no conflicts found")
+        )
+    );
+    let est = condition(&crd, "Established");
+    assert_eq!(
+        (&est["status"], &est["reason"], &est["message"]),
+        (
+            &json!("True"),
+            &json!("InitialNamesAccepted"),
+            &json!("the initial names have been accepted")
+        )
+    );
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+
+    // Discovered, with its short name and category.
+    let resources = s.ok(&["api-resources", "--api-group=cr1.example.com", "-o", "wide"]);
+    assert!(
+        resources.contains("widgets") && resources.contains("wdg"),
+        "{resources}"
+    );
+    assert!(resources.contains("Widget"), "{resources}");
+
+    let ns = s.namespace("cr1");
+    let w = json!({"apiVersion": "cr1.example.com/v1", "kind": "Widget",
+                   "metadata": {"name": "w1", "namespace": ns}, "spec": {"size": 3}});
+    apply(s, &w.to_string());
+    let got = s.json(&["get", "wdg", "w1", "-n", &ns]);
+    assert_eq!(got["spec"]["size"], 3);
+    assert_eq!(got["metadata"]["generation"], 1);
+    assert!(s
+        .ok(&["get", "all", "-n", &ns, "-o", "name"])
+        .contains("widget.cr1.example.com/w1"));
+
+    // Spec changes move the generation; the status subresource writes only the status.
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "-n",
+        &ns,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":4},"status":{"ready":true}}"#,
+    ]);
+    let got = s.json(&["get", "widget", "w1", "-n", &ns]);
+    assert_eq!(
+        (
+            got["spec"]["size"].clone(),
+            got["metadata"]["generation"].clone()
+        ),
+        (json!(4), json!(2))
+    );
+    assert!(
+        got.get("status").is_none(),
+        "status changes only through /status: {got}"
+    );
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "-n",
+        &ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"ready":true},"spec":{"size":9}}"#,
+    ]);
+    let got = s.json(&["get", "widget", "w1", "-n", &ns]);
+    assert_eq!(got["status"]["ready"], true);
+    assert_eq!(
+        (
+            got["spec"]["size"].clone(),
+            got["metadata"]["generation"].clone()
+        ),
+        (json!(4), json!(2))
+    );
+
+    // Server-side apply records its manager.
+    let applied = json!({"apiVersion": "cr1.example.com/v1", "kind": "Widget",
+                         "metadata": {"name": "w2", "namespace": ns}, "spec": {"size": 5}});
+    let out = s.kubectl_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=tester",
+            "-f",
+            "-",
+        ],
+        &applied.to_string(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = s.json(&["get", "widget", "w2", "-n", &ns, "--show-managed-fields"]);
+    assert_eq!(got["metadata"]["managedFields"][0]["manager"], "tester");
+    assert_eq!(got["metadata"]["managedFields"][0]["operation"], "Apply");
+
+    s.ok(&["delete", "widget", "w1", "w2", "-n", &ns]);
+    assert!(s
+        .ok(&["get", "widgets", "-n", &ns, "-o", "name"])
+        .trim()
+        .is_empty());
+}
+
+#[test]
+fn names_another_definition_of_the_group_holds_are_not_accepted() {
+    let s = server();
+    apply(
+        s,
+        &definition("cr2.example.com", "foos", "Foo", &["fo"], "Cluster"),
+    );
+    established(s, "foos.cr2.example.com");
+    // Same kind (and so list kind) as the first one: refused, never established, never
+    // served. Upstream checks the names in order and reports the last conflict found.
+    apply(
+        s,
+        &definition("cr2.example.com", "bars", "Foo", &[], "Cluster"),
+    );
+    let mut crd = Value::Null;
+    assert!(eventually(WAIT, || {
+        crd = s.json(&["get", "crd", "bars.cr2.example.com"]);
+        condition(&crd, "NamesAccepted")["status"] == "False"
+    }));
+    let names = condition(&crd, "NamesAccepted");
+    assert_eq!(names["reason"], "ListKindConflict");
+    assert_eq!(names["message"], "\"FooList\" is already in use");
+    let est = condition(&crd, "Established");
+    assert_eq!(
+        (&est["status"], &est["reason"]),
+        (&json!("False"), &json!("NotAccepted"))
+    );
+    assert_eq!(crd["status"]["acceptedNames"]["plural"], "bars");
+    let resources = s.ok(&["api-resources", "--api-group=cr2.example.com", "-o", "name"]);
+    assert!(
+        resources.contains("foos") && !resources.contains("bars"),
+        "{resources}"
+    );
+    // A short name already held conflicts too.
+    apply(
+        s,
+        &definition("cr2.example.com", "bazs", "Baz", &["fo"], "Cluster"),
+    );
+    assert!(eventually(WAIT, || {
+        let crd = s.json(&["get", "crd", "bazs.cr2.example.com"]);
+        condition(&crd, "NamesAccepted")["reason"] == "ShortNamesConflict"
+    }));
+}
+
+#[test]
+fn deleting_a_definition_deletes_its_objects_then_stops_serving_it() {
+    let s = server();
+    apply(
+        s,
+        &definition("cr3.example.com", "gadgets", "Gadget", &[], "Namespaced"),
+    );
+    established(s, "gadgets.cr3.example.com");
+    let ns = s.namespace("cr3");
+    for name in ["g1", "g2"] {
+        let g = json!({"apiVersion": "cr3.example.com/v1", "kind": "Gadget",
+                       "metadata": {"name": name, "namespace": ns, "finalizers": ["example.com/hold"]}});
+        apply(s, &g.to_string());
+    }
+    s.ok(&["delete", "crd", "gadgets.cr3.example.com", "--wait=false"]);
+    // Held by the objects' finalizers: terminating, its objects being deleted, no new ones.
+    let mut crd = Value::Null;
+    assert!(
+        eventually(WAIT, || {
+            crd = s.json(&["get", "crd", "gadgets.cr3.example.com"]);
+            condition(&crd, "Terminating")["reason"] == "InstanceDeletionInProgress"
+        }),
+        "{crd}"
+    );
+    assert_eq!(
+        crd["metadata"]["finalizers"],
+        json!(["customresourcecleanup.apiextensions.k8s.io"])
+    );
+    assert!(crd["metadata"]["deletionTimestamp"].is_string());
+    let g1 = s.json(&["get", "gadget", "g1", "-n", &ns]);
+    assert!(g1["metadata"]["deletionTimestamp"].is_string(), "{g1}");
+    let g3 = json!({"apiVersion": "cr3.example.com/v1", "kind": "Gadget",
+                    "metadata": {"name": "g3", "namespace": ns}});
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &g3.to_string());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("gadgets.cr3.example.com \"g3\" is forbidden: create not allowed while custom resource definition is terminating"),
+        "{err}"
+    );
+    // Once the objects go, so does the definition, and its resource with it.
+    for name in ["g1", "g2"] {
+        s.ok(&[
+            "patch",
+            "gadget",
+            name,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ]);
+    }
+    assert!(eventually(WAIT, || {
+        !s.kubectl(&["get", "crd", "gadgets.cr3.example.com"])
+            .status
+            .success()
+    }));
+    assert!(eventually(WAIT, || {
+        !s.ok(&["api-resources", "--api-group=cr3.example.com", "-o", "name"])
+            .contains("gadgets")
+    }));
+    let gone = s.get(&format!("/apis/cr3.example.com/v1/namespaces/{ns}/gadgets"));
+    assert_eq!(gone.status, 404, "{}", gone.text());
+}
+
+#[test]
+fn definitions_are_served_again_after_a_restart() {
+    if !common::persistent_backend() {
+        return;
+    }
+    let s = Server::start(&[]);
+    apply(
+        &s,
+        &definition("cr4.example.com", "things", "Thing", &[], "Cluster"),
+    );
+    established(&s, "things.cr4.example.com");
+    apply(
+        &s,
+        r#"{"apiVersion":"cr4.example.com/v1","kind":"Thing","metadata":{"name":"t1"},"spec":{"size":1}}"#,
+    );
+    s.signal("TERM");
+    s.wait_exit(WAIT).expect("server stops");
+    let (tmp, dir) = s.into_data();
+    let s = Server::start_at(tmp, dir, &[]);
+    // Served from the first request on.
+    let t = s.json(&["get", "things", "t1"]);
+    assert_eq!(t["spec"]["size"], 1);
+}
