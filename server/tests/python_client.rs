@@ -37,3 +37,8 @@ fn python_streaming_list() {
 fn python_server_side_apply() {
     run_script("server_side_apply.py");
 }
+
+#[test]
+fn python_custom_objects() {
+    run_script("custom_objects.py");
+}

@@ -154,6 +154,12 @@ impl<'a> Call<'a> {
         if repr::plain_json_accept(self.accept()) {
             return Ok(Format::Json);
         }
+        if self.res.custom.is_some() {
+            // Custom resources answer JSON (no protobuf form), but their 406 lists what
+            // upstream's serializers for them offer, protobuf included and Tables not.
+            return repr::negotiate(self.accept(), true, false)
+                .map_err(|_| ApiError::not_acceptable(&[repr::JSON, repr::YAML, repr::PROTOBUF]));
+        }
         let proto = keel_proto::supports(&self.api_version(), self.info().kind);
         repr::negotiate(self.accept(), true, proto)
     }
