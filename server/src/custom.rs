@@ -26,6 +26,8 @@ pub struct Custom {
     pub columns: Vec<Value>,
     /// The definition is being deleted: no new objects.
     pub terminating: bool,
+    /// The version is deprecated: what every request to it is told.
+    pub deprecation_warning: Option<String>,
 }
 
 /// Go's name for a JSON value's type, as upstream's accessor errors print it.
@@ -363,6 +365,7 @@ pub fn served(crd: &Value) -> Vec<Served> {
                 .cloned()
                 .unwrap_or_default(),
             terminating,
+            deprecation_warning: deprecation_warning(crd, v),
         };
         let fingerprint = serde_json::json!([
             format!("{spec:?}"),
@@ -378,6 +381,74 @@ pub fn served(crd: &Value) -> Vec<Served> {
         });
     }
     out
+}
+
+/// What requests to a deprecated version are told: its `deprecationWarning`, else
+/// upstream's default, which names the newest served version that is not deprecated and
+/// sorts after it (Kubernetes' version order: GA, then beta, then alpha, by number).
+fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(w) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(w.to_owned());
+    }
+    let group = str_at(crd, "/spec/group");
+    let kind = str_at(crd, "/spec/names/kind");
+    let name = str_at(version, "/name");
+    let mut msg = format!("{group}/{name} {kind} is deprecated");
+    let newer = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .map(|v| str_at(v, "/name"))
+        .filter(|v| version_order(name, v) == std::cmp::Ordering::Less)
+        .max_by(|a, b| version_order(a, b));
+    if let Some(n) = newer {
+        msg.push_str(&format!("; use {group}/{n} {kind}"));
+    }
+    Some(msg)
+}
+
+/// Upstream's `CompareKubeAwareVersionStrings` as an ordering (lowest first): versions of
+/// the form `v<N>[alpha|beta<M>]` sort GA above beta above alpha, then by numbers; any
+/// other name sorts below them all, alphabetically (reversed, as upstream).
+pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let major: u64 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        let (level, num) = if tail.is_empty() {
+            return Some((major, 2, 0));
+        } else if let Some(n) = tail.strip_prefix("beta") {
+            (1, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n)
+        } else {
+            return None;
+        };
+        if n_is_bad(num) {
+            return None;
+        }
+        Some((major, level, num.parse().ok()?))
+    }
+    fn n_is_bad(n: &str) -> bool {
+        n.is_empty() || !n.chars().all(|c| c.is_ascii_digit())
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, la, na)), Some((mb, lb, nb))) => la.cmp(&lb).then(ma.cmp(&mb)).then(na.cmp(&nb)),
+        (Some(_), None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (None, None) => b.cmp(a),
+    }
 }
 
 /// The id a served version is routed by.
@@ -453,6 +524,7 @@ mod tests {
                                "labelSelectorPath": ".status.selector"})),
             columns: Vec::new(),
             terminating: false,
+            deprecation_warning: None,
         }
     }
 
@@ -521,6 +593,59 @@ mod tests {
         );
         assert_eq!(texts(&bad, "status").len(), 2);
         assert!(texts(&json!({"spec": {"replicas": 2}}), "").is_empty());
+    }
+
+    /// Upstream's order of Kubernetes versions: GA > beta > alpha, then by numbers; other
+    /// names below them, in reverse alphabetical order.
+    #[test]
+    fn kube_aware_version_order() {
+        let mut v = vec![
+            "foo", "v1alpha1", "v2", "v1beta2", "v1", "v1beta1", "v10", "bar", "v2alpha3",
+        ];
+        v.sort_by(|a, b| version_order(a, b));
+        assert_eq!(
+            v,
+            ["foo", "bar", "v1alpha1", "v2alpha3", "v1beta1", "v1beta2", "v1", "v2", "v10"]
+        );
+    }
+
+    /// A deprecated version's warning: its own text, else upstream's default naming the
+    /// newest served version not deprecated that comes after it.
+    #[test]
+    fn deprecated_versions_warn() {
+        let crd = |versions: Value| {
+            json!({"metadata": {"name": "widgets.example.com"},
+                   "spec": {"group": "example.com", "names": {"kind": "Widget", "plural": "widgets"}, "versions": versions},
+                   "status": {"acceptedNames": {"kind": "Widget", "plural": "widgets"},
+                              "conditions": [{"type": "Established", "status": "True"}]}})
+        };
+        let c = crd(json!([
+            {"name": "v1alpha1", "served": true, "storage": false, "deprecated": true},
+            {"name": "v1beta1", "served": true, "storage": false, "deprecated": true, "deprecationWarning": "gone soon"},
+            {"name": "v1", "served": true, "storage": true},
+            {"name": "v2", "served": false, "storage": false}
+        ]));
+        let w: Vec<Option<String>> = served(&c)
+            .iter()
+            .map(|s| s.custom.deprecation_warning.clone())
+            .collect();
+        assert_eq!(
+            w,
+            [
+                Some(
+                    "example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget"
+                        .to_owned()
+                ),
+                Some("gone soon".to_owned()),
+                None
+            ]
+        );
+        let alone =
+            crd(json!([{"name": "v1", "served": true, "storage": true, "deprecated": true}]));
+        assert_eq!(
+            served(&alone)[0].custom.deprecation_warning.as_deref(),
+            Some("example.com/v1 Widget is deprecated")
+        );
     }
 
     /// A change to a served version changes its fingerprint (so it is served anew); the

@@ -332,3 +332,49 @@ fn definitions_are_served_again_after_a_restart() {
     let t = s.json(&["get", "things", "t1"]);
     assert_eq!(t["spec"]["size"], 1);
 }
+
+#[test]
+fn requests_to_a_deprecated_version_are_warned_and_counted() {
+    let s = server();
+    let mut crd: Value = serde_json::from_str(&definition(
+        "cr5.example.com",
+        "dials",
+        "Dial",
+        &[],
+        "Cluster",
+    ))
+    .unwrap();
+    let v1 = crd["spec"]["versions"][0].clone();
+    let mut beta = v1.clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    beta["deprecated"] = json!(true);
+    crd["spec"]["versions"] = json!([beta, v1]);
+    apply(s, &crd.to_string());
+    established(s, "dials.cr5.example.com");
+    let out = s.kubectl(&["get", "dials.v1beta1.cr5.example.com"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "Warning: cr5.example.com/v1beta1 Dial is deprecated; use cr5.example.com/v1 Dial"
+        ),
+        "{err}"
+    );
+    let out = s.kubectl(&["get", "dials.v1.cr5.example.com"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("deprecated"));
+    let metrics = s.ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("apiserver_requested_deprecated_apis{")
+                && l.contains("group=\"cr5.example.com\"")
+                && l.contains("version=\"v1beta1\"")
+                && l.contains("resource=\"dials\"")),
+        "no deprecated-API count for dials"
+    );
+}

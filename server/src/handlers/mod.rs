@@ -146,8 +146,12 @@ pub fn pretty(req: &Request) -> bool {
 /// upstream tells it, whatever its answer; the request is counted in
 /// `apiserver_requested_deprecated_apis`.
 fn deprecation_warning(st: &State, l: &Labels, resp: &mut Response) {
-    // Most requests are for resources never deprecated: no routes lookup for them.
+    // Most requests are for resources never deprecated: no routes lookup for them (custom
+    // resources' groups have a dot; their definitions say whether a version is deprecated).
     if !keel_catalog::is_deprecated_anywhere(&l.1, &l.2, &l.3) {
+        if l.1.contains('.') {
+            custom_deprecation_warning(st, l, resp);
+        }
         return;
     }
     let routes = st.routes.load();
@@ -162,6 +166,27 @@ fn deprecation_warning(st: &State, l: &Labels, resp: &mut Response) {
     resp.headers.push((
         "Warning".into(),
         format!("299 - \"{}\"", d.warning.replace('"', "\\\"")),
+    ));
+}
+
+/// A request to a custom resource version its definition deprecates: the definition's
+/// warning (or upstream's default text), counted as upstream counts it (no removal release).
+fn custom_deprecation_warning(st: &State, l: &Labels, resp: &mut Response) {
+    let routes = st.routes.load();
+    let Some(res) = routes.lookup(&l.1, &l.2, &l.3) else {
+        return;
+    };
+    let Some(warning) = res
+        .custom
+        .as_ref()
+        .and_then(|c| c.deprecation_warning.as_ref())
+    else {
+        return;
+    };
+    st.metrics.requested_deprecated(&res.info, &l.4, None);
+    resp.headers.push((
+        "Warning".into(),
+        format!("299 - \"{}\"", warning.replace('"', "\\\"")),
     ));
 }
 
