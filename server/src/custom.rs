@@ -28,6 +28,8 @@ pub struct Custom {
     pub terminating: bool,
     /// The version is deprecated: what every request to it is told.
     pub deprecation_warning: Option<String>,
+    /// The version's `selectableFields`, as field selectors name them (`spec.color`).
+    pub selectable: Vec<String>,
 }
 
 /// Go's name for a JSON value's type, as upstream's accessor errors print it.
@@ -95,6 +97,22 @@ fn nested_int64(obj: &Value, path: &str) -> Result<Option<i64>, String> {
 }
 
 impl Custom {
+    /// The value of one of the definition's selectable fields, as field selectors compare
+    /// it: a string as it is, an integer in decimal, a boolean as `true`/`false` (the types
+    /// a selectable field may have); `None` when the object has no such value.
+    pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        let mut cur = obj;
+        for f in field.split('.') {
+            cur = cur.get(f)?;
+        }
+        match cur {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+
     /// The definition's own checks of a write, after the type's (metadata) ones, in
     /// upstream's order: of the object (`subresource` empty: a create when `old` is `None`,
     /// else an update, also what a scale write does to the object) or of a status write.
@@ -366,6 +384,14 @@ pub fn served(crd: &Value) -> Vec<Served> {
                 .unwrap_or_default(),
             terminating,
             deprecation_warning: deprecation_warning(crd, v),
+            selectable: v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                .map(|p| p.strip_prefix('.').unwrap_or(p).to_owned())
+                .collect(),
         };
         let fingerprint = serde_json::json!([
             format!("{spec:?}"),
@@ -525,6 +551,7 @@ mod tests {
             columns: Vec::new(),
             terminating: false,
             deprecation_warning: None,
+            selectable: Vec::new(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! rules turning a stored change into the event a watch sends (an object entering the
 //! selection is ADDED, one leaving it DELETED).
 
+use crate::custom::Custom;
 use crate::objects;
 use crate::repr::{Encoder, Format};
 use keel_api::selectors::{FieldSelector, LabelSelector};
@@ -11,13 +12,81 @@ use keel_engine::{Event, EventKind};
 use keel_strategy::Strategy;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::sync::Arc;
+
+/// Which fields a resource's objects can be selected by, and their values: its type's
+/// (strategy), and for a custom resource also its definition's `selectableFields`.
+#[derive(Clone, Debug)]
+pub struct Fields {
+    strategy: &'static Strategy,
+    custom: Option<Arc<Custom>>,
+}
+
+impl From<&'static Strategy> for Fields {
+    fn from(strategy: &'static Strategy) -> Fields {
+        Fields {
+            strategy,
+            custom: None,
+        }
+    }
+}
+
+impl Fields {
+    /// The fields of a served resource.
+    pub fn of(res: &crate::routes::Resource) -> Fields {
+        Fields {
+            strategy: res.strategy,
+            custom: res.custom.clone(),
+        }
+    }
+
+    fn custom_field(&self, field: &str) -> Option<&Custom> {
+        self.custom
+            .as_deref()
+            .filter(|c| c.selectable.iter().any(|f| f == field))
+    }
+
+    fn supports(&self, field: &str) -> bool {
+        self.strategy.selectable_fields().contains(&field) || self.custom_field(field).is_some()
+    }
+
+    /// The object's value of a selectable field (`None` when absent, read as `""`).
+    pub fn value(&self, obj: &Value, field: &str) -> Option<String> {
+        match self.custom_field(field) {
+            Some(c) => c.field_value(obj, field),
+            None => self.strategy.field_value(obj, field),
+        }
+    }
+}
+
+/// One resource's fields compare by its strategy (the table's entries are static) and its
+/// definition (shared by every request to it).
+impl PartialEq for Fields {
+    fn eq(&self, other: &Fields) -> bool {
+        std::ptr::eq(self.strategy, other.strategy)
+            && match (&self.custom, &other.custom) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Fields {}
+
+impl std::hash::Hash for Fields {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::ptr::hash(self.strategy, h);
+        self.custom.as_ref().map(Arc::as_ptr).hash(h);
+    }
+}
 
 /// Label and field selectors of a list, watch or deletecollection.
 pub struct Filter {
     pub labels: Option<LabelSelector>,
     pub fields: Option<FieldSelector>,
-    /// The resource's policy: which fields it can be selected by, and their values.
-    strategy: &'static Strategy,
+    /// The resource's selectable fields and their values.
+    of: Fields,
 }
 
 impl Filter {
@@ -26,17 +95,18 @@ impl Filter {
         Filter {
             labels: None,
             fields: None,
-            strategy,
+            of: strategy.into(),
         }
     }
 
-    /// The filter of a `labelSelector` and a `fieldSelector` of the resource whose policy is
-    /// `strategy`.
+    /// The filter of a `labelSelector` and a `fieldSelector` of the resource whose fields
+    /// are `of`.
     pub fn parse(
         labels: Option<&str>,
         fields: Option<&str>,
-        strategy: &'static Strategy,
+        of: impl Into<Fields>,
     ) -> Result<Filter, ApiError> {
+        let of = of.into();
         let labels = match labels {
             Some(s) => Some(LabelSelector::parse(s)?).filter(|l| !l.is_empty()),
             None => None,
@@ -46,20 +116,15 @@ impl Filter {
             None => None,
         };
         if let Some(f) = &fields {
-            let supported = strategy.selectable_fields();
             for field in f.fields() {
-                if !supported.contains(&field) {
+                if !of.supports(field) {
                     return Err(ApiError::bad_request(format!(
                         "field label not supported: {field}"
                     )));
                 }
             }
         }
-        Ok(Filter {
-            labels,
-            fields,
-            strategy,
-        })
+        Ok(Filter { labels, fields, of })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -73,8 +138,7 @@ impl Filter {
             }
         }
         if let Some(f) = &self.fields {
-            let strategy = self.strategy;
-            if !f.matches(&|field: &str| strategy.field_value(obj, field)) {
+            if !f.matches(&|field: &str| self.of.value(obj, field)) {
                 return false;
             }
         }
@@ -91,7 +155,7 @@ impl Filter {
             .and_then(|f| f.terms().iter().find(|t| !t.negated))
         {
             let field = Indexed::Field {
-                strategy: self.strategy,
+                of: self.of.clone(),
                 path: t.field.clone(),
             };
             return Some((field, t.value.clone()));
@@ -128,29 +192,17 @@ pub enum Indexed {
     /// A label (a non-string value reads as `""`, as label selectors read it).
     Label(String),
     /// A selectable field of a resource (absent reads as `""`, as field selectors read it).
-    Field {
-        strategy: &'static Strategy,
-        path: String,
-    },
+    Field { of: Fields, path: String },
 }
 
-/// Fields of one resource's strategy compare by that strategy (the table's entries are
-/// static: one per resource) and the field's path.
 impl PartialEq for Indexed {
     fn eq(&self, other: &Indexed) -> bool {
         match (self, other) {
             (Indexed::Name, Indexed::Name) => true,
             (Indexed::Label(a), Indexed::Label(b)) => a == b,
-            (
-                Indexed::Field {
-                    strategy: a,
-                    path: p,
-                },
-                Indexed::Field {
-                    strategy: b,
-                    path: q,
-                },
-            ) => std::ptr::eq(*a, *b) && p == q,
+            (Indexed::Field { of: a, path: p }, Indexed::Field { of: b, path: q }) => {
+                a == b && p == q
+            }
             _ => false,
         }
     }
@@ -164,8 +216,8 @@ impl std::hash::Hash for Indexed {
         match self {
             Indexed::Name => {}
             Indexed::Label(k) => k.hash(h),
-            Indexed::Field { strategy, path } => {
-                std::ptr::hash(*strategy, h);
+            Indexed::Field { of, path } => {
+                of.hash(h);
                 path.hash(h);
             }
         }
@@ -180,9 +232,9 @@ impl Indexed {
             Indexed::Label(key) => {
                 keel_api::selectors::label_value(objects::labels(obj), key).map(Cow::Borrowed)
             }
-            Indexed::Field { strategy, path } => Some(Cow::Owned(
-                strategy.field_value(obj, path).unwrap_or_default(),
-            )),
+            Indexed::Field { of, path } => {
+                Some(Cow::Owned(of.value(obj, path).unwrap_or_default()))
+            }
         }
     }
 }

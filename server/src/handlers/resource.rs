@@ -92,7 +92,7 @@ pub fn filter(c: &Call<'_>) -> Result<Filter, ApiError> {
     Filter::parse(
         c.query.nonempty("labelSelector"),
         c.query.nonempty("fieldSelector"),
-        c.res.strategy,
+        crate::selection::Fields::of(c.res),
     )
 }
 

@@ -635,7 +635,7 @@ fn index_keys_are_a_selection_s_exact_requirement() {
         pods.unwrap().exact_requirement(),
         Some((
             Indexed::Field {
-                strategy: pods_strategy,
+                of: pods_strategy.into(),
                 path: "spec.nodeName".into()
             },
             "n1".into()
