@@ -3,7 +3,7 @@
 //!
 //! Upstream's decode path (`unstructuredSchemaCoercer.apply`) runs, in this order:
 //! 1. the root `metadata` is decoded strictly into an ObjectMeta; its unknown fields are
-//!    reported (`metadata.foo`, `metadata.ownerReferences[0].foo`) in document order and dropped;
+//!    reported (`metadata.foo`, `metadata.ownerReferences[0].foo`) in sorted key order and dropped;
 //! 2. structural pruning of the whole object, the root treated as an embedded resource (its
 //!    `apiVersion`, `kind`, `metadata` are never pruned); paths reported sorted;
 //! 3. `null`s where the schema is not nullable and has no default are dropped (not reported);
@@ -304,31 +304,37 @@ const OBJECT_META: &[(&str, Option<&[&str]>)] = &[
 ];
 
 /// Drops the members of `meta` that ObjectMeta does not have, reporting each as
-/// `<prefix>.<field path>` in document order (sigs.k8s.io/json's strict decoding).
+/// `<prefix>.<field path>`. Upstream re-encodes the metadata map (Go sorts map keys) and decodes
+/// it strictly, so unknown fields come in sorted key order, level by level.
 fn prune_object_meta(meta: &mut Value, prefix: &str, out: &mut Vec<String>) {
     let Value::Object(m) = meta else { return };
-    m.retain(|k, v| {
+    let mut keys: Vec<String> = m.keys().cloned().collect();
+    keys.sort();
+    for k in keys {
         let Some((_, items)) = OBJECT_META.iter().find(|(name, _)| *name == k.as_str()) else {
             out.push(format!("{prefix}.{k}"));
-            return false;
+            m.shift_remove(&k);
+            continue;
         };
-        if let (Some(fields), Value::Array(list)) = (items, v) {
+        if let (Some(fields), Some(Value::Array(list))) = (items, m.get_mut(&k)) {
             for (i, item) in list.iter_mut().enumerate() {
                 if let Value::Object(im) = item {
                     prune_known(im, fields, &format!("{prefix}.{k}[{i}]"), out);
                 }
             }
         }
-        true
-    });
+    }
 }
 
 fn prune_known(m: &mut Map<String, Value>, fields: &[&str], prefix: &str, out: &mut Vec<String>) {
-    m.retain(|k, _| {
-        let known = fields.contains(&k.as_str());
-        if !known {
-            out.push(format!("{prefix}.{k}"));
-        }
-        known
-    });
+    let mut unknown: Vec<String> = m
+        .keys()
+        .filter(|k| !fields.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    unknown.sort();
+    for k in unknown {
+        m.shift_remove(&k);
+        out.push(format!("{prefix}.{k}"));
+    }
 }

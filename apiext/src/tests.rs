@@ -64,9 +64,10 @@ fn prune_reports_paths_in_upstream_order() {
     assert_eq!(
         paths,
         vec![
-            "metadata.zfoo",
-            "metadata.ownerReferences[0].bad",
+            // Confirmed against kube-apiserver v1.36.2: metadata's in sorted key order.
             "metadata.afoo",
+            "metadata.ownerReferences[0].bad",
+            "metadata.zfoo",
             "spec.b",
             "spec.free.known.drop",
             "spec.items[0].y",
@@ -352,6 +353,53 @@ fn validation_rows() -> Vec<(Value, Value, Vec<&'static str>)> {
             json!([{"name": "a", "proto": "TCP"}, {"name": "a", "proto": "UDP"}, {"proto": "TCP", "name": "a"}]),
             vec![r#"spec.f[2]|FieldValueDuplicate|Duplicate value: {"name":"a","proto":"TCP"}"#],
         ),
+        // The rows from here to the embedded ones were confirmed against kube-apiserver v1.36.2.
+        (
+            json!({"type": "number", "maximum": 1.5, "minimum": 1000000}),
+            json!(10000000.0),
+            vec!["spec.f|FieldValueInvalid|Invalid value: 1e+07: spec.f in body should be less than or equal to 1.5"],
+        ),
+        (
+            json!({"type": "number", "minimum": 1000000}),
+            json!(1e-7),
+            vec!["spec.f|FieldValueInvalid|Invalid value: 1e-07: spec.f in body should be greater than or equal to 1e+06"],
+        ),
+        // Go converts 1.5 to the enum's int64 type (1): no enum error.
+        (
+            json!({"type": "integer", "enum": [1, 2]}),
+            json!(1.5),
+            vec![
+                r#"spec.f|FieldValueTypeInvalid|Invalid value: "number": spec.f in body must be of type integer: "number""#,
+                r#"<nil>|FieldValueInvalid|Invalid value: "": Checked value must be of type integer (default format) in spec.f"#,
+            ],
+        ),
+        (
+            json!({"type": "integer", "multipleOf": 3, "maximum": 10, "exclusiveMaximum": true}),
+            json!(10),
+            vec![
+                "spec.f|FieldValueInvalid|Invalid value: 10: spec.f in body should be a multiple of 3",
+                "spec.f|FieldValueInvalid|Invalid value: 10: spec.f in body should be less than 10",
+            ],
+        ),
+        (
+            json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                   "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}),
+            json!([{"name": "a"}, "x"]),
+            vec![
+                r#"spec.f[1]|FieldValueTypeInvalid|Invalid value: "string": spec.f[1] in body must be of type object: "string""#,
+                r#"spec.f[1]|FieldValueInvalid|Invalid value: "x": must be an object for an array of list-type map"#,
+            ],
+        ),
+        (
+            json!({"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                   "items": {"type": "object", "required": ["name"], "properties": {"p": {"type": "integer"}}}}),
+            json!([{"p": 1}, {"p": 2}]),
+            vec![
+                "spec.f[0].name|FieldValueRequired|Required value",
+                "spec.f[1].name|FieldValueRequired|Required value",
+                "spec.f[1]|FieldValueDuplicate|Duplicate value: {}",
+            ],
+        ),
         (
             json!({"type": "object", "x-kubernetes-embedded-resource": true}),
             json!({"apiVersion": "a/b/c", "metadata": {}}),
@@ -422,6 +470,24 @@ fn ratcheting_drops_errors_of_unchanged_values() {
     );
     // Create reports everything.
     assert_eq!(s.validate(&old).len(), 2);
+}
+
+/// Confirmed against kube-apiserver v1.36.2: items of an atomic list are not correlated with
+/// the old list, so an unchanged invalid item of a changed list is reported.
+#[test]
+fn ratcheting_does_not_correlate_atomic_list_items() {
+    let s = spec_schema(json!({
+        "type": "object",
+        "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 3}}}
+    }));
+    let old = json!({"spec": {"tags": ["abcdef", "b"]}});
+    let same = json!({"spec": {"tags": ["abcdef", "b"]}});
+    assert_eq!(causes(s.validate_update(&same, &old)), Vec::<String>::new());
+    let new = json!({"spec": {"tags": ["abcdef", "c"]}});
+    assert_eq!(
+        causes(s.validate_update(&new, &old)),
+        vec!["spec.tags[0]|FieldValueTooLong|Too long: may not be more than 3 bytes"]
+    );
 }
 
 #[test]
