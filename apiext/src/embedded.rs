@@ -1,13 +1,17 @@
 //! Checks of nested `x-kubernetes-embedded-resource` objects (upstream's
 //! `objectmeta.Validate`, root excluded): `apiVersion` and `kind` present, strings, non-empty,
-//! a parsable group/version and a DNS-1035-like kind.
+//! a parsable group/version and a DNS-1035-like kind, and the `metadata` checked as an
+//! ObjectMeta (keel-api's `validate_object_meta_with`: a missing name counts as `fakename`, the
+//! name is a path segment, the namespace is checked only when set).
 //!
-//! Not done: the embedded `metadata`'s ObjectMeta validation (name, labels, annotations...).
+//! Not done: a `metadata` that does not decode as an ObjectMeta (a number where a string
+//! belongs) gives upstream's Go JSON error text there; here such members are skipped.
 
 use crate::compile::{Additional, Node};
 use crate::limits;
 use crate::render::bad_value;
 use crate::validate::cause;
+use keel_api::names;
 use keel_api::status::{field, StatusCause};
 use regex::Regex;
 use serde_json::Value;
@@ -113,7 +117,40 @@ fn resource(errs: &mut Vec<StatusCause>, path: &str, m: &serde_json::Map<String,
                     }
                 }
             },
+            "metadata" => errs.extend(metadata(path, v)),
             _ => {}
         }
     }
+}
+
+fn metadata(path: &str, v: &Value) -> Vec<StatusCause> {
+    let Value::Object(m) = v else {
+        return Vec::new();
+    };
+    let mut meta = m.clone();
+    if meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        meta.insert("name".into(), Value::String("fakename".into()));
+    }
+    let namespaced = !meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty();
+    let check = |name: &str, prefix: bool| {
+        if prefix {
+            names::is_valid_path_segment_prefix(name)
+        } else {
+            names::is_valid_path_segment_name(name)
+        }
+    };
+    let mut errs = names::validate_object_meta_with(&Value::Object(meta), namespaced, &check);
+    for e in &mut errs {
+        e.field = child(path, &e.field);
+    }
+    errs
 }

@@ -416,6 +416,39 @@ fn validation_rows() -> Vec<(Value, Value, Vec<&'static str>)> {
     ]
 }
 
+/// Embedded resources' metadata, confirmed against kube-apiserver v1.36.2.
+#[test]
+fn embedded_metadata_is_validated_as_object_meta() {
+    let s = spec_schema(json!({"type": "object", "properties": {"emb": {
+        "type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}));
+    let rows = [
+        (
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a/b", "namespace": "Bad_NS",
+                   "labels": {"k": "bad value!"}, "generateName": "x%"}}),
+            vec![
+                r#"spec.emb.metadata.generateName|FieldValueInvalid|Invalid value: "x%": may not contain '%'"#,
+                r#"spec.emb.metadata.name|FieldValueInvalid|Invalid value: "a/b": may not contain '/'"#,
+                r#"spec.emb.metadata.namespace|FieldValueInvalid|Invalid value: "Bad_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
+                r#"spec.emb.metadata.labels|FieldValueInvalid|Invalid value: "bad value!": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"#,
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"annotations": {"bad key!": "v"}, "finalizers": ["nope"]}}),
+            vec![
+                r#"spec.emb.metadata.annotations|FieldValueInvalid|Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+            ],
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {}}),
+            vec![],
+        ),
+    ];
+    for (emb, want) in rows {
+        let obj = json!({"spec": {"emb": emb}});
+        assert_eq!(causes(s.validate(&obj)), want, "{emb}");
+    }
+}
+
 #[test]
 fn validation_messages_match_upstream() {
     for (prop, value, want) in validation_rows() {
