@@ -20,6 +20,12 @@ fn spec_schema(spec: Value) -> Schema {
 }
 
 #[test]
+fn schema_is_shareable() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Schema>();
+}
+
+#[test]
 fn compile_rejects_non_objects() {
     assert!(Schema::compile(&json!("x")).is_err());
     assert!(Schema::compile(&json!({})).is_ok());
@@ -399,6 +405,40 @@ fn validation_rows() -> Vec<(Value, Value, Vec<&'static str>)> {
                 "spec.f[1].name|FieldValueRequired|Required value",
                 "spec.f[1]|FieldValueDuplicate|Duplicate value: {}",
             ],
+        ),
+        // A non-string value must fit a (kept) format first.
+        (
+            json!({"type": "integer", "format": "int32"}),
+            json!(true),
+            vec![r#"spec.f|FieldValueTypeInvalid|Invalid value: "": spec.f in body must be of type int32: """#],
+        ),
+        // Beyond int64: a float64 upstream, not an integer.
+        (
+            json!({"type": "integer"}),
+            json!(9223372036854775808u64),
+            vec![
+                r#"spec.f|FieldValueTypeInvalid|Invalid value: "number": spec.f in body must be of type integer: "number""#,
+                r#"<nil>|FieldValueInvalid|Invalid value: "": Checked value must be of type integer (default format) in spec.f"#,
+            ],
+        ),
+        // Go converts the integer 97 to the string "a" when comparing with the enum.
+        (
+            json!({"type": "string", "enum": ["a", "b"]}),
+            json!(97),
+            vec![r#"spec.f|FieldValueTypeInvalid|Invalid value: "integer": spec.f in body must be of type string: "integer""#],
+        ),
+        (
+            json!({"type": "string", "enum": ["a", "b"]}),
+            json!(99),
+            vec![
+                r#"spec.f|FieldValueTypeInvalid|Invalid value: "integer": spec.f in body must be of type string: "integer""#,
+                r#"spec.f|FieldValueNotSupported|Unsupported value: 99: supported values: "a", "b""#,
+            ],
+        ),
+        (
+            json!({"x-kubernetes-int-or-string": true}),
+            json!(1.5),
+            vec![r#"spec.f|FieldValueTypeInvalid|Invalid value: "number": spec.f in body must be of type integer,string: "number""#],
         ),
         (
             json!({"type": "object", "x-kubernetes-embedded-resource": true}),
