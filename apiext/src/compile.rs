@@ -297,13 +297,14 @@ impl Compiler {
 }
 
 /// Upstream prunes every `default` by the schema of its node when it builds the CRD's
-/// handler, so unknown fields inside a default never reach an object.
+/// handler (embedded resources' metadata included), so unknown fields inside a default never
+/// reach an object.
 fn prune_defaults(n: &mut Node, depth: usize) {
     if depth > limits::SCHEMA_DEPTH_MAX {
         return;
     }
     if let Some(mut d) = n.default.take() {
-        crate::prune::prune_value(&mut d, Some(n), false, &mut crate::prune::Paths::off());
+        crate::prune::prune_default(&mut d, n);
         n.default = Some(d);
     }
     for p in n.properties.values_mut() {

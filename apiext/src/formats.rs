@@ -118,7 +118,7 @@ pub fn valid(format: &str, s: &str) -> bool {
 /// Go's `time.Parse("2006-01-02", s)`.
 fn is_date(s: &str) -> bool {
     let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+    if !s.is_ascii() || b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
     let num = |r: std::ops::Range<usize>| -> Option<u32> {

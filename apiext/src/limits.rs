@@ -11,10 +11,11 @@ pub const SCHEMA_DEPTH_MAX: usize = 128;
 /// Schema nodes one compiled schema may hold. The largest real CRDs (e.g. Crossplane,
 /// Prometheus Operator) have a few tens of thousands.
 pub const SCHEMA_NODES_MAX: usize = 1 << 20;
-/// Nesting depth of an object that pruning, defaulting and validation descend into. Deeper
-/// parts are left as they are (prune, default) or not validated further. The server's JSON
-/// decoder already limits nesting to less than this.
-pub const VALUE_DEPTH_MAX: usize = 1024;
+/// Nesting depth of an object that pruning, defaulting, validation, comparison and rendering
+/// descend into. Deeper parts are left as they are (prune, default), not validated further,
+/// compared as unequal, or rendered as `null`. serde_json's parser already stops at 128 levels;
+/// most walks follow the schema, whose depth is bounded by [`SCHEMA_DEPTH_MAX`].
+pub const VALUE_DEPTH_MAX: usize = 256;
 /// Validation errors one object collects at most (upstream has no bound; beyond this many the
 /// request is rejected anyway and the response would only grow).
 pub const ERRORS_MAX: usize = 1000;

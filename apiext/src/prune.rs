@@ -94,6 +94,13 @@ pub fn prune_object(obj: &mut Value, root: &Node) -> Vec<String> {
     out
 }
 
+/// Prunes a `default` by its node's schema, as upstream does when it serves a CRD.
+pub fn prune_default(d: &mut Value, n: &Node) {
+    let mut ignored = Vec::new();
+    coerce_embedded(d, n, "", &mut ignored, 0);
+    prune_value(d, Some(n), false, &mut Paths::off());
+}
+
 /// Structural pruning of `x` by `s` (`None`: no schema, everything below is unknown).
 /// `resource_root` treats the node as an embedded resource whatever its schema says.
 pub fn prune_value(x: &mut Value, s: Option<&Node>, resource_root: bool, paths: &mut Paths) {

@@ -144,11 +144,15 @@ pub fn go_num(n: &Number) -> String {
 /// `encoding/json.Marshal` of a decoded value: map keys sorted, HTML characters escaped.
 pub fn go_json(v: &Value) -> String {
     let mut out = String::new();
-    write_json(&mut out, v);
+    write_json(&mut out, v, 0);
     out
 }
 
-fn write_json(out: &mut String, v: &Value) {
+fn write_json(out: &mut String, v: &Value, depth: usize) {
+    if depth > crate::limits::VALUE_DEPTH_MAX {
+        out.push_str("null");
+        return;
+    }
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -165,7 +169,7 @@ fn write_json(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_json(out, item);
+                write_json(out, item, depth + 1);
             }
             out.push(']');
         }
@@ -179,7 +183,7 @@ fn write_json(out: &mut String, v: &Value) {
                 }
                 write_json_string(out, k);
                 out.push(':');
-                write_json(out, &map[k]);
+                write_json(out, &map[k], depth + 1);
             }
             out.push('}');
         }

@@ -629,3 +629,79 @@ fn deep_objects_and_schemas_are_bounded() {
     assert!(s.prune(&mut obj).is_empty());
     assert!(s.validate(&obj).is_empty());
 }
+
+/// Odd values through every check: values (never panics), whatever the input.
+#[test]
+fn odd_inputs_give_values() {
+    let odd = [
+        json!(null),
+        json!(true),
+        json!(-0.0),
+        json!(1e308),
+        json!(-9223372036854775808i64),
+        json!(18446744073709551615u64),
+        json!(""),
+        json!("é24-01-0-"),
+        json!("\u{0}\u{7f}\u{2028}<>&"),
+        json!("ünïcödé.ünïcödé"),
+        json!([[[]]]),
+        json!({"": {"": null}}),
+    ];
+    let formats = [
+        "date",
+        "date-time",
+        "byte",
+        "password",
+        "uuid",
+        "uuid3",
+        "uuid4",
+        "uuid5",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "mac",
+        "hexcolor",
+        "rgbcolor",
+        "ssn",
+        "bsonobjectid",
+        "isbn",
+        "isbn10",
+        "isbn13",
+        "k8s-short-name",
+        "k8s-long-name",
+        "uri",
+        "email",
+        "duration",
+        "creditcard",
+    ];
+    for f in formats {
+        let s = spec_schema(json!({"type": "object", "properties": {
+            "f": {"type": "string", "format": f, "enum": [1, "a", [1], {"a": 1.5}], "maxLength": 0,
+                  "multipleOf": 0, "maximum": -1e308, "minimum": 1e308},
+            "l": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a", "b"],
+                  "items": {"type": "object", "properties": {"a": {"type": "integer", "default": 1}}}}}}));
+        for v in &odd {
+            let mut obj = json!({"metadata": v, "spec": {"f": v, "l": [v, v]}});
+            let _ = s.prune(&mut obj);
+            s.apply_defaults(&mut obj);
+            let errs = s.validate(&obj);
+            assert!(!errs.is_empty(), "format {f} value {v}: some check fails");
+            let _ = s.validate_update(&obj, &json!({"spec": {"f": v, "l": v}}));
+        }
+    }
+}
+
+#[test]
+fn defaults_of_embedded_resources_are_pruned_like_objects() {
+    let s = spec_schema(json!({"type": "object", "properties": {"tpl": {
+        "type": "object", "x-kubernetes-embedded-resource": true,
+        "default": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "bogus": 1}, "junk": 1},
+        "properties": {"spec": {"type": "object"}}}}}));
+    let mut obj = json!({"spec": {}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj,
+        json!({"spec": {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}}})
+    );
+}

@@ -707,15 +707,25 @@ fn multiple_of_float(path: &str, data: f64, factor: f64) -> Option<(Kind, String
 
 /// Go's `reflect.DeepEqual` over decoded values: `int64` and `float64` differ.
 pub fn typed_equal(a: &Value, b: &Value) -> bool {
+    typed_equal_at(a, b, 0)
+}
+
+fn typed_equal_at(a: &Value, b: &Value, depth: usize) -> bool {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return false;
+    }
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => Num::of(x) == Num::of(y),
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| typed_equal(p, q))
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| typed_equal_at(p, q, depth + 1))
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| typed_equal(v, w)))
+                    .all(|(k, v)| y.get(k).is_some_and(|w| typed_equal_at(v, w, depth + 1)))
         }
         _ => a == b,
     }
