@@ -227,10 +227,7 @@ impl Compiler {
         n.min_length = get_i64(m, "minLength");
         if let Some(p) = get_str(m, "pattern") {
             if !p.is_empty() {
-                let regex = regex::RegexBuilder::new(&p)
-                    .size_limit(limits::REGEX_BYTES_MAX)
-                    .build()
-                    .map_err(|e| e.to_string());
+                let regex = crate::gore::compile(&p);
                 n.pattern = Some(Pattern { source: p, regex });
             }
         }

@@ -2,9 +2,9 @@
 //!
 //! Exact: `date`, `date-time`, `byte`, `password`, `uuid*`, `hostname`, `ipv4`, `ipv6`,
 //! `cidr`, `mac`, `hexcolor`, `rgbcolor`, `ssn`, `bsonobjectid`, `isbn10`, `isbn13`, `isbn`,
-//! `k8s-short-name`, `k8s-long-name`. Approximated (Go's `net/url`, `net/mail`,
-//! `time.ParseDuration` and govalidator's card check are not reproduced byte for byte): `uri`,
-//! `email`, `duration`, `creditcard`.
+//! `k8s-short-name`, `k8s-long-name`, `duration` (but for Go's overflow check). Approximated
+//! (Go's `net/url`, `net/mail` and govalidator's card check are not reproduced byte for byte):
+//! `uri`, `email`, `creditcard`.
 
 use regex::Regex;
 use std::net::Ipv6Addr;
@@ -63,9 +63,9 @@ rx!(
 rx!(rx_hexcolor, r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$");
 rx!(
     rx_rgbcolor,
-    r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$"
+    r"^rgb\((?-u:\s)*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])(?-u:\s)*,(?-u:\s)*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])(?-u:\s)*,(?-u:\s)*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])(?-u:\s)*\)$"
 );
-rx!(rx_ssn, r"^\d{3}[- ]?\d{2}[- ]?\d{4}$");
+rx!(rx_ssn, r"^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}$");
 rx!(rx_short_name, r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
 rx!(
     rx_long_name,
@@ -73,12 +73,9 @@ rx!(
 );
 rx!(
     rx_duration_go,
-    r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$"
+    r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$"
 );
-rx!(
-    rx_duration_words,
-    r"^\s*(\d+\s*(ns|nano|nanos|nanosecond|nanoseconds|us|µs|micro|micros|microsecond|microseconds|ms|milli|millis|millisecond|milliseconds|s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hr|hour|hours|d|day|days|w|wk|week|weeks)\s*)+$"
-);
+rx!(rx_duration_part, r"(([0-9]+)(?-u:\s)*([A-Za-zµ]+))");
 
 /// Whether `s` is valid for `format` (a format [`known`] returns true for).
 pub fn valid(format: &str, s: &str) -> bool {
@@ -109,7 +106,7 @@ pub fn valid(format: &str, s: &str) -> bool {
         "k8slongname" => s.len() <= 253 && rx_long_name().is_match(s),
         "uri" => is_request_uri(s),
         "email" => is_email(s),
-        "duration" => rx_duration_go().is_match(s) || rx_duration_words().is_match(s),
+        "duration" => is_duration(s),
         "creditcard" => is_credit_card(s),
         _ => true,
     }
@@ -252,6 +249,41 @@ fn is_isbn13(s: &str) -> bool {
     (10 - sum % 10) % 10 == u32::from(b[12] - b'0')
 }
 
+/// strfmt's `ParseDuration`: Go's `time.ParseDuration` (overflow not checked here), else any
+/// `<digits><unit word>` found anywhere in the string, the unit one of strfmt's names.
+fn is_duration(s: &str) -> bool {
+    if matches!(s, "0" | "+0" | "-0") || rx_duration_go().is_match(s) {
+        return true;
+    }
+    const UNITS: &[&[&str]] = &[
+        &["ns", "nano"],
+        &["us", "µs", "micro"],
+        &["ms", "milli"],
+        &["s", "sec"],
+        &["m", "min"],
+        &["h", "hr", "hour"],
+        &["d", "day"],
+        &["w", "wk", "week"],
+    ];
+    let mut ok = false;
+    for c in rx_duration_part().captures_iter(s) {
+        let digits = c.get(2).map_or("", |m| m.as_str());
+        if digits.parse::<i64>().is_err() {
+            return false;
+        }
+        let unit = c.get(3).map_or("", |m| m.as_str()).to_lowercase();
+        for variants in UNITS {
+            let last = variants.len() - 1;
+            for (i, v) in variants.iter().enumerate() {
+                if (i == last && unit.starts_with(v)) || unit == *v {
+                    ok = true;
+                }
+            }
+        }
+    }
+    ok
+}
+
 /// Approximates `url.ParseRequestURI`: an absolute URI (`scheme:...`) or an absolute path.
 fn is_request_uri(s: &str) -> bool {
     if s.is_empty() || s.chars().any(|c| c.is_control() || c == ' ') {
@@ -348,6 +380,15 @@ mod tests {
             ("password", "anything", true),
             ("isbn10", "0321751043", true),
             ("isbn13", "978-0321751041", true),
+            ("duration", "1h30m", true),
+            ("duration", ".5s", true),
+            ("duration", "0", true),
+            ("duration", "about 3 Days or so", true),
+            ("duration", "5 parsecs", false),
+            ("duration", "soon", false),
+            ("ssn", "١٢٣-45-6789", false),
+            ("rgbcolor", "rgb(1, 2,\u{a0}3)", false),
+            ("rgbcolor", "rgb(1, 2, 3)", true),
         ];
         for (f, s, want) in rows {
             assert!(known(f), "{f}");

@@ -20,6 +20,7 @@ mod compile;
 mod defaults;
 mod embedded;
 mod formats;
+mod gore;
 pub mod limits;
 mod listtype;
 mod prune;

@@ -425,6 +425,18 @@ fn validation_rows() -> Vec<(Value, Value, Vec<&'static str>)> {
             ],
         ),
         (json!({"type": "string", "anyOf": [{"maxLength": 1}, {"format": "date"}]}), json!("a"), vec![]),
+        // Go's \d is ASCII only (confirmed against kube-apiserver v1.36.2).
+        (
+            json!({"type": "string", "pattern": "^\\d+$"}),
+            json!("١٢٣"),
+            vec![r#"spec.f|FieldValueInvalid|Invalid value: "١٢٣": spec.f in body should match '^\d+$'"#],
+        ),
+        (
+            json!({"type": "string", "format": "duration"}),
+            json!("5 parsecs"),
+            vec![r#"spec.f|FieldValueTypeInvalid|Invalid value: "5 parsecs": spec.f in body must be of type duration: "5 parsecs""#],
+        ),
+        (json!({"type": "string", "format": "duration"}), json!("about 3 Days or so"), vec![]),
         // A non-string value must fit a (kept) format first.
         (
             json!({"type": "integer", "format": "int32"}),
