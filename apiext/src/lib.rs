@@ -13,8 +13,22 @@
 //! Where upstream's order is Go's random map order (sibling properties), this crate uses the
 //! schema's property names sorted (validation) or the object's member order (the rest).
 //!
-//! May depend on: serde_json, keel-api (field-error causes, Go quoting), regex (`pattern` and
-//! formats, RE2 syntax as Go's), base64.
+//! May depend on: serde_json, keel-api (field-error causes, Go quoting, ObjectMeta checks),
+//! regex (`pattern` and formats; Go's RE2 syntax, Perl classes made ASCII in `gore.rs`).
+//!
+//! Numbers follow upstream's decoding: an integral JSON number that fits is an int64, any
+//! other (`1.0`, `1e3`, beyond int64) a float64, and messages print them as Go does (`1e+06`).
+//!
+//! Not covered (upstream differs):
+//! - `x-kubernetes-validations` (CEL) rules; scale subresource checks; root `metadata` checks.
+//! - Root `metadata` is only stripped of non-ObjectMeta fields; upstream also round-trips it
+//!   through the typed ObjectMeta (empty values dropped) and fails the decode for a
+//!   malformed one (a number as `name`): the server's job. Likewise an embedded resource's
+//!   malformed `metadata` gets Go's JSON error text upstream; here its bad members are skipped.
+//! - Formats `uri`, `email`, `creditcard` are approximations (see `formats.rs`); `duration`
+//!   does not check Go's overflow.
+//! - Sibling properties are validated in sorted name order; upstream's order is Go's random
+//!   map order (it varies from request to request on a real server).
 
 mod compile;
 mod defaults;

@@ -437,6 +437,21 @@ fn validation_rows() -> Vec<(Value, Value, Vec<&'static str>)> {
             vec![r#"spec.f|FieldValueTypeInvalid|Invalid value: "5 parsecs": spec.f in body must be of type duration: "5 parsecs""#],
         ),
         (json!({"type": "string", "format": "duration"}), json!("about 3 Days or so"), vec![]),
+        // A non-integral bound on an integer fails for every value (confirmed against
+        // kube-apiserver v1.36.2).
+        (
+            json!({"type": "integer", "maximum": 1.5}),
+            json!(2),
+            vec![
+                r#"<nil>|FieldValueInvalid|Invalid value: "": Maximum boundary value must be of type integer (default format) in spec.f"#,
+                "spec.f|FieldValueInvalid|Invalid value: 2: spec.f in body should be less than or equal to 1.5",
+            ],
+        ),
+        (
+            json!({"type": "integer", "maximum": 1.5}),
+            json!(1),
+            vec![r#"<nil>|FieldValueInvalid|Invalid value: "": Maximum boundary value must be of type integer (default format) in spec.f"#],
+        ),
         // A non-string value must fit a (kept) format first.
         (
             json!({"type": "integer", "format": "int32"}),
