@@ -12,8 +12,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// `additionalProperties`: a schema for every other key, or `true` (no schema: their
-/// contents are pruned as unknown), or `false`.
+/// `additionalProperties`: a schema for every other key, or a boolean (no schema: their
+/// contents are pruned as unknown; `false` also makes validation reject the key).
 #[derive(Debug)]
 pub enum Additional {
     Bool(bool),
@@ -77,15 +77,17 @@ impl Node {
     }
 
     /// The schema of an object member `key`: a property, else `additionalProperties`'
-    /// schema. `Err(())` when `additionalProperties` is `true` (known, but without schema).
+    /// schema. `Err(())` when `additionalProperties` is a boolean: upstream's structural
+    /// schema then keeps the member but has no schema for its contents (`false` is reported
+    /// by validation instead, as a forbidden property).
     pub fn member(&self, key: &str) -> Option<Result<&Node, ()>> {
         if let Some(p) = self.properties.get(key) {
             return Some(Ok(p));
         }
         match &self.additional {
             Some(Additional::Schema(s)) => Some(Ok(s)),
-            Some(Additional::Bool(true)) => Some(Err(())),
-            _ => None,
+            Some(Additional::Bool(_)) => Some(Err(())),
+            None => None,
         }
     }
 }

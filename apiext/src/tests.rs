@@ -110,6 +110,22 @@ fn prune_without_schema_below_drops_everything() {
     assert_eq!(obj, json!({"spec": {"k": {}, "s": "v"}}));
 }
 
+/// Confirmed against kube-apiserver v1.36.2: `additionalProperties: false` keeps the key
+/// (pruning its contents) and validation rejects it.
+#[test]
+fn additional_properties_false() {
+    let s = spec_schema(json!({"type": "object", "additionalProperties": false}));
+    let mut obj = json!({"spec": {"k": {"x": 1}}});
+    assert_eq!(s.prune(&mut obj), vec!["spec.k.x"]);
+    assert_eq!(obj, json!({"spec": {"k": {}}}));
+    assert_eq!(
+        causes(s.validate(&obj)),
+        vec![
+            r#"spec|FieldValueInvalid|Invalid value: "k": spec.k in body is a forbidden property"#
+        ]
+    );
+}
+
 #[test]
 fn prune_nested_meta_fields_are_unknown() {
     let s = spec_schema(json!({"type": "object", "properties": {"a": {"type": "string"}}}));
