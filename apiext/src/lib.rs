@@ -69,6 +69,31 @@ pub enum MapType {
     Atomic,
 }
 
+/// What one schema node says about its values' shape: what server-side apply's typed merge
+/// and Table printing need to walk the schema without this crate's internals.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// `type`; `["integer", "string"]` for `x-kubernetes-int-or-string`; empty if unset.
+    pub types: Vec<String>,
+    /// `format` as upstream keeps it (unsupported formats dropped).
+    pub format: String,
+    pub nullable: bool,
+    /// Property names, sorted.
+    pub properties: Vec<String>,
+    /// Whether `additionalProperties` gives a schema for other members ([`Schema::node`]
+    /// with any member name returns it).
+    pub additional_properties: bool,
+    /// Whether the node has an `items` schema (entered with [`ITEMS`]).
+    pub items: bool,
+    pub preserve_unknown_fields: bool,
+    pub embedded_resource: bool,
+    pub int_or_string: bool,
+    /// For arrays: the list type (absent marker: atomic).
+    pub list_type: Option<ListType>,
+    /// For objects: the map type (absent marker: granular).
+    pub map_type: Option<MapType>,
+}
+
 /// The path element that enters a list's items in [`Schema::list_type`] / [`Schema::map_type`].
 pub const ITEMS: &str = "[]";
 
@@ -146,6 +171,24 @@ impl Schema {
         Some(match n.map_type.as_deref() {
             Some("atomic") => MapType::Atomic,
             _ => MapType::Granular,
+        })
+    }
+
+    /// The node at `path` (as in [`Schema::list_type`]); `None` when the schema has none there.
+    pub fn node(&self, path: &[&str]) -> Option<NodeInfo> {
+        let n = self.node_at(path)?;
+        Some(NodeInfo {
+            types: n.types.clone(),
+            format: n.format.clone(),
+            nullable: n.nullable,
+            properties: n.properties.keys().cloned().collect(),
+            additional_properties: matches!(n.additional, Some(compile::Additional::Schema(_))),
+            items: n.items.is_some(),
+            preserve_unknown_fields: n.preserve_unknown,
+            embedded_resource: n.embedded,
+            int_or_string: n.int_or_string,
+            list_type: self.list_type(path),
+            map_type: self.map_type(path),
         })
     }
 

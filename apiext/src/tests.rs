@@ -671,6 +671,17 @@ fn markers_for_server_side_apply() {
         Some(MapType::Granular)
     );
     assert_eq!(s.map_type(&["spec", "plain"]), None);
+    let ports = s.node(&["spec", "ports"]).expect("ports");
+    assert_eq!(ports.types, vec!["array"]);
+    assert!(ports.items && !ports.additional_properties);
+    assert_eq!(
+        s.node(&["spec", "ports", ITEMS]).map(|n| n.properties),
+        Some(vec!["tags".to_string()])
+    );
+    let labels = s.node(&["spec", "labels"]).expect("labels");
+    assert!(labels.additional_properties);
+    assert_eq!(labels.map_type, Some(MapType::Granular));
+    assert!(s.node(&["spec", "labels", "x", "y"]).is_none());
 }
 
 #[test]
