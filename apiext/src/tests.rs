@@ -607,6 +607,28 @@ fn ratcheting_drops_errors_of_unchanged_values() {
     assert_eq!(s.validate(&old).len(), 2);
 }
 
+/// Confirmed against kube-apiserver v1.36.2: a missing required member is reported by its
+/// parent object, so it is ratcheted only while that object is unchanged.
+#[test]
+fn ratcheting_required_follows_its_object() {
+    let s = spec_schema(json!({
+        "type": "object",
+        "properties": {
+            "other": {"type": "string"},
+            "req": {"type": "object", "required": ["z"],
+                    "properties": {"a": {"type": "string"}, "z": {"type": "string"}}}
+        }
+    }));
+    let old = json!({"spec": {"other": "x", "req": {"a": "x"}}});
+    let new = json!({"spec": {"other": "y", "req": {"a": "x"}}});
+    assert_eq!(causes(s.validate_update(&new, &old)), Vec::<String>::new());
+    let new = json!({"spec": {"other": "x", "req": {"a": "y"}}});
+    assert_eq!(
+        causes(s.validate_update(&new, &old)),
+        vec!["spec.req.z|FieldValueRequired|Required value"]
+    );
+}
+
 /// Confirmed against kube-apiserver v1.36.2: items of an atomic list are not correlated with
 /// the old list, so an unchanged invalid item of a changed list is reported.
 #[test]
