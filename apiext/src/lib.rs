@@ -25,8 +25,9 @@
 //!   through the typed ObjectMeta (empty values dropped) and fails the decode for a
 //!   malformed one (a number as `name`): the server's job. Likewise an embedded resource's
 //!   malformed `metadata` gets Go's JSON error text upstream; here its bad members are skipped.
-//! - Formats `uri`, `email`, `creditcard` are approximations (see `formats.rs`); `duration`
-//!   does not check Go's overflow.
+//! - Format `creditcard` is approximated (a Luhn check); `duration` does not check Go's
+//!   overflow; `uri` does not check bracketed IPv6 hosts; `email` ignores comments and
+//!   RFC 2047 encoded words (see `formats.rs`).
 //! - Sibling properties are validated in sorted name order; upstream's order is Go's random
 //!   map order (it varies from request to request on a real server).
 
