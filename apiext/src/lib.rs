@@ -5,7 +5,25 @@
 //! on update, and the list/map-type markers server-side apply needs.
 //!
 //! A [`Schema`] is compiled once per served CRD version and shared (`Arc<Schema>`): it is
-//! immutable, `Send + Sync`.
+//! immutable, `Send + Sync`. A create runs, like upstream's decode and strategy:
+//!
+//! ```
+//! # use serde_json::json;
+//! let schema = keel_apiext::Schema::compile(&json!({"type": "object", "properties": {
+//!     "spec": {"type": "object", "properties": {
+//!         "replicas": {"type": "integer", "minimum": 1, "default": 1}}}}}))?;
+//! let mut obj = json!({"apiVersion": "a.example.com/v1", "kind": "Thing",
+//!                      "metadata": {"name": "t"}, "spec": {"replicas": 0, "extra": true}});
+//! // Strict field validation: 400 with `unknown field "spec.extra"`; Warn: a warning each.
+//! assert_eq!(schema.prune(&mut obj), vec!["spec.extra"]);
+//! schema.apply_defaults(&mut obj);
+//! // Then 422 Invalid with these causes (after the server's own metadata checks).
+//! let causes = schema.validate(&obj);
+//! assert_eq!(causes[0].field, "spec.replicas");
+//! assert_eq!(causes[0].message,
+//!     "Invalid value: 0: spec.replicas in body should be greater than or equal to 1");
+//! # Ok::<(), String>(())
+//! ```
 //!
 //! Invariants: pure logic, no I/O, no async, no global state beyond lazily compiled constant
 //! regular expressions. Bad input (odd schemas, deep or odd objects) yields values, never
