@@ -1,0 +1,347 @@
+//! Pruning: dropping every field the schema does not specify, and reporting each as upstream's
+//! strict decoding does (`unknown field "spec.foo"`).
+//!
+//! Upstream's decode path (`unstructuredSchemaCoercer.apply`) runs, in this order:
+//! 1. the root `metadata` is decoded strictly into an ObjectMeta; its unknown fields are
+//!    reported (`metadata.foo`, `metadata.ownerReferences[0].foo`) in sorted key order and dropped;
+//! 2. structural pruning of the whole object, the root treated as an embedded resource (its
+//!    `apiVersion`, `kind`, `metadata` are never pruned); paths reported sorted;
+//! 3. `null`s where the schema is not nullable and has no default are dropped (not reported);
+//! 4. each nested embedded resource's `metadata` is decoded as an ObjectMeta: unknown fields
+//!    reported (sorted, after the others) and dropped, a null `creationTimestamp` removed.
+
+use crate::compile::Node;
+use crate::limits;
+use serde_json::{Map, Value};
+
+/// Unknown-field path tracking (upstream's `UnknownFieldPathOptions`).
+pub struct Paths {
+    track: bool,
+    parent: String,
+    pub found: Vec<String>,
+}
+
+impl Paths {
+    pub fn on() -> Paths {
+        Paths {
+            track: true,
+            parent: String::new(),
+            found: Vec::new(),
+        }
+    }
+
+    pub fn off() -> Paths {
+        Paths {
+            track: false,
+            parent: String::new(),
+            found: Vec::new(),
+        }
+    }
+
+    fn push_key(&mut self, k: &str) -> usize {
+        let len = self.parent.len();
+        if self.track {
+            if !self.parent.is_empty() {
+                self.parent.push('.');
+            }
+            self.parent.push_str(k);
+        }
+        len
+    }
+
+    fn push_index(&mut self, i: usize) -> usize {
+        let len = self.parent.len();
+        if self.track {
+            self.parent.push('[');
+            self.parent.push_str(&i.to_string());
+            self.parent.push(']');
+        }
+        len
+    }
+
+    fn pop(&mut self, len: usize) {
+        self.parent.truncate(len);
+    }
+
+    fn record(&mut self, k: &str) {
+        if self.track {
+            let len = self.push_key(k);
+            self.found.push(self.parent.clone());
+            self.pop(len);
+        }
+    }
+}
+
+const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+/// Prunes a whole custom resource; returns the unknown field paths in upstream's order.
+pub fn prune_object(obj: &mut Value, root: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Value::Object(m) = obj {
+        if let Some(meta) = m.get_mut("metadata") {
+            prune_object_meta(meta, "metadata", &mut out);
+        }
+    }
+    let mut paths = Paths::on();
+    prune_value(obj, Some(root), true, &mut paths);
+    paths.found.sort();
+    out.extend(paths.found);
+    prune_nulls(obj, Some(root), 0);
+    let mut coerced = Vec::new();
+    coerce_embedded(obj, root, "", &mut coerced, 0);
+    coerced.sort();
+    out.extend(coerced);
+    out
+}
+
+/// Prunes a `default` by its node's schema, as upstream does when it serves a CRD.
+pub fn prune_default(d: &mut Value, n: &Node) {
+    let mut ignored = Vec::new();
+    coerce_embedded(d, n, "", &mut ignored, 0);
+    prune_value(d, Some(n), false, &mut Paths::off());
+}
+
+/// Structural pruning of `x` by `s` (`None`: no schema, everything below is unknown).
+/// `resource_root` treats the node as an embedded resource whatever its schema says.
+pub fn prune_value(x: &mut Value, s: Option<&Node>, resource_root: bool, paths: &mut Paths) {
+    prune_at(x, s, resource_root, paths, 0);
+}
+
+fn prune_at(x: &mut Value, s: Option<&Node>, resource_root: bool, p: &mut Paths, depth: usize) {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return;
+    }
+    if let Some(n) = s {
+        if n.preserve_unknown {
+            skip_prune(x, n, resource_root, p, depth);
+            return;
+        }
+    }
+    match x {
+        Value::Object(m) => {
+            let Some(n) = s else {
+                for k in m.keys() {
+                    p.record(k);
+                }
+                m.clear();
+                return;
+            };
+            let embedded = n.embedded || resource_root;
+            let at_root = p.parent.is_empty();
+            m.retain(|k, v| {
+                if embedded && META_FIELDS.contains(&k.as_str()) {
+                    return true;
+                }
+                match n.member(k) {
+                    Some(child) => {
+                        let len = p.push_key(k);
+                        prune_at(v, child.ok(), false, p, depth + 1);
+                        p.pop(len);
+                        true
+                    }
+                    None => {
+                        if !META_FIELDS.contains(&k.as_str()) || !at_root {
+                            p.record(k);
+                        }
+                        false
+                    }
+                }
+            });
+        }
+        Value::Array(items) => {
+            let item_schema = s.and_then(|n| n.items.as_deref());
+            for (i, v) in items.iter_mut().enumerate() {
+                let len = p.push_index(i);
+                prune_at(v, item_schema, false, p, depth + 1);
+                p.pop(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Below `x-kubernetes-preserve-unknown-fields`: unknown members stay, specified ones are
+/// pruned by their schema.
+fn skip_prune(x: &mut Value, n: &Node, resource_root: bool, p: &mut Paths, depth: usize) {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return;
+    }
+    match x {
+        Value::Object(m) => {
+            let embedded = n.embedded || resource_root;
+            for (k, v) in m.iter_mut() {
+                if embedded && META_FIELDS.contains(&k.as_str()) {
+                    continue;
+                }
+                if let Some(child) = n.member(k) {
+                    let len = p.push_key(k);
+                    prune_at(v, child.ok(), false, p, depth + 1);
+                    p.pop(len);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = n.items.as_deref() {
+                for (i, v) in items.iter_mut().enumerate() {
+                    let len = p.push_index(i);
+                    skip_prune(v, item_schema, false, p, depth + 1);
+                    p.pop(len);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Drops members and keeps items that are `null` where the schema is neither nullable nor
+/// defaulted (upstream's `PruneNonNullableNullsWithoutDefaults`; list items are kept).
+fn prune_nulls(x: &mut Value, s: Option<&Node>, depth: usize) {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return;
+    }
+    match x {
+        Value::Object(m) => {
+            m.retain(|k, v| {
+                let child = s.and_then(|n| n.member(k)).and_then(Result::ok);
+                if v.is_null() {
+                    if let Some(c) = child {
+                        if !c.nullable && c.default.is_none() {
+                            return false;
+                        }
+                    }
+                }
+                prune_nulls(v, child, depth + 1);
+                true
+            });
+        }
+        Value::Array(items) => {
+            let item_schema = s.and_then(|n| n.items.as_deref());
+            for v in items {
+                prune_nulls(v, item_schema, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Nested embedded resources: their `metadata` is decoded as an ObjectMeta.
+fn coerce_embedded(x: &mut Value, n: &Node, path: &str, out: &mut Vec<String>, depth: usize) {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return;
+    }
+    match x {
+        Value::Object(m) => {
+            if n.embedded {
+                if let Some(meta) = m.get_mut("metadata") {
+                    let prefix = child_path(path, "metadata");
+                    prune_object_meta(meta, &prefix, out);
+                    if let Value::Object(mm) = meta {
+                        if mm.get("creationTimestamp").is_some_and(Value::is_null) {
+                            mm.shift_remove("creationTimestamp");
+                        }
+                    }
+                }
+            }
+            for (k, v) in m.iter_mut() {
+                if let Some(p) = n.properties.get(k) {
+                    coerce_embedded(v, p, &child_path(path, k), out, depth + 1);
+                } else if let Some(crate::compile::Additional::Schema(s)) = &n.additional {
+                    coerce_embedded(v, s, &format!("{path}[{k}]"), out, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = n.items.as_deref() {
+                for (i, v) in items.iter_mut().enumerate() {
+                    coerce_embedded(v, s, &format!("{path}[{i}]"), out, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn child_path(path: &str, k: &str) -> String {
+    if path.is_empty() {
+        k.to_string()
+    } else {
+        format!("{path}.{k}")
+    }
+}
+
+/// The fields of `metav1.ObjectMeta` (v1.36) as JSON names; `None` marks a plain value, `Some`
+/// a list whose items are objects with the listed fields.
+const OBJECT_META: &[(&str, Option<&[&str]>)] = &[
+    ("name", None),
+    ("generateName", None),
+    ("namespace", None),
+    ("selfLink", None),
+    ("uid", None),
+    ("resourceVersion", None),
+    ("generation", None),
+    ("creationTimestamp", None),
+    ("deletionTimestamp", None),
+    ("deletionGracePeriodSeconds", None),
+    ("labels", None),
+    ("annotations", None),
+    (
+        "ownerReferences",
+        Some(&[
+            "apiVersion",
+            "kind",
+            "name",
+            "uid",
+            "controller",
+            "blockOwnerDeletion",
+        ]),
+    ),
+    ("finalizers", None),
+    (
+        "managedFields",
+        Some(&[
+            "manager",
+            "operation",
+            "apiVersion",
+            "time",
+            "fieldsType",
+            "fieldsV1",
+            "subresource",
+        ]),
+    ),
+];
+
+/// Drops the members of `meta` that ObjectMeta does not have, reporting each as
+/// `<prefix>.<field path>`. Upstream re-encodes the metadata map (Go sorts map keys) and decodes
+/// it strictly, so unknown fields come in sorted key order, level by level.
+fn prune_object_meta(meta: &mut Value, prefix: &str, out: &mut Vec<String>) {
+    let Value::Object(m) = meta else { return };
+    let mut keys: Vec<String> = m.keys().cloned().collect();
+    keys.sort();
+    for k in keys {
+        let Some((_, items)) = OBJECT_META.iter().find(|(name, _)| *name == k.as_str()) else {
+            out.push(format!("{prefix}.{k}"));
+            m.shift_remove(&k);
+            continue;
+        };
+        if let (Some(fields), Some(Value::Array(list))) = (items, m.get_mut(&k)) {
+            for (i, item) in list.iter_mut().enumerate() {
+                if let Value::Object(im) = item {
+                    prune_known(im, fields, &format!("{prefix}.{k}[{i}]"), out);
+                }
+            }
+        }
+    }
+}
+
+fn prune_known(m: &mut Map<String, Value>, fields: &[&str], prefix: &str, out: &mut Vec<String>) {
+    let mut unknown: Vec<String> = m
+        .keys()
+        .filter(|k| !fields.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    unknown.sort();
+    for k in unknown {
+        m.shift_remove(&k);
+        out.push(format!("{prefix}.{k}"));
+    }
+}
