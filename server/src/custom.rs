@@ -20,6 +20,9 @@ pub struct Custom {
     pub crd: String,
     /// The version's `openAPIV3Schema` (`Null` when it has none).
     pub schema: Value,
+    /// The same, compiled (`None` without a schema, or one that does not compile: then
+    /// nothing is pruned, defaulted or checked by it).
+    pub compiled: Option<keel_apiext::Schema>,
     /// The version's `subresources.scale`, if any (`specReplicasPath`, ...).
     pub scale: Option<Value>,
     /// The version's `additionalPrinterColumns` (empty: upstream's default Age column).
@@ -30,6 +33,11 @@ pub struct Custom {
     pub deprecation_warning: Option<String>,
     /// The version's `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable: Vec<String>,
+}
+
+/// Whether a cause's field is the status or inside it.
+fn under_status(field: &str) -> bool {
+    field == "status" || field.starts_with("status.") || field.starts_with("status[")
 }
 
 /// Go's name for a JSON value's type, as upstream's accessor errors print it.
@@ -122,11 +130,33 @@ impl Custom {
         old: Option<&Value>,
         subresource: &str,
     ) -> Vec<keel_api::status::StatusCause> {
-        let _ = old;
-        match subresource {
-            "status" => self.validate_scale(new, false),
-            _ => self.validate_scale(new, true),
+        let mut causes = Vec::new();
+        if let Some(schema) = &self.compiled {
+            match (subresource, old) {
+                // A status write is checked by the status part of the schema only.
+                ("status", Some(old)) => causes.extend(
+                    schema
+                        .validate_update(new, old)
+                        .into_iter()
+                        .filter(|c| under_status(&c.field)),
+                ),
+                (_, Some(old)) => causes.extend(schema.validate_update(new, old)),
+                (_, None) => causes.extend(schema.validate(new)),
+            }
         }
+        causes.extend(self.validate_scale(new, subresource != "status"));
+        causes
+    }
+
+    /// Prunes what the schema does not know and applies its defaults, as upstream decodes a
+    /// custom resource; returns the pruned paths (`spec.foo`) for field validation to report.
+    pub fn decode(&self, obj: &mut Value) -> Vec<String> {
+        let Some(schema) = &self.compiled else {
+            return Vec::new();
+        };
+        let pruned = schema.prune(obj);
+        schema.apply_defaults(obj);
+        pruned
     }
 
     fn scale_path(&self, key: &str) -> Option<&str> {
@@ -370,12 +400,18 @@ pub fn served(crd: &Value) -> Vec<Served> {
             subresources,
             storage_version: storage.to_owned(),
         };
+        let schema = v
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let compiled = match &schema {
+            Value::Null => None,
+            s => keel_apiext::Schema::compile(s).ok(),
+        };
         let custom = Custom {
             crd: str_at(crd, "/metadata/name").to_owned(),
-            schema: v
-                .pointer("/schema/openAPIV3Schema")
-                .cloned()
-                .unwrap_or(Value::Null),
+            schema,
+            compiled,
             scale,
             columns: v
                 .get("additionalPrinterColumns")
@@ -545,6 +581,7 @@ mod tests {
         Custom {
             crd: "pools.example.com".into(),
             schema: Value::Null,
+            compiled: None,
             scale: Some(json!({"specReplicasPath": ".spec.replicas",
                                "statusReplicasPath": ".status.replicas",
                                "labelSelectorPath": ".status.selector"})),

@@ -95,9 +95,37 @@ fn decode_json_object(
     c.res.strategy.canonicalize_input(&mut obj);
     let mode = FieldValidation::from_query(&c.query)?;
     report_fields(c, mode, &report, yaml_duplicate, &mut obj)?;
+    custom_fields(c, mode, &mut obj)?;
     // What upstream's decoding into its Go structs leaves out is not stored.
     keel_proto::drop_go_omitted(&mut obj);
     Ok(obj)
+}
+
+/// A custom resource as upstream decodes it: what its schema does not know is pruned (an
+/// error under `fieldValidation=Strict`, a warning each under `Warn`, as upstream's strict
+/// decoding reports it) and its schema's defaults are applied.
+fn custom_fields(c: &mut Call<'_>, mode: FieldValidation, obj: &mut Value) -> Result<(), ApiError> {
+    let Some(custom) = c.res.custom.clone() else {
+        return Ok(());
+    };
+    let unknown: Vec<String> = custom
+        .decode(obj)
+        .into_iter()
+        .map(|path| format!("unknown field {}", keel_api::gofmt::quote(&path)))
+        .collect();
+    match mode {
+        FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            unknown.join(", "),
+            kind = c.info().kind,
+            version = c.info().version
+        ))),
+        FieldValidation::Warn => {
+            c.warnings.extend(unknown);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Upstream's 400 for a body that is JSON (or YAML) but not an object: it could not read
@@ -183,6 +211,9 @@ pub fn check_type(c: &Call<'_>, obj: &mut Value) -> Result<(), ApiError> {
 /// Unknown, duplicate and mistyped fields per `fieldValidation`; prunes unknown fields.
 pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result<(), ApiError> {
     let mode = FieldValidation::from_query(&c.query)?;
+    if c.res.custom.is_some() {
+        return custom_fields(c, mode, obj);
+    }
     let gvk = gvk_of(c);
     let schemas = keel_schema::schemas();
     if !schemas.knows(&gvk) {
