@@ -3,9 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::model::{Body, GroupVersion, Op, PathItem, Payload, PATCH_MEDIA};
+use super::model::{Body, GroupVersion, Op, PathItem, Payload};
 use super::params::Param;
-use super::v2::{produces, type_name};
+use super::v2::{consumes, produces, type_name};
 use super::{closure, security_scheme};
 use crate::Schemas;
 
@@ -17,11 +17,26 @@ pub(crate) fn render(schemas: &Schemas, gv: &GroupVersion) -> Value {
         paths.insert(item.path.clone(), path_item(item));
     }
     let paths = Value::Object(paths);
-    let extra: Vec<&(String, Value)> = gv.extra_defs.iter().collect();
+    let extra: Vec<(&str, &Value)> = gv
+        .extra_defs
+        .iter()
+        .map(|d| (d.name.as_str(), &d.v3))
+        .collect();
     let components: Map<String, Value> = closure(schemas, &paths, &extra)
         .into_iter()
-        .map(|(name, def)| (name, to_v3(&def)))
+        .map(|(name, def)| match extra.iter().any(|(n, _)| *n == name) {
+            true => (name, def),
+            false => (name, to_v3(&def)),
+        })
         .collect();
+    if gv.custom_only {
+        return json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "paths": paths,
+            "components": {"schemas": components},
+        });
+    }
     json!({
         "openapi": "3.0.0",
         "info": schemas.defs.info,
@@ -97,12 +112,8 @@ fn schema(payload: &Payload) -> Value {
     }
 }
 
-fn request_body(b: &Body) -> Value {
-    let media: Vec<&str> = if b.patch {
-        PATCH_MEDIA.to_vec()
-    } else {
-        vec!["*/*"]
-    };
+fn request_body(op: &Op, b: &Body) -> Value {
+    let media = consumes(op);
     let content: Map<String, Value> = media
         .into_iter()
         .map(|m| (m.to_owned(), json!({"schema": schema(&b.payload)})))
@@ -140,7 +151,7 @@ fn operation(op: &Op) -> Value {
         v["parameters"] = op.params.iter().map(param).collect();
     }
     if let Some(b) = &op.body {
-        v["requestBody"] = request_body(b);
+        v["requestBody"] = request_body(op, b);
     }
     super::extensions(op, &mut v);
     v

@@ -1,0 +1,451 @@
+//! Custom resources in the OpenAPI documents, against what a real kube-apiserver v1.36.2
+//! published for the same CRDs (`tests/crd/upstream-*.json`, each naming its source):
+//! `oa-schema.json` is a namespaced `Widget` with status and scale subresources and a schema
+//! exercising nullable, int-or-string, enum/example, defaults, oneOf, embedded resources,
+//! nested preserve-unknown-fields and CEL rules; `ob-schema.json` a cluster-scoped `Gadget`
+//! with `x-kubernetes-preserve-unknown-fields` at the root.
+//!
+//! Objects compare regardless of key order (keel's key order differs from Go's); arrays
+//! (parameters, required, enums) compare in order.
+
+use std::sync::Arc;
+
+use keel_schema::{schemas, ResourceDesc, CUSTOM_SCHEMA_DEPTH_MAX};
+use serde_json::{json, Value};
+
+const OA: &str = "oa.d.example.com";
+const OB: &str = "ob.d.example.com";
+
+fn fixture(text: &str) -> Value {
+    serde_json::from_str(text).expect("fixture is JSON")
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn crd(group: &str, kind: &str, plural: &str, namespaced: bool, subs: &[&str]) -> ResourceDesc {
+    ResourceDesc {
+        group: group.into(),
+        version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced,
+        verbs: strings(&[
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]),
+        subresources: subs
+            .iter()
+            .map(|s| {
+                let kind = if *s == "scale" {
+                    "autoscaling/v1/Scale"
+                } else {
+                    kind
+                };
+                (
+                    s.to_string(),
+                    kind.to_string(),
+                    strings(&["get", "patch", "update"]),
+                )
+            })
+            .collect(),
+        custom_schema: Some(Arc::new(Value::Null)),
+    }
+}
+
+fn with_schema(mut r: ResourceDesc, schema: Value) -> ResourceDesc {
+    r.custom_schema = Some(Arc::new(schema));
+    r
+}
+
+fn widget() -> ResourceDesc {
+    with_schema(
+        crd(OA, "Widget", "widgets", true, &["status", "scale"]),
+        fixture(include_str!("crd/oa-schema.json")),
+    )
+}
+
+fn gadget() -> ResourceDesc {
+    with_schema(
+        crd(OB, "Gadget", "gadgets", false, &[]),
+        fixture(include_str!("crd/ob-schema.json")),
+    )
+}
+
+fn pod() -> ResourceDesc {
+    ResourceDesc {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Pod".into(),
+        plural: "pods".into(),
+        namespaced: true,
+        verbs: strings(&["get", "list"]),
+        subresources: Vec::new(),
+        custom_schema: None,
+    }
+}
+
+fn resources() -> Vec<ResourceDesc> {
+    vec![pod(), widget(), gadget()]
+}
+
+fn v3(group: &str, rs: &[ResourceDesc]) -> Value {
+    let bytes = schemas()
+        .openapi_v3_group_version(group, "v1", rs)
+        .expect("group/version is served");
+    serde_json::from_slice(&bytes).expect("document is JSON")
+}
+
+fn v2(rs: &[ResourceDesc]) -> Value {
+    serde_json::from_slice(&schemas().openapi_v2(rs)).expect("document is JSON")
+}
+
+/// The first difference between two values, as a path (for readable failures).
+fn first_difference(want: &Value, got: &Value, at: &str) -> Option<String> {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            for key in w.keys().chain(g.keys()) {
+                let path = format!("{at}/{key}");
+                match (w.get(key), g.get(key)) {
+                    (Some(a), Some(b)) => {
+                        if let Some(d) = first_difference(a, b, &path) {
+                            return Some(d);
+                        }
+                    }
+                    (a, b) => return Some(format!("{path}: want {a:?}, got {b:?}")),
+                }
+            }
+            None
+        }
+        (Value::Array(w), Value::Array(g)) if w.len() == g.len() => w
+            .iter()
+            .zip(g)
+            .enumerate()
+            .find_map(|(i, (a, b))| first_difference(a, b, &format!("{at}[{i}]"))),
+        _ if want == got => None,
+        _ => Some(format!("{at}: want {want}, got {got}")),
+    }
+}
+
+fn assert_same(want: &Value, got: &Value, what: &str) {
+    if let Some(d) = first_difference(want, got, "") {
+        panic!("{what} differs from upstream at {d}");
+    }
+}
+
+#[test]
+fn v3_group_version_of_a_crd_is_upstreams() {
+    for (group, upstream) in [
+        (OA, fixture(include_str!("crd/upstream-v3-oa.json"))),
+        (OB, fixture(include_str!("crd/upstream-v3-ob.json"))),
+    ] {
+        let doc = v3(group, &resources());
+        assert_same(&upstream["paths"], &doc["paths"], &format!("{group} paths"));
+        assert_same(&upstream["info"], &doc["info"], &format!("{group} info"));
+        assert_eq!(doc["openapi"], "3.0.0");
+        // The CRD controller's documents carry no security schemes.
+        assert_eq!(
+            doc["components"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["schemas"]
+        );
+        for (name, schema) in upstream["schemas"].as_object().unwrap() {
+            assert_same(schema, &doc["components"]["schemas"][name], name);
+        }
+        let names: Vec<&String> = doc["components"]["schemas"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        let mut names: Vec<&str> = names.iter().map(|n| n.as_str()).collect();
+        names.sort();
+        let want: Vec<&str> = upstream["component_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names, want,
+            "{group}: the closure of referenced definitions"
+        );
+    }
+}
+
+#[test]
+fn v3_operation_ids_and_kubectl_facing_fields() {
+    let doc = v3(OA, &resources());
+    let mut ids: Vec<(String, String, String)> = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if method != "parameters" {
+                ids.push((
+                    path.trim_start_matches("/apis/oa.d.example.com/v1")
+                        .to_owned(),
+                    method.clone(),
+                    op["operationId"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    ids.sort();
+    let ns = "/namespaces/{namespace}/widgets";
+    let want = [
+        (
+            ns,
+            "delete",
+            "deleteOaDExampleComV1CollectionNamespacedWidget",
+        ),
+        (ns, "get", "listOaDExampleComV1NamespacedWidget"),
+        (ns, "post", "createOaDExampleComV1NamespacedWidget"),
+        (
+            "/namespaces/{namespace}/widgets/{name}",
+            "delete",
+            "deleteOaDExampleComV1NamespacedWidget",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}",
+            "get",
+            "readOaDExampleComV1NamespacedWidget",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}",
+            "patch",
+            "patchOaDExampleComV1NamespacedWidget",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}",
+            "put",
+            "replaceOaDExampleComV1NamespacedWidget",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/scale",
+            "get",
+            "readOaDExampleComV1NamespacedWidgetScale",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/scale",
+            "patch",
+            "patchOaDExampleComV1NamespacedWidgetScale",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/scale",
+            "put",
+            "replaceOaDExampleComV1NamespacedWidgetScale",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/status",
+            "get",
+            "readOaDExampleComV1NamespacedWidgetStatus",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/status",
+            "patch",
+            "patchOaDExampleComV1NamespacedWidgetStatus",
+        ),
+        (
+            "/namespaces/{namespace}/widgets/{name}/status",
+            "put",
+            "replaceOaDExampleComV1NamespacedWidgetStatus",
+        ),
+        (
+            "/widgets",
+            "get",
+            "listOaDExampleComV1WidgetForAllNamespaces",
+        ),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(p, m, id)| (p.to_string(), m.to_string(), id.to_string()))
+        .collect();
+    assert_eq!(ids, want, "no watch paths, no discovery path");
+
+    // kubectl's query-param verifier and `kubectl apply` read these.
+    let scale =
+        &doc["paths"]["/apis/oa.d.example.com/v1/namespaces/{namespace}/widgets/{name}/scale"];
+    assert_eq!(
+        scale["patch"]["x-kubernetes-group-version-kind"],
+        json!({"group": OA, "kind": "Widget", "version": "v1"}),
+        "upstream labels scale operations with the custom resource's GVK"
+    );
+    assert_eq!(
+        scale["get"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"
+    );
+    let patch =
+        &doc["paths"]["/apis/oa.d.example.com/v1/namespaces/{namespace}/widgets/{name}"]["patch"];
+    let media: Vec<&String> = patch["requestBody"]["content"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert!(!media.iter().any(|m| m.contains("strategic")), "{media:?}");
+    assert!(patch["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["name"] == "fieldValidation"));
+    assert_eq!(patch["tags"], json!(["oaDExampleCom_v1"]));
+}
+
+/// A CRD version without a schema (`Some(Null)`) and schemas upstream would not publish
+/// (invalid types, an `items` array, not an object) are published as `{"type": "object"}`
+/// with the GVK, under the same routes.
+#[test]
+fn missing_or_unusable_schemas_publish_an_open_object() {
+    let gvk = json!([{"group": OA, "kind": "Widget", "version": "v1"}]);
+    for schema in [
+        Value::Null,
+        json!("object"),
+        json!([1, 2]),
+        json!({"type": "object", "properties": {"a": {"type": "null"}}}),
+        json!({"type": "object", "properties": {"a": {"type": 7}}}),
+        json!({"type": "object", "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}}),
+    ] {
+        let rs = [with_schema(
+            crd(OA, "Widget", "widgets", true, &[]),
+            schema.clone(),
+        )];
+        let want = json!({"type": "object", "x-kubernetes-group-version-kind": gvk});
+        assert_eq!(
+            v3(OA, &rs)["components"]["schemas"]["com.example.d.oa.v1.Widget"],
+            want,
+            "{schema}"
+        );
+        assert_eq!(
+            v2(&rs)["definitions"]["com.example.d.oa.v1.Widget"],
+            want,
+            "{schema}"
+        );
+        assert!(v3(OA, &rs)["paths"]
+            .get("/apis/oa.d.example.com/v1/namespaces/{namespace}/widgets/{name}")
+            .is_some());
+    }
+}
+
+/// Odd schemas never panic; nesting is followed to `CUSTOM_SCHEMA_DEPTH_MAX` levels and cut
+/// there (a schema nested thousands of levels deep would otherwise exhaust the stack when
+/// rendered, hashed or dropped).
+#[test]
+fn deep_and_odd_schemas_are_bounded() {
+    let mut deep = json!({"type": "string"});
+    for _ in 0..1_000 {
+        deep = json!({"type": "object", "properties": {"x": deep}});
+    }
+    let rs = [with_schema(crd(OA, "Widget", "widgets", true, &[]), deep)];
+    let doc = v3(OA, &rs);
+    let mut node = &doc["components"]["schemas"]["com.example.d.oa.v1.Widget"];
+    let mut levels = 0;
+    while let Some(next) = node["properties"].get("x") {
+        node = next;
+        levels += 1;
+    }
+    // Each property is two JSON levels (`properties`, its name).
+    assert_eq!(levels, CUSTOM_SCHEMA_DEPTH_MAX / 2);
+    assert_eq!(node, &json!({}));
+    // Both documents parse back within serde_json's nesting limit (v3 above), also where
+    // keel-proto reads /openapi/v2 back.
+    let _ = v2(&rs);
+    assert!(schemas().openapi_v2_protobuf_doc(&rs).is_ok());
+    let mut deep_default = json!("leaf");
+    for _ in 0..120 {
+        deep_default = json!([deep_default]);
+    }
+    let rs2 = [with_schema(
+        crd(OA, "Widget", "widgets", true, &[]),
+        json!({"type": "object", "properties": {"a": {"type": "array", "default": deep_default, "example": [1]}}}),
+    )];
+    let a = &v3(OA, &rs2)["components"]["schemas"]["com.example.d.oa.v1.Widget"]["properties"]["a"];
+    assert_eq!(a, &json!({"type": "array", "example": [1]}));
+    // Dropping a 1,000-level Value recurses in serde_json; the caller's input, not ours.
+    std::mem::forget(rs);
+
+    let odd = json!({
+        "type": "object",
+        "$schema": "x", "id": "y", "definitions": {"a": {}}, "patternProperties": {"a": {}},
+        "properties": {
+            "a": {"type": "string", "x-kubernetes-preserve-unknown-fields": false, "nullable": "yes"},
+            "b": {"type": "object", "additionalProperties": false},
+            "c": {"anyOf": [], "allOf": "x", "not": {"type": "string"}},
+            "d": {"type": "array", "x-kubernetes-preserve-unknown-fields": true},
+        },
+    });
+    let rs = [with_schema(crd(OA, "Widget", "widgets", true, &[]), odd)];
+    let widget = &v3(OA, &rs)["components"]["schemas"]["com.example.d.oa.v1.Widget"];
+    for dropped in ["$schema", "id", "definitions", "patternProperties"] {
+        assert!(widget.get(dropped).is_none(), "{dropped}");
+    }
+    assert_eq!(widget["properties"]["a"], json!({"type": "string"}));
+    assert_eq!(widget["properties"]["b"]["additionalProperties"], false);
+    assert_eq!(
+        widget["properties"]["c"],
+        json!({"not": {"type": "string"}})
+    );
+    let v2doc = v2(&rs);
+    // An array without items in v2 loses its type (kubectl cannot read it).
+    assert_eq!(
+        v2doc["definitions"]["com.example.d.oa.v1.Widget"]["properties"]["d"],
+        json!({"x-kubernetes-preserve-unknown-fields": true})
+    );
+}
+
+/// The render cache keys on the descs: equal schemas (key order aside) share documents, a
+/// changed schema renders anew.
+#[test]
+fn custom_schema_keys_the_render_cache() {
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+    let hash = |r: &ResourceDesc| {
+        let mut h = DefaultHasher::new();
+        r.hash(&mut h);
+        h.finish()
+    };
+    let a = with_schema(
+        crd(OA, "Widget", "widgets", true, &[]),
+        serde_json::from_str(
+            r#"{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}}}"#,
+        )
+        .unwrap(),
+    );
+    let b = with_schema(
+        crd(OA, "Widget", "widgets", true, &[]),
+        serde_json::from_str(
+            r#"{"properties":{"b":{"type":"integer"},"a":{"type":"string"}},"type":"object"}"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(hash(&a), hash(&b));
+    let s = schemas();
+    let doc_a = s
+        .openapi_v3_group_version_doc(OA, "v1", std::slice::from_ref(&a))
+        .unwrap();
+    let doc_b = s.openapi_v3_group_version_doc(OA, "v1", &[b]).unwrap();
+    assert!(
+        Arc::ptr_eq(&doc_a.body, &doc_b.body),
+        "served from the cache"
+    );
+    let c = with_schema(
+        crd(OA, "Widget", "widgets", true, &[]),
+        json!({"type": "object", "properties": {"a": {"type": "boolean"}}}),
+    );
+    assert_ne!(a, c);
+    assert_ne!(hash(&a), hash(&c));
+    let doc_c = s.openapi_v3_group_version_doc(OA, "v1", &[c]).unwrap();
+    assert_ne!(doc_a.etag, doc_c.etag);
+    let none = ResourceDesc {
+        custom_schema: None,
+        ..a.clone()
+    };
+    assert_ne!(a, none);
+}
