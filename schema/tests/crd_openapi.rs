@@ -298,6 +298,38 @@ fn v3_operation_ids_and_kubectl_facing_fields() {
     assert_eq!(patch["tags"], json!(["oaDExampleCom_v1"]));
 }
 
+#[test]
+fn v3_root_lists_crd_group_versions_by_hash() {
+    let rs = resources();
+    let root: Value = serde_json::from_slice(&schemas().openapi_v3_root(&rs)).unwrap();
+    for group in [OA, OB] {
+        let etag = schemas()
+            .openapi_v3_group_version_doc(group, "v1", &rs)
+            .unwrap()
+            .etag;
+        assert_eq!(
+            root["paths"][format!("apis/{group}/v1")]["serverRelativeURL"],
+            format!("/openapi/v3/apis/{group}/v1?hash={etag}")
+        );
+    }
+    assert!(root["paths"].get("api/v1").is_some());
+    // A schema change is a new document, with a new hash, in the root.
+    let mut changed = rs.clone();
+    changed[1] = with_schema(
+        crd(OA, "Widget", "widgets", true, &[]),
+        json!({"type": "object", "properties": {"spec": {"type": "string"}}}),
+    );
+    let root2: Value = serde_json::from_slice(&schemas().openapi_v3_root(&changed)).unwrap();
+    assert_ne!(
+        root["paths"]["apis/oa.d.example.com/v1"],
+        root2["paths"]["apis/oa.d.example.com/v1"]
+    );
+    assert_eq!(
+        root["paths"]["apis/ob.d.example.com/v1"],
+        root2["paths"]["apis/ob.d.example.com/v1"]
+    );
+}
+
 /// A CRD version without a schema (`Some(Null)`) and schemas upstream would not publish
 /// (invalid types, an `items` array, not an object) are published as `{"type": "object"}`
 /// with the GVK, under the same routes.
