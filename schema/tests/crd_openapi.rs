@@ -330,6 +330,58 @@ fn v3_root_lists_crd_group_versions_by_hash() {
     );
 }
 
+#[test]
+fn v2_has_upstreams_crd_paths_and_definitions() {
+    let upstream = fixture(include_str!("crd/upstream-v2.json"));
+    let doc = v2(&resources());
+    for (path, item) in upstream["paths"].as_object().unwrap() {
+        assert_same(item, &doc["paths"][path], path);
+    }
+    let crd_paths = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|p| p.contains(".d.example.com"))
+        .count();
+    assert_eq!(crd_paths, upstream["paths"].as_object().unwrap().len());
+    for (name, def) in upstream["definitions"].as_object().unwrap() {
+        assert_same(def, &doc["definitions"][name], name);
+    }
+    // Built-ins are still there, with their discovery path.
+    assert!(doc["paths"].get("/api/v1/").is_some());
+    assert!(doc["definitions"].get("io.k8s.api.core.v1.Pod").is_some());
+}
+
+#[test]
+fn v2_drops_what_kubectl_cannot_read() {
+    let doc = v2(&resources());
+    let widget = &doc["definitions"]["com.example.d.oa.v1.Widget"];
+    let spec = &widget["properties"]["spec"];
+    // nullable: type gone, and no longer required; int-or-string: no anyOf; defaults pruned.
+    assert_eq!(spec["properties"]["note"], json!({"pattern": "^a"}));
+    assert_eq!(spec["required"], json!(["size"]));
+    assert_eq!(
+        spec["properties"]["port"],
+        json!({"x-kubernetes-int-or-string": true})
+    );
+    assert!(spec["properties"]["size"].get("default").is_none());
+    assert!(spec["properties"]["choice"].get("oneOf").is_none());
+    // Root preserve-unknown-fields: only the type and the GVK.
+    assert_eq!(
+        doc["definitions"]["com.example.d.ob.v1.Gadget"],
+        json!({"type": "object", "x-kubernetes-group-version-kind": [{"group": OB, "kind": "Gadget", "version": "v1"}]})
+    );
+    // v3 keeps all of it.
+    let v3doc = v3(OA, &resources());
+    let spec3 = &v3doc["components"]["schemas"]["com.example.d.oa.v1.Widget"]["properties"]["spec"];
+    assert_eq!(spec3["properties"]["note"]["nullable"], true);
+    assert_eq!(spec3["properties"]["size"]["default"], 3);
+    assert_eq!(
+        spec3["properties"]["port"]["anyOf"],
+        json!([{"type": "integer"}, {"type": "string"}])
+    );
+}
+
 /// A CRD version without a schema (`Some(Null)`) and schemas upstream would not publish
 /// (invalid types, an `items` array, not an object) are published as `{"type": "object"}`
 /// with the GVK, under the same routes.
