@@ -5,8 +5,9 @@
 //! nested preserve-unknown-fields and CEL rules; `ob-schema.json` a cluster-scoped `Gadget`
 //! with `x-kubernetes-preserve-unknown-fields` at the root.
 //!
-//! Objects compare regardless of key order (keel's key order differs from Go's); arrays
-//! (parameters, required, enums) compare in order.
+//! The CRD definitions (v2 and v3) and the v3 paths match byte for byte; v2 paths match in
+//! content (keel writes parameters inline where upstream shares them under `parameters`, and
+//! in its own key order), as do the built-in meta definitions both reference.
 
 use std::sync::Arc;
 
@@ -140,6 +141,17 @@ fn assert_same(want: &Value, got: &Value, what: &str) {
     }
 }
 
+/// Key order too: a custom resource's definitions and v3 paths come out byte for byte as
+/// upstream writes them (serde_json keeps insertion order here: keel-proto turns on
+/// `preserve_order`, so the fixture is read in upstream's order).
+fn assert_same_bytes(want: &Value, got: &Value, what: &str) {
+    assert_eq!(
+        serde_json::to_string(want).unwrap(),
+        serde_json::to_string(got).unwrap(),
+        "{what}: same content, different key order"
+    );
+}
+
 #[test]
 fn v3_group_version_of_a_crd_is_upstreams() {
     for (group, upstream) in [
@@ -148,6 +160,7 @@ fn v3_group_version_of_a_crd_is_upstreams() {
     ] {
         let doc = v3(group, &resources());
         assert_same(&upstream["paths"], &doc["paths"], &format!("{group} paths"));
+        assert_same_bytes(&upstream["paths"], &doc["paths"], &format!("{group} paths"));
         assert_same(&upstream["info"], &doc["info"], &format!("{group} info"));
         assert_eq!(doc["openapi"], "3.0.0");
         // The CRD controller's documents carry no security schemes.
@@ -161,6 +174,7 @@ fn v3_group_version_of_a_crd_is_upstreams() {
         );
         for (name, schema) in upstream["schemas"].as_object().unwrap() {
             assert_same(schema, &doc["components"]["schemas"][name], name);
+            assert_same_bytes(schema, &doc["components"]["schemas"][name], name);
         }
         let names: Vec<&String> = doc["components"]["schemas"]
             .as_object()
@@ -346,6 +360,7 @@ fn v2_has_upstreams_crd_paths_and_definitions() {
     assert_eq!(crd_paths, upstream["paths"].as_object().unwrap().len());
     for (name, def) in upstream["definitions"].as_object().unwrap() {
         assert_same(def, &doc["definitions"][name], name);
+        assert_same_bytes(def, &doc["definitions"][name], name);
     }
     // Built-ins are still there, with their discovery path.
     assert!(doc["paths"].get("/api/v1/").is_some());

@@ -51,6 +51,122 @@ pub(crate) fn model_name(group: &str, version: &str, kind: &str) -> String {
     format!("{}.{version}.{kind}", parts.join("."))
 }
 
+/// kube-openapi's order of schema keys (its `SchemaProps` then `SwaggerSchemaProps` fields);
+/// extensions and anything else follow, sorted, as Go writes its inline map.
+const KEY_ORDER: [&str; 39] = [
+    "id",
+    "description",
+    "type",
+    "nullable",
+    "format",
+    "title",
+    "default",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "enum",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "items",
+    "allOf",
+    "oneOf",
+    "anyOf",
+    "not",
+    "properties",
+    "additionalProperties",
+    "patternProperties",
+    "dependencies",
+    "additionalItems",
+    "definitions",
+    "discriminator",
+    "readOnly",
+    "externalDocs",
+    "example",
+    "$schema",
+    "$ref",
+];
+
+/// Puts a schema's keys in the order upstream writes them (properties sorted by name), so a
+/// custom resource's definitions come out byte for byte as upstream's.
+///
+/// Upstream writes CEL rules in their struct's field order in v3 and sorted in v2.
+fn canonical(v: &mut Value, v2: bool) {
+    let Value::Object(map) = v else {
+        return;
+    };
+    let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+    let rank = |key: &str| {
+        KEY_ORDER
+            .iter()
+            .position(|k| *k == key)
+            .unwrap_or(KEY_ORDER.len())
+    };
+    entries.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    for (key, value) in &mut entries {
+        match key.as_str() {
+            "properties" => {
+                if let Value::Object(props) = value {
+                    let mut named: Vec<(String, Value)> =
+                        std::mem::take(props).into_iter().collect();
+                    named.sort_by(|(a, _), (b, _)| a.cmp(b));
+                    for (_, prop) in &mut named {
+                        canonical(prop, v2);
+                    }
+                    props.extend(named);
+                }
+            }
+            "items" | "not" | "additionalProperties" => canonical(value, v2),
+            "x-kubernetes-validations" => {
+                if let Value::Array(rules) = value {
+                    rules.iter_mut().for_each(|r| rule_order(r, v2));
+                }
+            }
+            "allOf" | "oneOf" | "anyOf" => {
+                if let Value::Array(items) = value {
+                    items.iter_mut().for_each(|i| canonical(i, v2));
+                }
+            }
+            _ => {}
+        }
+    }
+    map.extend(entries);
+}
+
+/// Field order of upstream's `ValidationRule`.
+const RULE_ORDER: [&str; 6] = [
+    "rule",
+    "message",
+    "messageExpression",
+    "reason",
+    "fieldPath",
+    "optionalOldSelf",
+];
+
+fn rule_order(rule: &mut Value, v2: bool) {
+    let Value::Object(map) = rule else {
+        return;
+    };
+    let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+    let rank = |key: &str| match v2 {
+        true => 0,
+        false => RULE_ORDER
+            .iter()
+            .position(|k| *k == key)
+            .unwrap_or(RULE_ORDER.len()),
+    };
+    entries.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+    map.extend(entries);
+}
+
 /// The kind and list definitions of one custom resource version.
 pub(crate) fn definitions(r: &ResourceDesc, schema: &Value) -> [ExtraDef; 2] {
     let structural = match schema {
@@ -62,16 +178,20 @@ pub(crate) fn definitions(r: &ResourceDesc, schema: &Value) -> [ExtraDef; 2] {
     };
     let list_kind = format!("{}List", r.kind);
     let name = model_name(&r.group, &r.version, &r.kind);
+    let ordered = |mut v: Value, v2: bool| {
+        canonical(&mut v, v2);
+        v
+    };
     [
         ExtraDef {
             name: name.clone(),
-            v2: kind_schema(r, structural.as_ref(), true),
-            v3: to_v3(&kind_schema(r, structural.as_ref(), false)),
+            v2: ordered(kind_schema(r, structural.as_ref(), true), true),
+            v3: ordered(to_v3(&kind_schema(r, structural.as_ref(), false)), false),
         },
         ExtraDef {
             name: model_name(&r.group, &r.version, &list_kind),
-            v2: list_schema(r, &name, &list_kind),
-            v3: to_v3(&list_schema(r, &name, &list_kind)),
+            v2: ordered(list_schema(r, &name, &list_kind), true),
+            v3: ordered(to_v3(&list_schema(r, &name, &list_kind)), false),
         },
     ]
 }

@@ -97,11 +97,11 @@ fn param(p: &Param) -> Value {
         "name": p.name,
         "in": if p.in_path { "path" } else { "query" },
         "description": p.description,
-        "schema": {"type": type_name(p.ty), "uniqueItems": true},
     });
     if p.in_path {
         v["required"] = json!(true);
     }
+    v["schema"] = json!({"type": type_name(p.ty), "uniqueItems": true});
     v
 }
 
@@ -113,7 +113,8 @@ fn schema(payload: &Payload) -> Value {
 }
 
 fn request_body(op: &Op, b: &Body) -> Value {
-    let media = consumes(op);
+    let mut media = consumes(op);
+    media.sort_unstable();
     let content: Map<String, Value> = media
         .into_iter()
         .map(|m| (m.to_owned(), json!({"schema": schema(&b.payload)})))
@@ -125,6 +126,8 @@ fn request_body(op: &Op, b: &Body) -> Value {
     v
 }
 
+/// Keys in upstream's order (kube-openapi's `Operation` fields, then extensions); media type
+/// maps sorted, as Go writes maps.
 fn operation(op: &Op) -> Value {
     let responses: Map<String, Value> = op
         .responses
@@ -132,7 +135,9 @@ fn operation(op: &Op) -> Value {
         .map(|r| {
             let mut v = json!({"description": r.description});
             if let Some(p) = &r.payload {
-                let content: Map<String, Value> = produces(op.media)
+                let mut media = produces(op.media);
+                media.sort_unstable();
+                let content: Map<String, Value> = media
                     .into_iter()
                     .map(|m| (m.to_owned(), json!({"schema": schema(p)})))
                     .collect();
@@ -145,7 +150,6 @@ fn operation(op: &Op) -> Value {
         "tags": [op.tag],
         "description": op.description,
         "operationId": op.id,
-        "responses": responses,
     });
     if !op.params.is_empty() {
         v["parameters"] = op.params.iter().map(param).collect();
@@ -153,6 +157,11 @@ fn operation(op: &Op) -> Value {
     if let Some(b) = &op.body {
         v["requestBody"] = request_body(op, b);
     }
+    v["responses"] = Value::Object(responses);
     super::extensions(op, &mut v);
+    if let Some((group, version, kind)) = &op.gvk {
+        v["x-kubernetes-group-version-kind"] =
+            json!({"group": group, "version": version, "kind": kind});
+    }
     v
 }
