@@ -33,13 +33,13 @@ pub const TYPE_ERRORS_MAX: usize = 100;
 pub const RENDER_CACHE_ENTRIES_MAX: usize = 4;
 /// How deep a custom resource's schema is followed, in JSON nesting levels below the schema's
 /// root object (a property is two levels: `properties` and its name; `items` one), when
-/// rendering it and when hashing it. Upstream has no such bound. A schema node at this depth is
+/// rendering it. Upstream has no such bound. A schema node at this depth is
 /// published as `{}` (any value), and a copied value (`default`, `enum`, `example`, CEL rules)
 /// that would reach below it is left out. Why 100: the rendered documents must stay within
 /// serde_json's default nesting limit of 128 (keel-proto parses `/openapi/v2` back to make its
 /// protobuf form; clients may use serde_json too): 100 levels, plus 3 of document envelope, plus
 /// 3 of `allOf` wrapping on an embedded resource's `metadata`, stay under it. Real CRDs stay far
-/// below (a pod template inside a CRD nests about 30 levels).
+/// below (a pod template inside a CRD, the usual deepest part, nests under 30 levels).
 pub const CUSTOM_SCHEMA_DEPTH_MAX: usize = 100;
 
 /// The embedded schemas, decoded and indexed on first call.
@@ -78,8 +78,10 @@ pub struct Gvk<'a> {
 ///   publishes `schema == nil`: `{"type": "object"}` plus the GVK, with the same routes.
 ///
 /// `Hash` is written by hand because `serde_json::Value` is not `Hash`: it hashes the schema's
-/// content, order-insensitively for objects and to [`CUSTOM_SCHEMA_DEPTH_MAX`] levels, so equal descs always hash equally; the render cache confirms a hit with `==`
-/// (cheap when the server hands the same `Arc` again).
+/// top levels (root keys, property names, their top keys and values), order-insensitively for
+/// objects, so equal descs always hash equally while a hash stays cheap however large the
+/// schemas; the render cache confirms a hit with `==` (O(1) when the server hands the same
+/// `Arc` again, which it should for an unchanged CRD).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceDesc {
     pub group: String,

@@ -542,6 +542,26 @@ fn custom_schema_keys_the_render_cache() {
     assert_ne!(hash(&a), hash(&c));
     let doc_c = s.openapi_v3_group_version_doc(OA, "v1", &[c]).unwrap();
     assert_ne!(doc_a.etag, doc_c.etag);
+    // Schemas that differ only below the hashed levels share a hash; `==` still keeps their
+    // documents apart.
+    let deep = |leaf: &str| {
+        with_schema(
+            crd(OA, "Widget", "widgets", true, &[]),
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"x": {"type": "object", "properties": {"y": {"type": leaf}}}}}}}),
+        )
+    };
+    let (d1, d2) = (deep("string"), deep("integer"));
+    assert_eq!(hash(&d1), hash(&d2));
+    assert_ne!(d1, d2);
+    let e1 = s
+        .openapi_v3_group_version_doc(OA, "v1", &[d1])
+        .unwrap()
+        .etag;
+    let e2 = s
+        .openapi_v3_group_version_doc(OA, "v1", &[d2])
+        .unwrap()
+        .etag;
+    assert_ne!(e1, e2);
     let none = ResourceDesc {
         custom_schema: None,
         ..a.clone()

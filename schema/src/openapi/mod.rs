@@ -261,11 +261,19 @@ fn refs(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// How many JSON levels of a custom resource's schema go into `ResourceDesc`'s hash: the root's
+/// keys, its properties' names and their schemas' top keys and values. The render cache hashes
+/// the whole resource list on every document request, so hashing every schema in full would
+/// walk all CRD schemas per request; schemas that differ only deeper collide, and the cache's
+/// `==` (pointer-equal `Arc`s compare in O(1)) tells them apart.
+const CUSTOM_SCHEMA_HASH_DEPTH_MAX: usize = 4;
+const _: () = assert!(CUSTOM_SCHEMA_HASH_DEPTH_MAX <= CUSTOM_SCHEMA_DEPTH_MAX);
+
 /// Feeds a JSON value into a hasher consistently with `Value`'s `==`: objects are hashed
 /// order-insensitively (`==` ignores key order when `preserve_order` is on), and nothing below
-/// [`CUSTOM_SCHEMA_DEPTH_MAX`] levels is hashed (equal values still hash equally).
+/// [`CUSTOM_SCHEMA_HASH_DEPTH_MAX`] levels is hashed (equal values still hash equally).
 pub(crate) fn hash_json<H: Hasher>(v: &Value, depth: usize, state: &mut H) {
-    if depth > CUSTOM_SCHEMA_DEPTH_MAX {
+    if depth > CUSTOM_SCHEMA_HASH_DEPTH_MAX {
         return;
     }
     match v {
