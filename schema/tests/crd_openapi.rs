@@ -362,6 +362,8 @@ fn v2_has_upstreams_crd_paths_and_definitions() {
         assert_same(def, &doc["definitions"][name], name);
         assert_same_bytes(def, &doc["definitions"][name], name);
     }
+    // keel-proto converts the document with CRD schemas (CEL rules, examples, int-or-string).
+    assert!(schemas().openapi_v2_protobuf_doc(&resources()).is_ok());
     // Built-ins are still there, with their discovery path.
     assert!(doc["paths"].get("/api/v1/").is_some());
     assert!(doc["definitions"].get("io.k8s.api.core.v1.Pod").is_some());
@@ -477,6 +479,9 @@ fn deep_and_odd_schemas_are_bounded() {
             "b": {"type": "object", "additionalProperties": false},
             "c": {"anyOf": [], "allOf": "x", "not": {"type": "string"}},
             "d": {"type": "array", "x-kubernetes-preserve-unknown-fields": true},
+            // Stored as given, published without the empty example (a v1.36.2 server does so).
+            "e": {"type": "object", "example": {}, "default": {}, "x-kubernetes-preserve-unknown-fields": true},
+            "f": {"type": "string", "description": "", "default": null, "example": ""},
         },
     });
     let rs = [with_schema(crd(OA, "Widget", "widgets", true, &[]), odd)];
@@ -490,6 +495,11 @@ fn deep_and_odd_schemas_are_bounded() {
         widget["properties"]["c"],
         json!({"not": {"type": "string"}})
     );
+    assert_eq!(
+        widget["properties"]["e"],
+        json!({"type": "object", "default": {}, "x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(widget["properties"]["f"], json!({"type": "string"}));
     let v2doc = v2(&rs);
     // An array without items in v2 loses its type (kubectl cannot read it).
     assert_eq!(

@@ -313,6 +313,7 @@ fn structural(v: &Value, depth: usize) -> Option<Value> {
         let kept = match (key.as_str(), value) {
             ("type", Value::String(t)) if TYPES.contains(&t.as_str()) => value.clone(),
             ("type", _) => return None,
+            // Go omits empty strings, a null default, and an example that encodes as empty.
             (
                 "description"
                 | "title"
@@ -320,9 +321,10 @@ fn structural(v: &Value, depth: usize) -> Option<Value> {
                 | "pattern"
                 | "x-kubernetes-list-type"
                 | "x-kubernetes-map-type",
-                Value::String(_),
-            ) => value.clone(),
-            ("default" | "example", _) => value.clone(),
+                Value::String(text),
+            ) if !text.is_empty() => value.clone(),
+            ("default", v) if !v.is_null() => value.clone(),
+            ("example", v) if !is_empty_json(v) => value.clone(),
             (
                 "nullable"
                 | "exclusiveMaximum"
@@ -362,6 +364,17 @@ fn structural(v: &Value, depth: usize) -> Option<Value> {
         out.insert(key.clone(), kept);
     }
     Some(Value::Object(out))
+}
+
+/// `null`, `""`, `[]` or `{}`.
+fn is_empty_json(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
 }
 
 /// JSON nesting levels of a value (a scalar 0, `[]` 1), counted no further than `max + 1`.
