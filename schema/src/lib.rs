@@ -31,6 +31,16 @@ pub const STRICT_ERRORS_MAX: usize = 100;
 pub const TYPE_ERRORS_MAX: usize = 100;
 /// How many distinct resource lists keep their rendered OpenAPI documents cached.
 pub const RENDER_CACHE_ENTRIES_MAX: usize = 4;
+/// How deep a custom resource's schema is followed, in JSON nesting levels below the schema's
+/// root object (a property is two levels: `properties` and its name; `items` one), when
+/// rendering it. Upstream has no such bound. A schema node at this depth is
+/// published as `{}` (any value), and a copied value (`default`, `enum`, `example`, CEL rules)
+/// that would reach below it is left out. Why 100: the rendered documents must stay within
+/// serde_json's default nesting limit of 128 (keel-proto parses `/openapi/v2` back to make its
+/// protobuf form; clients may use serde_json too): 100 levels, plus 3 of document envelope, plus
+/// 3 of `allOf` wrapping on an embedded resource's `metadata`, stay under it. Real CRDs stay far
+/// below (a pod template inside a CRD, the usual deepest part, nests under 30 levels).
+pub const CUSTOM_SCHEMA_DEPTH_MAX: usize = 100;
 
 /// The embedded schemas, decoded and indexed on first call.
 pub fn schemas() -> &'static Schemas {
@@ -52,7 +62,27 @@ pub struct Gvk<'a> {
 /// `Eviction`, `Pod`), looked up first in the resource's own group/version and then in any
 /// group/version that defines it, or a fully qualified `group/version/Kind`
 /// (`autoscaling/v1/Scale`; the core group is written `/v1/Binding`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// `custom_schema` marks a custom resource (one served version of a CRD) and carries that
+/// version's `schema.openAPIV3Schema` exactly as stored in the CRD (the JSON object, not
+/// wrapped in `{"openAPIV3Schema": ...}`):
+///
+/// - `None`: a built-in (or aggregated) resource, described from the embedded definitions.
+/// - `Some(object)`: a custom resource, published as upstream's apiextensions-apiserver
+///   publishes it (see `openapi/crd.rs`): definitions `com.example.v1.Widget` and
+///   `com.example.v1.WidgetList` built from the schema, upstream's CRD routes (no `watch/`
+///   paths), `status`/`scale` paths when `subresources` names them. `verbs` are not
+///   consulted for a custom resource: upstream publishes the same eight routes for every CRD.
+/// - `Some(Value::Null)` (or anything that is not a usable schema object): a CRD version
+///   without a schema, or one upstream would skip (invalid types); published as upstream
+///   publishes `schema == nil`: `{"type": "object"}` plus the GVK, with the same routes.
+///
+/// `Hash` is written by hand because `serde_json::Value` is not `Hash`: it hashes the schema's
+/// top levels (root keys, property names, their top keys and values), order-insensitively for
+/// objects, so equal descs always hash equally while a hash stays cheap however large the
+/// schemas; the render cache confirms a hit with `==` (O(1) when the server hands the same
+/// `Arc` again, which it should for an unchanged CRD).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceDesc {
     pub group: String,
     pub version: String,
@@ -65,6 +95,26 @@ pub struct ResourceDesc {
         String,      /*kind*/
         Vec<String>, /*verbs*/
     )>,
+    pub custom_schema: Option<std::sync::Arc<serde_json::Value>>,
+}
+
+impl std::hash::Hash for ResourceDesc {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.group.hash(state);
+        self.version.hash(state);
+        self.kind.hash(state);
+        self.plural.hash(state);
+        self.namespaced.hash(state);
+        self.verbs.hash(state);
+        self.subresources.hash(state);
+        match &self.custom_schema {
+            None => 0u8.hash(state),
+            Some(schema) => {
+                1u8.hash(state);
+                openapi::hash_json(schema, 0, state);
+            }
+        }
+    }
 }
 
 /// What `check` found. Each message is the exact text upstream puts in a `Warning` header item

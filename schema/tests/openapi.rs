@@ -43,6 +43,7 @@ fn res(
             .iter()
             .map(|(n, k, v)| (n.to_string(), k.to_string(), verbs(v)))
             .collect(),
+        custom_schema: None,
     }
 }
 

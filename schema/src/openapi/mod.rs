@@ -2,6 +2,7 @@
 //! `/openapi/v3`, rendered from the embedded definitions and the served resource list, cached
 //! per resource list.
 
+mod crd;
 mod model;
 mod params;
 mod v2;
@@ -19,7 +20,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha512};
 
 use crate::names::gv_path;
-use crate::{ResourceDesc, Schemas, RENDER_CACHE_ENTRIES_MAX};
+use crate::{ResourceDesc, Schemas, CUSTOM_SCHEMA_DEPTH_MAX, RENDER_CACHE_ENTRIES_MAX};
 
 /// A rendered document and its ETag: upper-case hex SHA-512 of the body, as upstream computes
 /// it (the HTTP `ETag` header carries it in double quotes; for v3 group/versions it is also the
@@ -219,17 +220,14 @@ fn extensions(op: &model::Op, v: &mut Value) {
     }
 }
 
-/// Every definition `paths` refers to, transitively (v2 form), plus the synthesized ones.
-fn closure(
-    schemas: &Schemas,
-    paths: &Value,
-    extra: &[&(String, Value)],
-) -> BTreeMap<String, Value> {
+/// Every definition `paths` refers to, transitively (embedded ones in v2 form), plus the
+/// `extra` ones (custom resources) as given.
+fn closure(schemas: &Schemas, paths: &Value, extra: &[(&str, &Value)]) -> BTreeMap<String, Value> {
     let mut out: BTreeMap<String, Value> = BTreeMap::new();
     let mut pending = Vec::new();
     refs(paths, &mut pending);
     for (name, def) in extra {
-        out.insert(name.clone(), def.clone());
+        out.insert((*name).to_owned(), (*def).clone());
         refs(def, &mut pending);
     }
     while let Some(name) = pending.pop() {
@@ -260,5 +258,42 @@ fn refs(v: &Value, out: &mut Vec<String>) {
         }
         Value::Array(items) => items.iter().for_each(|i| refs(i, out)),
         _ => {}
+    }
+}
+
+/// How many JSON levels of a custom resource's schema go into `ResourceDesc`'s hash: the root's
+/// keys, its properties' names and their schemas' top keys and values. The render cache hashes
+/// the whole resource list on every document request, so hashing every schema in full would
+/// walk all CRD schemas per request; schemas that differ only deeper collide, and the cache's
+/// `==` (pointer-equal `Arc`s compare in O(1)) tells them apart.
+const CUSTOM_SCHEMA_HASH_DEPTH_MAX: usize = 4;
+const _: () = assert!(CUSTOM_SCHEMA_HASH_DEPTH_MAX <= CUSTOM_SCHEMA_DEPTH_MAX);
+
+/// Feeds a JSON value into a hasher consistently with `Value`'s `==`: objects are hashed
+/// order-insensitively (`==` ignores key order when `preserve_order` is on), and nothing below
+/// [`CUSTOM_SCHEMA_HASH_DEPTH_MAX`] levels is hashed (equal values still hash equally).
+pub(crate) fn hash_json<H: Hasher>(v: &Value, depth: usize, state: &mut H) {
+    if depth > CUSTOM_SCHEMA_HASH_DEPTH_MAX {
+        return;
+    }
+    match v {
+        Value::Null => 0u8.hash(state),
+        Value::Bool(b) => (1u8, b).hash(state),
+        Value::Number(n) => (2u8, n).hash(state),
+        Value::String(s) => (3u8, s).hash(state),
+        Value::Array(items) => {
+            (4u8, items.len()).hash(state);
+            items.iter().for_each(|i| hash_json(i, depth + 1, state));
+        }
+        Value::Object(map) => {
+            let mut sum = 0u64;
+            for (key, value) in map {
+                let mut entry = DefaultHasher::new();
+                key.hash(&mut entry);
+                hash_json(value, depth + 1, &mut entry);
+                sum = sum.wrapping_add(entry.finish());
+            }
+            (5u8, map.len(), sum).hash(state);
+        }
     }
 }

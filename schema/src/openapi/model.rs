@@ -3,13 +3,14 @@
 
 use serde_json::{json, Value};
 
+use super::crd;
 use super::params::{self, Param};
 use crate::names::{capitalize, op_prefix, tag};
 use crate::{ResourceDesc, Schemas};
 
 pub(crate) const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 pub(crate) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
-const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
+pub(crate) const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
@@ -39,6 +40,8 @@ pub(crate) enum Media {
     /// Object media plus the watch stream forms.
     Stream,
     Text,
+    /// A custom resource's operation: JSON and YAML only, for requests and responses.
+    Custom,
 }
 
 pub(crate) struct Body {
@@ -73,12 +76,24 @@ pub(crate) struct PathItem {
     pub(crate) ops: Vec<Op>,
 }
 
-/// Paths of one group/version plus definitions made up for kinds without embedded schema.
+/// A definition that is not embedded (custom resources), in both document forms.
+pub(crate) struct ExtraDef {
+    pub(crate) name: String,
+    /// `#/definitions/` refs, as `/openapi/v2` publishes it.
+    pub(crate) v2: Value,
+    /// `#/components/schemas/` refs, as `/openapi/v3/...` publishes it.
+    pub(crate) v3: Value,
+}
+
+/// Paths of one group/version plus definitions of kinds without embedded schema.
 pub(crate) struct GroupVersion {
     pub(crate) group: String,
     pub(crate) version: String,
     pub(crate) paths: Vec<PathItem>,
-    pub(crate) extra_defs: Vec<(String, Value)>,
+    pub(crate) extra_defs: Vec<ExtraDef>,
+    /// Only custom resources: the v3 document is the CRD controller's (its own `info`, no
+    /// security schemes).
+    pub(crate) custom_only: bool,
 }
 
 /// Group the resources by group/version (sorted) and build their paths.
@@ -92,17 +107,37 @@ pub(crate) fn build(schemas: &Schemas, resources: &[ResourceDesc]) -> Vec<GroupV
     gvs.into_iter()
         .map(|(group, version)| {
             let mut gv = GroupVersion {
-                paths: vec![discovery_path(&group, &version)],
+                paths: Vec::new(),
                 extra_defs: Vec::new(),
+                custom_only: false,
                 group,
                 version,
             };
-            for r in resources
-                .iter()
-                .filter(|r| r.group == gv.group && r.version == gv.version)
-            {
-                Resource::new(schemas, r, &mut gv.extra_defs).paths(&mut gv.paths);
+            let members = || {
+                resources
+                    .iter()
+                    .filter(|r| r.group == gv.group && r.version == gv.version)
+            };
+            // A group/version served only by CRDs has no discovery path in upstream's
+            // documents (the CRD builder registers resource routes only).
+            let mut paths = Vec::new();
+            let mut extra_defs = Vec::new();
+            let custom_only = members().all(|r| r.custom_schema.is_some());
+            if !custom_only {
+                paths.push(discovery_path(&gv.group, &gv.version));
             }
+            for r in members() {
+                match &r.custom_schema {
+                    Some(schema) => {
+                        crd::paths(r, &mut paths);
+                        extra_defs.extend(crd::definitions(r, schema));
+                    }
+                    None => Resource::new(schemas, r, &mut extra_defs).paths(&mut paths),
+                }
+            }
+            gv.paths = paths;
+            gv.custom_only = custom_only;
+            gv.extra_defs = extra_defs;
             gv.paths.sort_by(|a, b| a.path.cmp(&b.path));
             gv.paths.dedup_by(|a, b| a.path == b.path);
             gv
@@ -183,7 +218,7 @@ struct Resource<'a> {
 }
 
 impl<'a> Resource<'a> {
-    fn new(schemas: &'a Schemas, r: &'a ResourceDesc, extra: &mut Vec<(String, Value)>) -> Self {
+    fn new(schemas: &'a Schemas, r: &'a ResourceDesc, extra: &mut Vec<ExtraDef>) -> Self {
         let gvk = crate::Gvk {
             group: &r.group,
             version: &r.version,
@@ -204,8 +239,8 @@ impl<'a> Resource<'a> {
             .or_else(|| {
                 extra
                     .iter()
-                    .find(|(n, _)| n.ends_with(&list_kind))
-                    .map(|(n, _)| n.clone())
+                    .find(|d| d.name.ends_with(&list_kind))
+                    .map(|d| d.name.clone())
             });
         let base = if r.group.is_empty() {
             format!("/api/{}", r.version)
@@ -630,7 +665,7 @@ fn push(out: &mut Vec<PathItem>, path: String, params: Vec<Param>, ops: Vec<Op>)
 /// A minimal open schema for a kind without embedded definition (custom resources): its
 /// definition name follows upstream (`com.example.stable.v1.CronTab`), it keeps unknown fields,
 /// and carries the GVK so clients find it. A matching `...List` is added too.
-fn synthesize(r: &ResourceDesc, extra: &mut Vec<(String, Value)>) -> String {
+fn synthesize(r: &ResourceDesc, extra: &mut Vec<ExtraDef>) -> String {
     let mut group: Vec<&str> = r.group.split('.').collect();
     group.reverse();
     let base = if r.group.is_empty() {
@@ -649,7 +684,7 @@ fn synthesize(r: &ResourceDesc, extra: &mut Vec<(String, Value)>) -> String {
     };
     let mut props = type_meta(&r.kind);
     props["metadata"] = json!({"$ref": format!("#/definitions/{OBJECT_META}")});
-    extra.push((
+    extra.push(extra_def(
         name.clone(),
         json!({
             "type": "object",
@@ -662,7 +697,7 @@ fn synthesize(r: &ResourceDesc, extra: &mut Vec<(String, Value)>) -> String {
     list_props["metadata"] = json!({"$ref": format!("#/definitions/{LIST_META}")});
     list_props["items"] =
         json!({"type": "array", "items": {"$ref": format!("#/definitions/{name}")}});
-    extra.push((
+    extra.push(extra_def(
         list_name,
         json!({
             "type": "object",
@@ -672,4 +707,9 @@ fn synthesize(r: &ResourceDesc, extra: &mut Vec<(String, Value)>) -> String {
         }),
     ));
     name
+}
+
+fn extra_def(name: String, v2: Value) -> ExtraDef {
+    let v3 = super::v3::to_v3(&v2);
+    ExtraDef { name, v2, v3 }
 }

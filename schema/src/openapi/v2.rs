@@ -16,7 +16,11 @@ pub(crate) fn render(schemas: &Schemas, gvs: &[GroupVersion]) -> Value {
         paths.insert(item.path.clone(), path_item(item));
     }
     let paths = Value::Object(paths);
-    let extra: Vec<&(String, Value)> = gvs.iter().flat_map(|gv| &gv.extra_defs).collect();
+    let extra: Vec<(&str, &Value)> = gvs
+        .iter()
+        .flat_map(|gv| &gv.extra_defs)
+        .map(|d| (d.name.as_str(), &d.v2))
+        .collect();
     let definitions: Map<String, Value> = closure(schemas, &paths, &extra).into_iter().collect();
     json!({
         "definitions": definitions,
@@ -95,6 +99,7 @@ pub(crate) fn produces(media: Media) -> Vec<&'static str> {
                 "application/vnd.kubernetes.protobuf;stream=watch",
             ])
             .collect(),
+        Media::Custom => super::crd::MEDIA.to_vec(),
         Media::Text => vec![
             "text/plain",
             "application/json",
@@ -104,13 +109,22 @@ pub(crate) fn produces(media: Media) -> Vec<&'static str> {
     }
 }
 
+/// The media types an operation consumes: patch types for a PATCH, anything otherwise; a
+/// custom resource's operations (all of them, also those without a body) JSON and YAML.
+pub(crate) fn consumes(op: &Op) -> Vec<&'static str> {
+    let patch = op.body.as_ref().is_some_and(|b| b.patch);
+    match (op.media, patch) {
+        (Media::Custom, true) => super::crd::PATCH_MEDIA.to_vec(),
+        (Media::Custom, false) => super::crd::MEDIA.to_vec(),
+        (_, true) => PATCH_MEDIA.to_vec(),
+        (_, false) => vec!["*/*"],
+    }
+}
+
 fn operation(op: &Op) -> Value {
     let mut params: Vec<Value> = op.body.iter().map(body).collect();
     params.extend(op.params.iter().map(param));
-    let consumes: Vec<&str> = match &op.body {
-        Some(b) if b.patch => PATCH_MEDIA.to_vec(),
-        _ => vec!["*/*"],
-    };
+    let consumes = consumes(op);
     let responses: Map<String, Value> = op
         .responses
         .iter()

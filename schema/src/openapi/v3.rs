@@ -3,9 +3,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::model::{Body, GroupVersion, Op, PathItem, Payload, PATCH_MEDIA};
+use super::model::{Body, GroupVersion, Op, PathItem, Payload};
 use super::params::Param;
-use super::v2::{produces, type_name};
+use super::v2::{consumes, produces, type_name};
 use super::{closure, security_scheme};
 use crate::Schemas;
 
@@ -17,11 +17,26 @@ pub(crate) fn render(schemas: &Schemas, gv: &GroupVersion) -> Value {
         paths.insert(item.path.clone(), path_item(item));
     }
     let paths = Value::Object(paths);
-    let extra: Vec<&(String, Value)> = gv.extra_defs.iter().collect();
+    let extra: Vec<(&str, &Value)> = gv
+        .extra_defs
+        .iter()
+        .map(|d| (d.name.as_str(), &d.v3))
+        .collect();
     let components: Map<String, Value> = closure(schemas, &paths, &extra)
         .into_iter()
-        .map(|(name, def)| (name, to_v3(&def)))
+        .map(|(name, def)| match extra.iter().any(|(n, _)| *n == name) {
+            true => (name, def),
+            false => (name, to_v3(&def)),
+        })
         .collect();
+    if gv.custom_only {
+        return json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "paths": paths,
+            "components": {"schemas": components},
+        });
+    }
     json!({
         "openapi": "3.0.0",
         "info": schemas.defs.info,
@@ -82,11 +97,11 @@ fn param(p: &Param) -> Value {
         "name": p.name,
         "in": if p.in_path { "path" } else { "query" },
         "description": p.description,
-        "schema": {"type": type_name(p.ty), "uniqueItems": true},
     });
     if p.in_path {
         v["required"] = json!(true);
     }
+    v["schema"] = json!({"type": type_name(p.ty), "uniqueItems": true});
     v
 }
 
@@ -97,12 +112,9 @@ fn schema(payload: &Payload) -> Value {
     }
 }
 
-fn request_body(b: &Body) -> Value {
-    let media: Vec<&str> = if b.patch {
-        PATCH_MEDIA.to_vec()
-    } else {
-        vec!["*/*"]
-    };
+fn request_body(op: &Op, b: &Body) -> Value {
+    let mut media = consumes(op);
+    media.sort_unstable();
     let content: Map<String, Value> = media
         .into_iter()
         .map(|m| (m.to_owned(), json!({"schema": schema(&b.payload)})))
@@ -114,6 +126,8 @@ fn request_body(b: &Body) -> Value {
     v
 }
 
+/// Keys in upstream's order (kube-openapi's `Operation` fields, then extensions); media type
+/// maps sorted, as Go writes maps.
 fn operation(op: &Op) -> Value {
     let responses: Map<String, Value> = op
         .responses
@@ -121,7 +135,9 @@ fn operation(op: &Op) -> Value {
         .map(|r| {
             let mut v = json!({"description": r.description});
             if let Some(p) = &r.payload {
-                let content: Map<String, Value> = produces(op.media)
+                let mut media = produces(op.media);
+                media.sort_unstable();
+                let content: Map<String, Value> = media
                     .into_iter()
                     .map(|m| (m.to_owned(), json!({"schema": schema(p)})))
                     .collect();
@@ -134,14 +150,18 @@ fn operation(op: &Op) -> Value {
         "tags": [op.tag],
         "description": op.description,
         "operationId": op.id,
-        "responses": responses,
     });
     if !op.params.is_empty() {
         v["parameters"] = op.params.iter().map(param).collect();
     }
     if let Some(b) = &op.body {
-        v["requestBody"] = request_body(b);
+        v["requestBody"] = request_body(op, b);
     }
+    v["responses"] = Value::Object(responses);
     super::extensions(op, &mut v);
+    if let Some((group, version, kind)) = &op.gvk {
+        v["x-kubernetes-group-version-kind"] =
+            json!({"group": group, "version": version, "kind": kind});
+    }
     v
 }
