@@ -18,8 +18,9 @@ pub use keel_strategy::CRD_CLEANUP_FINALIZER as CLEANUP_FINALIZER;
 pub struct Custom {
     /// The definition's name (`widgets.example.com`).
     pub crd: String,
-    /// The version's `openAPIV3Schema` (`Null` when it has none).
-    pub schema: Value,
+    /// The version's `openAPIV3Schema` (`Null` when it has none), shared with the OpenAPI
+    /// documents' descriptions.
+    pub schema: Arc<Value>,
     /// The same, compiled (`None` without a schema, or one that does not compile: then
     /// nothing is pruned, defaulted or checked by it).
     pub compiled: Option<keel_apiext::Schema>,
@@ -410,7 +411,7 @@ pub fn served(crd: &Value) -> Vec<Served> {
         };
         let custom = Custom {
             crd: str_at(crd, "/metadata/name").to_owned(),
-            schema,
+            schema: Arc::new(schema),
             compiled,
             scale,
             columns: v
@@ -564,7 +565,7 @@ mod tests {
             assert_eq!(x.custom.crd, "widgets.example.com");
         }
         assert!(s[0].spec.subresources.is_empty());
-        assert_eq!(s[0].custom.schema, json!({"type": "object"}));
+        assert_eq!(*s[0].custom.schema, json!({"type": "object"}));
         let subs: Vec<&str> = s[1]
             .spec
             .subresources
@@ -580,7 +581,7 @@ mod tests {
     fn pool() -> Custom {
         Custom {
             crd: "pools.example.com".into(),
-            schema: Value::Null,
+            schema: Arc::new(Value::Null),
             compiled: None,
             scale: Some(json!({"specReplicasPath": ".spec.replicas",
                                "statusReplicasPath": ".status.replicas",

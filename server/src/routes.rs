@@ -135,6 +135,10 @@ impl Routes {
                     kind: r.kind.into(),
                     plural: r.plural.into(),
                     namespaced: r.namespaced,
+                    custom_schema: self
+                        .custom
+                        .get(&ResourceId::of(r))
+                        .map(|c| c.schema.clone()),
                     verbs: r.verbs.iter().map(|v| v.to_string()).collect(),
                     subresources: r
                         .subresources

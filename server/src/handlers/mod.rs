@@ -452,6 +452,24 @@ async fn resource(
         warnings: Vec::new(),
     };
     let c = &mut c;
+    let result = dispatch(c, st, &routes).await;
+    // Warnings gathered before a failure go with its error, as upstream's do.
+    match result {
+        Err(e) if !c.warnings.is_empty() => Ok(respond::with_warnings(
+            respond::error_for(&e, req.headers.get("accept")),
+            c,
+        )),
+        r => r,
+    }
+}
+
+/// The handler of a routed request.
+async fn dispatch<'r>(
+    c: &mut Call<'r>,
+    st: &State,
+    routes: &'r crate::routes::Routes,
+) -> Result<Response, ApiError> {
+    let (req, rr, info) = (c.req, c.rr, c.info());
     match (rr.subresource.as_str(), rr.verb) {
         ("" | "status" | "resize", "get") => resource::get(c, st).await,
         ("", "list") => resource::list(c, st).await,
