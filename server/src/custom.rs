@@ -16,6 +16,8 @@ pub use keel_strategy::CRD_CLEANUP_FINALIZER as CLEANUP_FINALIZER;
 /// One served version of a custom resource, as its definition says.
 #[derive(Debug)]
 pub struct Custom {
+    /// Unique in the process: caches derived from a definition key by it.
+    pub id: u64,
     /// The definition's name (`widgets.example.com`).
     pub crd: String,
     /// The version's `openAPIV3Schema` (`Null` when it has none), shared with the OpenAPI
@@ -28,12 +30,20 @@ pub struct Custom {
     pub scale: Option<Value>,
     /// The version's `additionalPrinterColumns` (empty: upstream's default Age column).
     pub columns: Vec<Value>,
+    /// The version has a status subresource.
+    pub status: bool,
     /// The definition is being deleted: no new objects.
     pub terminating: bool,
     /// The version is deprecated: what every request to it is told.
     pub deprecation_warning: Option<String>,
     /// The version's `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable: Vec<String>,
+}
+
+/// A process-unique id for a new [`Custom`].
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Whether a cause's field is the status or inside it.
@@ -410,6 +420,7 @@ pub fn served(crd: &Value) -> Vec<Served> {
             s => keel_apiext::Schema::compile(s).ok(),
         };
         let custom = Custom {
+            id: next_id(),
             crd: str_at(crd, "/metadata/name").to_owned(),
             schema: Arc::new(schema),
             compiled,
@@ -419,6 +430,7 @@ pub fn served(crd: &Value) -> Vec<Served> {
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default(),
+            status: v.pointer("/subresources/status").is_some_and(Value::is_object),
             terminating,
             deprecation_warning: deprecation_warning(crd, v),
             selectable: v
@@ -580,6 +592,7 @@ mod tests {
 
     fn pool() -> Custom {
         Custom {
+            id: next_id(),
             crd: "pools.example.com".into(),
             schema: Arc::new(Value::Null),
             compiled: None,
@@ -587,6 +600,7 @@ mod tests {
                                "statusReplicasPath": ".status.replicas",
                                "labelSelectorPath": ".status.selector"})),
             columns: Vec::new(),
+            status: true,
             terminating: false,
             deprecation_warning: None,
             selectable: Vec::new(),

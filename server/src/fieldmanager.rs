@@ -113,6 +113,82 @@ fn build(group: &str, version: &str, kind: &str) -> TypeSchema {
     }
 }
 
+/// Name of a custom resource's root type in its converted schema.
+const CUSTOM_ROOT: &str = "keel.custom.Root";
+
+/// The converted schema of a custom resource version, by its definition's schema (the
+/// `Arc` the served routes share): kept while that schema is served, at most
+/// `CUSTOM_TYPE_SCHEMAS_MAX` at once (entries whose schema is no longer served go first).
+fn custom_type_schema(schema: &Arc<Value>, status_subresource: bool) -> Arc<TypeSchema> {
+    type Entry = (std::sync::Weak<Value>, Arc<TypeSchema>);
+    static CACHE: OnceLock<RwLock<HashMap<usize, Entry>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    // The key is the schema's address; the entry's `Weak` keeps that address from being
+    // reused by another schema while the entry exists.
+    let key = Arc::as_ptr(schema) as usize;
+    if let Some((weak, ts)) = cache.read().get(&key) {
+        if weak.upgrade().is_some_and(|s| Arc::ptr_eq(&s, schema)) {
+            return ts.clone();
+        }
+    }
+    let built = Arc::new(build_custom(schema, status_subresource));
+    let mut w = cache.write();
+    if w.len() >= crate::limits::CUSTOM_TYPE_SCHEMAS_MAX {
+        w.retain(|_, (weak, _)| weak.strong_count() > 0);
+        if w.len() >= crate::limits::CUSTOM_TYPE_SCHEMAS_MAX {
+            w.clear();
+        }
+    }
+    w.insert(key, (Arc::downgrade(schema), built.clone()));
+    built
+}
+
+/// A custom resource's schema as upstream's type converter sees it: the version's
+/// `openAPIV3Schema` with `apiVersion`, `kind` and a typed `metadata` (ObjectMeta and what
+/// it refers to, from the published definitions). Without a usable schema: deduced.
+fn build_custom(schema: &Value, status_subresource: bool) -> TypeSchema {
+    const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let deduced = || TypeSchema {
+        schema: Schema::deduced(),
+        root: TypeRef::deduced(),
+        has_status: status_subresource,
+    };
+    let Some(root) = schema.as_object() else {
+        return deduced();
+    };
+    let mut root = root.clone();
+    let props = root
+        .entry("properties")
+        .or_insert_with(|| json!({}));
+    if let Some(props) = props.as_object_mut() {
+        props.insert("apiVersion".into(), json!({"type": "string"}));
+        props.insert("kind".into(), json!({"type": "string"}));
+        props.insert("metadata".into(), json!({"$ref": format!("#/definitions/{OBJECT_META}")}));
+    }
+    let all = keel_schema::schemas();
+    let mut defs: Vec<(String, Value)> = vec![(CUSTOM_ROOT.to_owned(), Value::Object(root))];
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![OBJECT_META.to_string()];
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(def) = all.definition(&name) else {
+            continue;
+        };
+        keel_smd::openapi::collect_refs(def, &mut todo);
+        defs.push((name, def.clone()));
+    }
+    match keel_smd::openapi::schema_from_openapi(defs.iter().map(|(k, v)| (k.as_str(), v))) {
+        Ok(schema) => TypeSchema {
+            schema,
+            root: TypeRef::named(CUSTOM_ROOT),
+            has_status: status_subresource,
+        },
+        Err(_) => deduced(),
+    }
+}
+
 /// The published v2 definitions carry no `default`s; list-map keys that upstream's models
 /// default must have them (a port's `protocol: TCP`).
 fn add_defaults(name: &str, def: &mut Value) {
@@ -192,9 +268,20 @@ pub struct Write<'a> {
     pub subresource: &'a str,
     /// The manager (`None`: keel's own writes).
     pub manager: Option<&'a str>,
+    /// A custom resource's definition: its schema's markers drive the merge.
+    pub custom: Option<&'a crate::custom::Custom>,
 }
 
 impl Write<'_> {
+    /// The schema the write is merged and tracked by: a custom resource's from its
+    /// definition, a built-in kind's from the published definitions.
+    fn type_schema(&self) -> Arc<TypeSchema> {
+        match self.custom {
+            Some(c) => custom_type_schema(&c.schema, c.status),
+            None => type_schema(self.group, self.version, self.kind),
+        }
+    }
+
     fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.to_string()
@@ -383,7 +470,7 @@ fn record(
         .filter(|v| Some(*v) != live_managed.as_deref())
         .and_then(|v| managedfields::decode(Some(v)).ok())
         .filter(|(m, _)| !m.is_empty());
-    let ts = type_schema(w.group, w.version, w.kind);
+    let ts = w.type_schema();
     let mut updater = Updater::new(&ts.schema, &ts.root).with_ignored(w.ignored(&ts));
     let live_obj = live_or_zero(w, live);
     let restore = |new: &mut Value, live_managed: Option<Cow<'_, Value>>| {
@@ -745,7 +832,7 @@ fn apply_with(
     let live_managed = live_obj
         .get("metadata")
         .and_then(|m| m.get("managedFields"));
-    let ts = type_schema(w.group, w.version, w.kind);
+    let ts = w.type_schema();
     if direct {
         if let Some(done) = apply_in_place(a, &ts, live_obj, live_managed, config, now) {
             return done;
@@ -924,6 +1011,11 @@ fn by_shape<E>(
         key.push('/');
         key.push_str(w.subresource);
         key.push('\u{0}');
+        if let Some(c) = w.custom {
+            // A definition's schema can change while its kind stays.
+            keel_smd::value::push_decimal(key, c.id);
+            key.push('\u{0}');
+        }
         let ignored = w.ignored(ts);
         let cacheable =
             keel_smd::typed::shape_signature(&ts.schema, &ts.root, lhs, obj, ignored, key);
@@ -1006,6 +1098,7 @@ mod tests {
             kind: "ConfigMap",
             subresource: "",
             manager: Some(manager),
+            custom: None,
         }
     }
 
@@ -1072,6 +1165,7 @@ mod tests {
                 kind,
                 subresource: "",
                 manager: Some("m"),
+                custom: None,
             };
             // Twice: the second create of the shape comes from the per-core cache.
             for round in 0..2 {
@@ -1098,6 +1192,7 @@ mod tests {
             kind: "Pod",
             subresource: "",
             manager: Some(""),
+            custom: None,
         };
         for spec in [
             json!({"containers": [{"name": "a", "image": "x"}], "nodeSelector": {"k": "v"}}),
@@ -1155,6 +1250,7 @@ mod tests {
             kind: "Deployment",
             subresource: "",
             manager: Some(m),
+            custom: None,
         };
         let mut live: Option<Value> = None;
         let (mut conflicts, mut direct_ok) = (0, 0);
@@ -1238,6 +1334,7 @@ mod tests {
                 kind,
                 subresource: "",
                 manager: Some(m),
+                custom: None,
             };
             record_update(&w("creator"), None, &mut live, "2026-01-01T00:00:00Z");
             for step in 1..400u64 {

@@ -122,6 +122,8 @@ pub const NAMESPACE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(20);
 /// Least time between two passes of the CRD controller (a pass lists every definition): a
 /// new definition is served and established within about one pass of its create.
 pub const CRD_PASS_INTERVAL_MIN: Duration = Duration::from_millis(10);
+/// Custom resource versions whose schemas server-side apply keeps converted at once.
+pub const CUSTOM_TYPE_SCHEMAS_MAX: usize = 1024;
 /// How often the CRD controller looks at every definition when none changes (a deleted
 /// definition's instances are counted again this often until none is left).
 pub const CRD_RESYNC: Duration = Duration::from_secs(1);

@@ -139,6 +139,7 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             kind: info.kind,
             subresource: &subresource,
             manager: Some(&manager),
+            custom: c.res.custom.as_deref(),
         },
         force,
     };
@@ -223,6 +224,7 @@ pub(super) fn apply_scale(
             kind: info.kind,
             subresource: "scale",
             manager: tracking.manager.as_deref(),
+            custom: c.res.custom.as_deref(),
         },
         force,
     };

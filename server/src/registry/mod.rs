@@ -67,6 +67,7 @@ impl Tracking {
             kind: res.info.kind,
             subresource,
             manager: self.manager.as_deref(),
+            custom: res.custom.as_deref(),
         }
     }
 
