@@ -38,6 +38,7 @@ mod error;
 mod groups;
 mod intern;
 mod introduced;
+pub mod jsonpath;
 mod limits;
 mod runtime_config;
 mod spec;
