@@ -190,20 +190,42 @@ fn print_one(out: &mut String, found: &Found<'_>) {
     }
 }
 
-/// A decoded JSON number as Go's unstructured decoding holds it: `int64` when it is an
-/// integer that fits, else `float64`.
+/// A JSON number as Go holds it in an unstructured object: `int64` or `float64`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum GoNumber {
     Int(i64),
     Float(f64),
 }
 
-/// How Go's unstructured JSON decoder holds `n`.
+/// How upstream holds `n` in a stored object: Go's encoder wrote it and its unstructured
+/// decoder read it back, which makes an `int64` of every number written without a fraction
+/// or exponent that fits. So an integral float below 1e21 is an integer (`2.0` is `2`,
+/// `2^60` is written and read back as `1152921504606847000`), as a CRD author sees it.
 pub fn go_number(n: &serde_json::Number) -> GoNumber {
-    match n.as_i64() {
-        Some(i) => GoNumber::Int(i),
-        None => GoNumber::Float(n.as_f64().unwrap_or(0.0)),
+    if let Some(i) = n.as_i64() {
+        return GoNumber::Int(i);
     }
+    let f = n.as_f64().unwrap_or(0.0);
+    match go_json_integer(f) {
+        Some(i) => GoNumber::Int(i),
+        None => GoNumber::Float(f),
+    }
+}
+
+/// The integer Go's JSON encoder writes for `f` (no fraction, no exponent), if it fits an
+/// `int64`: `f` is integral and below 1e21, and the digits are its shortest ones padded
+/// with zeros (`2^60` is written `1152921504606847000`).
+pub(crate) fn go_json_integer(f: f64) -> Option<i64> {
+    if f.fract() != 0.0 || f.abs() >= 1e21 {
+        return None;
+    }
+    let (digits, dp) = shortest_digits(f.abs());
+    let mut text = String::new();
+    if f < 0.0 {
+        text.push('-');
+    }
+    format_f(&mut text, &digits, dp);
+    text.parse().ok()
 }
 
 // ---------------------------------------------------------------------------------------------
