@@ -213,16 +213,116 @@ fn cell_for_json_value(ty: &str, found: &Found<'_>, now: i64) -> Value {
 
 /// `metav1.Time.UnmarshalQueryParameter` then `ConvertToHumanReadableDateType`.
 fn date_cell(text: &str, now: i64) -> String {
-    /// Go's zero time, 0001-01-01T00:00:00Z, which prints as unknown.
-    const ZERO_TIME_UNIX: i64 = -62_135_596_800;
     if text.is_empty() || text == "null" {
         return "<unknown>".to_owned();
     }
-    match time::parse_rfc3339(text) {
+    match go_parse_rfc3339(text) {
         None => "<invalid>".to_owned(),
-        Some(ZERO_TIME_UNIX) => "<unknown>".to_owned(),
-        Some(t) => time::human_duration(now - t),
+        Some(GoTime { unix, zero: true }) => {
+            debug_assert_eq!(unix, GO_ZERO_TIME_UNIX);
+            "<unknown>".to_owned()
+        }
+        Some(GoTime { unix, .. }) => time::human_duration(now - unix),
     }
+}
+
+/// Go's zero time, 0001-01-01T00:00:00Z, which prints as unknown.
+const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
+
+struct GoTime {
+    /// Whole seconds since the Unix epoch (fractions dropped, as the built-in ages do).
+    unix: i64,
+    /// Whether it is Go's zero time exactly (no fraction).
+    zero: bool,
+}
+
+/// What Go's `time.Parse(time.RFC3339, text)` accepts, which is stricter than keel's
+/// timestamps in some ways (`T` and `Z` upper case, a day that exists in its month, second
+/// below 60) and looser in others (a one-digit hour, a comma before the fraction, offsets up
+/// to 24:60).
+fn go_parse_rfc3339(text: &str) -> Option<GoTime> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(range)?;
+        if !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(part.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(10) != Some(&b'T') {
+        return None;
+    }
+    let hour_digits = if b.get(12) == Some(&b':') { 1 } else { 2 };
+    let hour = num(11..11 + hour_digits)?;
+    let at = 11 + hour_digits;
+    if b.get(at) != Some(&b':') || b.get(at + 3) != Some(&b':') {
+        return None;
+    }
+    let (minute, second) = (num(at + 1..at + 3)?, num(at + 4..at + 6)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let valid = (1..=12).contains(&month)
+        && day >= 1
+        && usize::try_from(month - 1)
+            .ok()
+            .and_then(|m| month_days.get(m))
+            .is_some_and(|&max| day <= max)
+        && hour < 24
+        && minute < 60
+        && second < 60;
+    if !valid {
+        return None;
+    }
+    let mut rest = &text[at + 6..];
+    let mut fraction_nonzero = false;
+    if rest.len() >= 2
+        && matches!(rest.as_bytes()[0], b'.' | b',')
+        && rest.as_bytes()[1].is_ascii_digit()
+    {
+        let n = rest[1..].bytes().take_while(u8::is_ascii_digit).count();
+        // Go keeps nanoseconds: nine digits.
+        fraction_nonzero = rest[1..1 + n.min(9)].bytes().any(|d| d != b'0');
+        rest = &rest[1 + n..];
+    }
+    let offset = match rest.as_bytes() {
+        [b'Z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2]
+            if [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()) =>
+        {
+            let hours = i64::from((h1 - b'0') * 10 + (h2 - b'0'));
+            let minutes = i64::from((m1 - b'0') * 10 + (m2 - b'0'));
+            if hours > 24 || minutes > 60 {
+                return None;
+            }
+            let seconds = hours * 3600 + minutes * 60;
+            if *sign == b'-' {
+                -seconds
+            } else {
+                seconds
+            }
+        }
+        _ => return None,
+    };
+    let utc = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z");
+    let unix = time::parse_rfc3339(&utc)? - offset;
+    Some(GoTime {
+        unix,
+        zero: unix == GO_ZERO_TIME_UNIX && !fraction_nonzero,
+    })
 }
 
 /// Renders custom resources as a `meta.k8s.io/v1` Table with the columns of their CRD
