@@ -8,7 +8,9 @@
 //! `a.b`), `[i]` on a map is an error while `.k` on a list finds nothing, a filter over a
 //! non-list is an error, comparisons across kinds (an integer with a float, anything with
 //! `null`) are errors, and `.*` over a string yields its bytes. Errors while evaluating are
-//! values the caller turns into an empty cell, never panics.
+//! values the caller turns into an empty cell, never panics. Numbers are classified as Go
+//! holds them in a stored object ([`go_number`]): an integral float below 1e21 is an
+//! integer, because Go wrote it without a fraction and read it back.
 //!
 //! Not implemented: `{range ...}{end}` (upstream's loop rewrites its own parse tree, so a column
 //! using it renders differently row by row); a template naming `range` or `end` parses, and

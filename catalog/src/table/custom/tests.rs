@@ -362,3 +362,22 @@ fn parses_timestamps_as_go_does() {
         );
     }
 }
+
+/// Numbers and strings as a v1.36.2 kube-apiserver printed them (nums.t5.c.example.com): the
+/// object as sent, every value printed by a string column, a number and an integer column
+/// beyond `int64`, a string's bytes, recursive descent, and control characters in a map.
+#[test]
+fn matches_upstream_numbers() {
+    let cols = columns(serde_json::from_str(COLUMNS).unwrap());
+    let obj: Value = serde_json::from_str(OBJECT).unwrap();
+    let want: Value = serde_json::from_str(CELLS).unwrap();
+    let got = cells(&cols, &obj, "2026-11-27T15:55:14Z");
+    for (i, (g, w)) in got.iter().zip(want.as_array().unwrap()).enumerate() {
+        assert_eq!(g, w, "column {i}");
+    }
+    assert_eq!(Value::Array(got), want);
+}
+
+const COLUMNS: &str = r#"[{"name": "c0", "type": "string", "jsonPath": ".spec.v[0]"}, {"name": "c1", "type": "string", "jsonPath": ".spec.v[1]"}, {"name": "c2", "type": "string", "jsonPath": ".spec.v[2]"}, {"name": "c3", "type": "string", "jsonPath": ".spec.v[3]"}, {"name": "c4", "type": "string", "jsonPath": ".spec.v[4]"}, {"name": "c5", "type": "string", "jsonPath": ".spec.v[5]"}, {"name": "c6", "type": "string", "jsonPath": ".spec.v[6]"}, {"name": "c7", "type": "string", "jsonPath": ".spec.v[7]"}, {"name": "c8", "type": "string", "jsonPath": ".spec.v[8]"}, {"name": "c9", "type": "string", "jsonPath": ".spec.v[9]"}, {"name": "c10", "type": "string", "jsonPath": ".spec.v[10]"}, {"name": "c11", "type": "string", "jsonPath": ".spec.v[11]"}, {"name": "c12", "type": "string", "jsonPath": ".spec.v[12]"}, {"name": "c13", "type": "string", "jsonPath": ".spec.v[13]"}, {"name": "c14", "type": "string", "jsonPath": ".spec.v[14]"}, {"name": "c15", "type": "string", "jsonPath": ".spec.v[15]"}, {"name": "c16", "type": "string", "jsonPath": ".spec.v[16]"}, {"name": "c17", "type": "string", "jsonPath": ".spec.v[17]"}, {"name": "c18", "type": "string", "jsonPath": ".spec.v[18]"}, {"name": "all", "type": "string", "jsonPath": ".spec.v"}, {"name": "n", "type": "number", "jsonPath": ".spec.v[7]"}, {"name": "i", "type": "integer", "jsonPath": ".spec.v[16]"}, {"name": "u", "type": "string", "jsonPath": ".spec.u.*"}, {"name": "rec", "type": "string", "jsonPath": ".spec.r..x"}, {"name": "tab", "type": "string", "jsonPath": ".spec.t"}]"#;
+const OBJECT: &str = r#"{"apiVersion":"t5.c.example.com/v1","kind":"Num","metadata":{"name":"n"},"spec":{"v":[0.0001,0.00001,1234567.5,1e-7,123456.5,-0.5,1e20,1.5e300,-1e21,0.1,100000.25,999999.5,12345678.9,5e-324,9007199254740993,9223372036854775807,9223372036854775808,-0.0,1E2],"u":"é€","r":[{"x":1,"y":{"x":2}},{"x":[{"x":3}]}],"t":{"s":"a\u0000b\u001f\u007f\u00e9"}}}"#;
+const CELLS: &str = r#"["n", "0.0001", "1e-05", "1.2345675e+06", "1e-07", "123456.5", "-0.5", "1e+20", "1.5e+300", "-1e+21", "0.1", "100000.25", "999999.5", "1.23456789e+07", "5e-324", "9007199254740993", "9223372036854775807", "9.223372036854776e+18", "0", "100", "[0.0001,0.00001,1234567.5,1e-7,123456.5,-0.5,100000000000000000000,1.5e+300,-1e+21,0.1,100000.25,999999.5,12345678.9,5e-324,9007199254740993,9223372036854775807,9223372036854776000,0,100]", 1.5e+300, -9223372036854775808, "195", "1", "{\"s\":\"a\\u0000b\\u001fé\"}"]"#;
