@@ -1,6 +1,8 @@
 //! keel's resource catalog: every resource type the server serves (the built-in types of a
 //! Kubernetes v1.36 API server, and resources added at run time such as CRDs), the discovery
-//! documents describing them, and server-side Table (`kubectl get`) rendering.
+//! documents describing them, and server-side Table (`kubectl get`) rendering: built-in
+//! printers, and custom resources' `additionalPrinterColumns` through client-go's JSONPath
+//! (`jsonpath`, `table::custom`).
 //!
 //! A [`Catalog`] is one immutable snapshot; [`Catalog::with_changes`] builds the next one
 //! (resources added or removed). The server keeps the current snapshot behind an atomically
@@ -38,6 +40,7 @@ mod error;
 mod groups;
 mod intern;
 mod introduced;
+pub mod jsonpath;
 mod limits;
 mod runtime_config;
 mod spec;
@@ -58,7 +61,7 @@ pub use limits::{
 };
 pub use spec::{ResourceId, ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
 pub use storage::StorageVersion;
-pub use table::{table, IncludeObject};
+pub use table::{custom_table, table, ColumnError, CustomColumns, IncludeObject};
 pub use types::{ResourceInfo, SubresourceInfo};
 
 #[cfg(test)]

@@ -39,3 +39,21 @@ pub const NAME_BYTES_MAX: usize = 63;
 pub const NAMES_PER_LIST_MAX: usize = 64;
 
 const _: () = assert!(GROUP_BYTES_MAX + 4 * NAME_BYTES_MAX < INTERNED_BYTES_MAX);
+
+/// Longest JSONPath template a printer column may use, in bytes (`{` + `jsonPath` + `}`).
+/// Upstream sets no bound; printer columns seen in practice are under 200 bytes, and a CRD
+/// author with a longer one gets a parse error (the column is not shown), not a slow server.
+pub const JSONPATH_TEMPLATE_BYTES_MAX: usize = 4 * 1024;
+
+/// Most steps (fields, indexes, filters, literals) one JSONPath template parses into.
+pub const JSONPATH_NODES_MAX: usize = 1024;
+
+/// Deepest nesting of filters, unions and quoted keys inside one another in a JSONPath
+/// template: the parser recurses once per level.
+pub const JSONPATH_NESTING_MAX: usize = 16;
+
+/// Most values one JSONPath step may produce (`..` over a large object, a wide `[*]`);
+/// more is an evaluation error, which a printer column shows as an empty cell.
+pub const JSONPATH_RESULTS_MAX: usize = 100_000;
+
+const _: () = assert!(JSONPATH_NODES_MAX <= JSONPATH_TEMPLATE_BYTES_MAX);

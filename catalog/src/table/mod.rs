@@ -3,7 +3,8 @@
 //! Each printer is a pure function from one object (JSON) and "now" to a row of cells, with the
 //! same columns, cell types and formats as upstream's printers for that kind. The server renders
 //! every column (priority 0 and 1); clients hide priority-1 columns unless asked (`-o wide`).
-//! Types without a printer get the default two columns, `Name` and `Created At`.
+//! Types without a printer get the default two columns, `Name` and `Created At`. Custom
+//! resources get the columns their CRD version declares ([`CustomColumns`], [`custom_table`]).
 //!
 //! Column definitions are upstream's byte for byte (`tests/upstream_tables.rs` compares them
 //! with a recording): most descriptions are the OpenAPI description of the field the column
@@ -12,6 +13,7 @@
 
 mod cluster;
 mod core;
+mod custom;
 mod infra;
 mod other;
 mod time;
@@ -26,6 +28,8 @@ use std::time::SystemTime;
 use serde_json::{json, Map, Value};
 
 use crate::types::ResourceInfo;
+
+pub use custom::{custom_table, ColumnError, CustomColumns};
 
 /// The `includeObject` query parameter: what each row's `object` holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
