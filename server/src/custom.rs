@@ -28,8 +28,9 @@ pub struct Custom {
     pub compiled: Option<keel_apiext::Schema>,
     /// The version's `subresources.scale`, if any (`specReplicasPath`, ...).
     pub scale: Option<Value>,
-    /// The version's `additionalPrinterColumns` (empty: upstream's default Age column).
-    pub columns: Vec<Value>,
+    /// The version's `additionalPrinterColumns`, compiled (none: upstream's default Age
+    /// column).
+    pub columns: keel_catalog::CustomColumns,
     /// The version has a status subresource.
     pub status: bool,
     /// The definition is being deleted: no new objects.
@@ -425,12 +426,15 @@ pub fn served(crd: &Value) -> Vec<Served> {
             schema: Arc::new(schema),
             compiled,
             scale,
-            columns: v
-                .get("additionalPrinterColumns")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-            status: v.pointer("/subresources/status").is_some_and(Value::is_object),
+            columns: keel_catalog::CustomColumns::new(
+                v.get("additionalPrinterColumns")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default(),
+            ),
+            status: v
+                .pointer("/subresources/status")
+                .is_some_and(Value::is_object),
             terminating,
             deprecation_warning: deprecation_warning(crd, v),
             selectable: v
@@ -585,7 +589,7 @@ mod tests {
             .map(|x| x.name.as_str())
             .collect();
         assert_eq!(subs, ["status", "scale"]);
-        assert_eq!(s[1].custom.columns.len(), 1);
+        assert_eq!(s[1].custom.columns.definitions().len(), 2, "Name and R");
         assert!(s[1].custom.scale.is_some());
         assert_ne!(s[0].fingerprint, s[1].fingerprint);
     }
@@ -599,7 +603,7 @@ mod tests {
             scale: Some(json!({"specReplicasPath": ".spec.replicas",
                                "statusReplicasPath": ".status.replicas",
                                "labelSelectorPath": ".status.selector"})),
-            columns: Vec::new(),
+            columns: keel_catalog::CustomColumns::new(&[]),
             status: true,
             terminating: false,
             deprecation_warning: None,

@@ -157,13 +157,14 @@ fn build_custom(schema: &Value, status_subresource: bool) -> TypeSchema {
         return deduced();
     };
     let mut root = root.clone();
-    let props = root
-        .entry("properties")
-        .or_insert_with(|| json!({}));
+    let props = root.entry("properties").or_insert_with(|| json!({}));
     if let Some(props) = props.as_object_mut() {
         props.insert("apiVersion".into(), json!({"type": "string"}));
         props.insert("kind".into(), json!({"type": "string"}));
-        props.insert("metadata".into(), json!({"$ref": format!("#/definitions/{OBJECT_META}")}));
+        props.insert(
+            "metadata".into(),
+            json!({"$ref": format!("#/definitions/{OBJECT_META}")}),
+        );
     }
     let all = keel_schema::schemas();
     let mut defs: Vec<(String, Value)> = vec![(CUSTOM_ROOT.to_owned(), Value::Object(root))];

@@ -3,6 +3,7 @@
 //! keel-proto, Tables through keel-catalog). Used by the handlers and by the watch feed, which
 //! encodes an event once per representation for all its watchers. No HTTP types here.
 
+use crate::custom::Custom;
 use keel_api::status::ApiError;
 use keel_catalog::ResourceInfo;
 use serde_json::{json, Value};
@@ -211,14 +212,30 @@ pub fn is_json_media(content_type: Option<&str>) -> bool {
     )
 }
 
+/// The Table of `objects` of a resource: its built-in printer's columns, or a custom
+/// resource's from its definition (`additionalPrinterColumns`).
+pub fn table(
+    info: &ResourceInfo,
+    custom: Option<&Custom>,
+    objects: &[&Value],
+    include: keel_catalog::IncludeObject,
+    list_meta: Value,
+) -> Value {
+    let now = std::time::SystemTime::now();
+    match custom {
+        Some(c) => keel_catalog::custom_table(&c.columns, objects, include, list_meta, now),
+        None => keel_catalog::table(info, objects, include, list_meta, now),
+    }
+}
+
 /// The Table of one object (`kubectl get` of one object, watch events in Table form).
-pub fn object_table(info: &ResourceInfo, obj: &Value) -> Value {
-    keel_catalog::table(
+pub fn object_table(info: &ResourceInfo, custom: Option<&Custom>, obj: &Value) -> Value {
+    table(
         info,
+        custom,
         &[obj],
         keel_catalog::IncludeObject::Metadata,
         json!({"resourceVersion": crate::objects::meta_str(obj, "resourceVersion").unwrap_or("")}),
-        std::time::SystemTime::now(),
     )
 }
 
@@ -227,6 +244,8 @@ pub struct Encoder {
     format: Format,
     api_version: String,
     info: Arc<ResourceInfo>,
+    /// A custom resource's definition (its Table columns).
+    custom: Option<Arc<Custom>>,
 }
 
 impl Encoder {
@@ -235,6 +254,16 @@ impl Encoder {
             format,
             api_version: info.api_version(),
             info,
+            custom: None,
+        }
+    }
+
+    /// The encoder of a served resource's events (a custom resource's Tables by its
+    /// definition's columns).
+    pub fn of(format: Format, res: &crate::routes::Resource) -> Encoder {
+        Encoder {
+            custom: res.custom.clone(),
+            ..Encoder::new(format, res.info.clone())
         }
     }
 
@@ -256,7 +285,7 @@ impl Encoder {
             }
             Format::Table => {
                 if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
-                    let t = object_table(&self.info, &v);
+                    let t = object_table(&self.info, self.custom.as_deref(), &v);
                     self.value_event(out, kind, &t);
                 }
             }

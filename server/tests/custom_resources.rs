@@ -432,3 +432,154 @@ fn selectable_fields_select_custom_resources() {
     let err = s.fails(&["get", "shirts", "-n", &ns, "--field-selector", "spec.foo=x"]);
     assert!(err.contains("field label not supported: spec.foo"), "{err}");
 }
+
+/// `additionalPrinterColumns` are the Table's columns (JSONPath cells, priority-1 columns
+/// only with `-o wide`), as upstream v1.36.2 prints the same definition and object; without
+/// any, the columns are upstream's default `NAME AGE`, in watches too.
+#[test]
+fn printer_columns_make_the_table() {
+    let s = server();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "jobs.cr7.example.com"},
+        "spec": {"group": "cr7.example.com", "scope": "Namespaced", "names": {"plural": "jobs", "kind": "Job"},
+          "versions": [{"name": "v1", "served": true, "storage": true,
+            "additionalPrinterColumns": [
+              {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+              {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+              {"name": "Tags", "type": "string", "jsonPath": ".spec.tags", "priority": 1},
+              {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+            "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+              "spec": {"type": "object", "properties": {"size": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}}},
+              "status": {"type": "object", "properties": {"conditions": {"type": "array", "items": {"type": "object",
+                "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}}}}}}}}]}});
+    apply(s, &crd.to_string());
+    established(s, "jobs.cr7.example.com");
+    let ns = s.namespace("cr7");
+    let job = json!({"apiVersion": "cr7.example.com/v1", "kind": "Job",
+                     "metadata": {"name": "j1", "namespace": ns}, "spec": {"size": 4, "tags": ["a", "b"]}});
+    apply(s, &job.to_string());
+    s.ok(&[
+        "patch",
+        "jobs.cr7.example.com",
+        "j1",
+        "-n",
+        &ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    let wide = s.ok(&["get", "jobs.cr7.example.com", "-n", &ns, "-o", "wide"]);
+    let rows: Vec<Vec<&str>> = wide
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        ["NAME", "SIZE", "READY", "TAGS", "CREATED"],
+        "{wide}"
+    );
+    assert_eq!(rows[1][..4], ["j1", "4", "True", r#"["a","b"]"#], "{wide}");
+    let narrow = s.ok(&["get", "jobs.cr7.example.com", "-n", &ns]);
+    assert!(
+        narrow.starts_with("NAME   SIZE   READY   CREATED"),
+        "{narrow}"
+    );
+
+    apply(
+        s,
+        &definition("cr7.example.com", "plains", "Plain", &[], "Namespaced"),
+    );
+    established(s, "plains.cr7.example.com");
+    apply(
+        s,
+        &json!({"apiVersion": "cr7.example.com/v1", "kind": "Plain",
+                     "metadata": {"name": "p1", "namespace": ns}})
+        .to_string(),
+    );
+    let plain = s.ok(&["get", "plains", "-n", &ns]);
+    assert!(plain.starts_with("NAME   AGE\np1     "), "{plain}");
+}
+
+/// The version's schema as upstream applies it: unknown fields pruned (refused under
+/// kubectl's strict field validation, with upstream's message), defaults filled in, values
+/// checked (422 with upstream's cause), and server-side apply merging a `map` list by its
+/// keys so two managers own one item each.
+#[test]
+fn the_schema_prunes_defaults_validates_and_drives_apply() {
+    let s = server();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "racks.cr8.example.com"},
+        "spec": {"group": "cr8.example.com", "scope": "Namespaced", "names": {"plural": "racks", "kind": "Rack"},
+          "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+              "spec": {"type": "object", "properties": {
+                "size": {"type": "integer", "maximum": 10},
+                "mode": {"type": "string", "default": "auto"},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "required": ["name"],
+                                    "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}}}]}});
+    apply(s, &crd.to_string());
+    established(s, "racks.cr8.example.com");
+    let ns = s.namespace("cr8");
+    let rack = |spec: Value| {
+        json!({"apiVersion": "cr8.example.com/v1", "kind": "Rack",
+               "metadata": {"name": "r1", "namespace": ns}, "spec": spec})
+        .to_string()
+    };
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &rack(json!({"size": 1, "extra": true})),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"strict decoding error: unknown field "spec.extra""#),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &rack(json!({"size": 11})));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"The Rack "r1" is invalid: spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10"#),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "--server-side", "--field-manager=a", "-f", "-"],
+        &rack(json!({"size": 2, "ports": [{"name": "http", "port": 80}]})),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = s.kubectl_stdin(
+        &["apply", "--server-side", "--field-manager=b", "-f", "-"],
+        &rack(json!({"ports": [{"name": "grpc", "port": 90}]})),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = s.json(&["get", "rack", "r1", "-n", &ns, "--show-managed-fields"]);
+    assert_eq!(got["spec"]["mode"], "auto", "defaulted: {got}");
+    let ports: Vec<&str> = got["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ports, ["http", "grpc"], "merged by key: {got}");
+    let b = got["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "b")
+        .unwrap();
+    assert!(
+        b["fieldsV1"]["f:spec"]["f:ports"]
+            .get(r#"k:{"name":"grpc"}"#)
+            .is_some(),
+        "{b}"
+    );
+}

@@ -60,17 +60,17 @@ pub async fn get(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response,
         .get(c.res, c.namespace(), c.name(), ReadPoint::from(at))
         .await?;
     let include = include_object(c)?;
-    let info = c.info();
+    let (info, custom) = (c.info(), c.res.custom.as_deref());
     // Room for the newline a JSON body ends with.
     let mut bytes = Vec::with_capacity(kv.value().len() + 1);
     bytes.extend_from_slice(kv.value());
     respond::object(200, format, bytes, |obj| {
-        keel_catalog::table(
+        repr::table(
             info,
+            custom,
             &[obj],
             include,
             json!({"resourceVersion": objects::meta_str(obj, "resourceVersion").unwrap_or("")}),
-            std::time::SystemTime::now(),
         )
     })
 }
@@ -160,12 +160,12 @@ pub async fn list(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response
         Format::Table => {
             let items = parse_all(&page.items)?;
             let refs: Vec<&Value> = items.iter().collect();
-            let t = keel_catalog::table(
+            let t = repr::table(
                 c.info(),
+                c.res.custom.as_deref(),
                 &refs,
                 include_object(c)?,
                 meta,
-                std::time::SystemTime::now(),
             );
             Ok(respond::json(
                 200,

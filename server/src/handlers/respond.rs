@@ -177,12 +177,12 @@ pub fn metadata_response(status: u16, m: MetadataAs, v: &Value) -> Result<Respon
 
 /// The Table of one object (create, update and delete responses in Table form).
 pub fn table_of(c: &Call<'_>, o: &Value) -> Value {
-    keel_catalog::table(
+    crate::repr::table(
         c.info(),
+        c.res.custom.as_deref(),
         &[o],
         keel_catalog::IncludeObject::Metadata,
         serde_json::json!({}),
-        std::time::SystemTime::now(),
     )
 }
 

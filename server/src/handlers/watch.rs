@@ -186,7 +186,7 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         }
     };
     let name = (!c.name().is_empty()).then(|| c.name().to_string());
-    let enc = Encoder::new(format, c.res.info.clone());
+    let enc = Encoder::of(format, c.res);
     let sel = Selection::new(filter, name, enc);
     let content_type = match format {
         Format::Protobuf | Format::Metadata(repr::MetadataAs { protobuf: true, .. }) => {
