@@ -143,6 +143,7 @@ fn write<'a>(group: &'a str, version: &'a str, kind: &'a str, manager: &'a str) 
         kind,
         subresource: "",
         manager: Some(manager),
+        custom: None,
     }
 }
 
