@@ -270,7 +270,7 @@ impl Strategy {
         }
     }
 
-    fn is_crd(&self) -> bool {
+    pub(crate) fn is_crd(&self) -> bool {
         self.group == "apiextensions.k8s.io" && self.resource == "customresourcedefinitions"
     }
 

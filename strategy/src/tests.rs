@@ -1932,3 +1932,42 @@ fn deletion_finalizers_per_policy() {
         );
     }
 }
+
+/// A CustomResourceDefinition whose storage version changes keeps the versions its objects
+/// were stored as and adds the new one (upstream's update strategy); an update that keeps
+/// it changes nothing there, and a status write cannot drop it (status comes from `old`).
+#[test]
+fn crd_storage_version_joins_stored_versions() {
+    let ctx = Ctx::default();
+    let old = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "multis.mv.example.com", "generation": 1},
+        "spec": {"group": "mv.example.com", "scope": "Cluster", "names": {"plural": "multis", "kind": "Multi"},
+                 "versions": [{"name": "v1", "served": true, "storage": true}]},
+        "status": {"storedVersions": ["v1"]}
+    });
+    let mut new = old.clone();
+    new["spec"]["versions"] = json!([
+        {"name": "v1", "served": true, "storage": false},
+        {"name": "v2", "served": true, "storage": true}
+    ]);
+    new["status"] = json!({"storedVersions": []});
+    prepare_for_update(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &mut new,
+        &old,
+        &ctx,
+    );
+    assert_eq!(new["status"]["storedVersions"], json!(["v1", "v2"]));
+    assert_eq!(new["metadata"]["generation"], 2);
+    let mut same = old.clone();
+    prepare_for_update(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &mut same,
+        &old,
+        &ctx,
+    );
+    assert_eq!(same["status"]["storedVersions"], json!(["v1"]));
+}
