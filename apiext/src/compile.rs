@@ -102,9 +102,7 @@ pub fn compile(v: &Value) -> Result<Node, String> {
         return Err("openAPIV3Schema must be an object".into());
     };
     let mut c = Compiler { nodes: 0 };
-    let mut root = c.node(v, 0, "openAPIV3Schema")?;
-    prune_defaults(&mut root, 0);
-    Ok(root)
+    c.node(v, 0, "openAPIV3Schema")
 }
 
 fn get_f64(m: &Map<String, Value>, k: &str) -> Option<f64> {
@@ -292,27 +290,5 @@ impl Compiler {
         }
         n.map_type = get_str(m, "x-kubernetes-map-type");
         Ok(n)
-    }
-}
-
-/// Upstream prunes every `default` by the schema of its node when it builds the CRD's
-/// handler (embedded resources' metadata included), so unknown fields inside a default never
-/// reach an object.
-fn prune_defaults(n: &mut Node, depth: usize) {
-    if depth > limits::SCHEMA_DEPTH_MAX {
-        return;
-    }
-    if let Some(mut d) = n.default.take() {
-        crate::prune::prune_default(&mut d, n);
-        n.default = Some(d);
-    }
-    for p in n.properties.values_mut() {
-        prune_defaults(p, depth + 1);
-    }
-    if let Some(Additional::Schema(s)) = &mut n.additional {
-        prune_defaults(s, depth + 1);
-    }
-    if let Some(s) = &mut n.items {
-        prune_defaults(s, depth + 1);
     }
 }

@@ -122,7 +122,12 @@ impl Schema {
     /// the [`limits`]).
     pub fn compile(open_api_v3_schema: &Value) -> Result<Schema, String> {
         Ok(Schema {
-            root: compile::compile(open_api_v3_schema)?,
+            root: {
+                let mut root = compile::compile(open_api_v3_schema)?;
+                // Defaults are pruned by their own nodes' schemas once, here.
+                prune::prune_defaults(&mut root, 0);
+                root
+            },
         })
     }
 

@@ -345,3 +345,25 @@ fn prune_known(m: &mut Map<String, Value>, fields: &[&str], prefix: &str, out: &
         out.push(format!("{prefix}.{k}"));
     }
 }
+
+/// Upstream prunes every `default` by the schema of its node when it builds the CRD's
+/// handler (embedded resources' metadata included), so unknown fields inside a default never
+/// reach an object.
+pub fn prune_defaults(n: &mut Node, depth: usize) {
+    if depth > limits::SCHEMA_DEPTH_MAX {
+        return;
+    }
+    if let Some(mut d) = n.default.take() {
+        prune_default(&mut d, n);
+        n.default = Some(d);
+    }
+    for p in n.properties.values_mut() {
+        prune_defaults(p, depth + 1);
+    }
+    if let Some(crate::compile::Additional::Schema(s)) = &mut n.additional {
+        prune_defaults(s, depth + 1);
+    }
+    if let Some(s) = &mut n.items {
+        prune_defaults(s, depth + 1);
+    }
+}

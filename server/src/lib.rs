@@ -7,7 +7,8 @@
 //!   run                 start-up: options, backend, layers, serving, controllers
 //!   handlers/           HTTP: routing, authn/authz, query, negotiation, bodies, responses,
 //!                       watch streams, subresources, reviews, discovery, OpenAPI, health
-//!   controllers/        bootstrap, the namespace and flow-control controllers (registry clients)
+//!   controllers/        bootstrap, the namespace, CRD and flow-control controllers (registry
+//!                       clients)
 //!   state               the shared state: registry, live routes, auth, metrics, settings
 //!   fieldmanager        managedFields and server-side apply (keel-smd over keel-schema)
 //!   registry/           typed get/list/watch/create/guaranteed_update/delete/deletecollection
@@ -16,7 +17,7 @@
 //!   selection, repr     selectors and watch-event rules; media types and encodings
 //!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
 //!   flowcontrol/        priority and fairness: classification, fair queuing, per-core seats
-//!   objects, alloc, auth, metrics, options, limits, schema_meta   (leaves)
+//!   objects, alloc, auth, metrics, options, limits, schema_meta, custom   (leaves)
 //! ```
 //!
 //! Pure API semantics live in keel-api, keel-schema, keel-catalog and keel-strategy; protobuf

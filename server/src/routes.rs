@@ -2,11 +2,12 @@
 //! entry, its storage location and its strategy, resolved once when the resource is added, so
 //! a request looks its resource up once and carries everything with it.
 //!
-//! Live: resources can be added and removed while serving (`LiveRoutes::apply`: the CRD
-//! controller and API aggregation of later issues). A change builds the next `Routes` (catalog
-//! snapshot, discovery documents, resources) from the current one and publishes it; discovery,
-//! OpenAPI and routing all read the snapshot a request loaded, so a request never sees half
-//! of a change, and one loaded before a change finishes with it.
+//! Live: resources can be added and removed while serving (`LiveRoutes::apply`; the CRD
+//! controller's `LiveRoutes::apply_custom`, whose resources carry their definitions). A
+//! change builds the next `Routes` (catalog snapshot, discovery documents, resources) from
+//! the current one and publishes it; discovery, OpenAPI and routing all read the snapshot a
+//! request loaded, so a request never sees half of a change, and one loaded before a change
+//! finishes with it.
 //!
 //! No lock and no shared write on the request path: every core keeps the snapshot it last
 //! loaded in a thread-local cache, checked against the published generation (one atomic load

@@ -1,7 +1,7 @@
 //! Resources added and removed while serving: once a resource is added, discovery (legacy and
 //! aggregated), OpenAPI and routing serve it and its objects can be written and read through
-//! the generic registry; once removed, all of them forget it. (What adds them in production
-//! comes later: the CRD controller, API aggregation.)
+//! the generic registry; once removed, all of them forget it. (In production the CRD
+//! controller adds them, with their definitions: `custom_resources.rs`.)
 
 mod in_process;
 
