@@ -585,13 +585,16 @@ fn version_rules(
     errs
 }
 
-/// Go's `unicode.IsPrint` for the characters a warning may hold (ASCII space is printable;
-/// other spaces are not).
+/// Go's `unicode.IsPrint`, approximately: ASCII space is printable; control, other space,
+/// private-use and the common format characters (soft hyphen, zero-width and bidi marks,
+/// BOM) are not.
 fn is_print(c: char) -> bool {
     if c == ' ' {
         return true;
     }
-    !(c.is_control() || c.is_whitespace() || ('\u{e000}'..='\u{f8ff}').contains(&c))
+    let format = matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{feff}');
+    !(c.is_control() || c.is_whitespace() || format || ('\u{e000}'..='\u{f8ff}').contains(&c))
 }
 
 fn deprecation_warning(deprecated: bool, warning: Option<&str>) -> Vec<String> {

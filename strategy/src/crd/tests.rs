@@ -687,3 +687,81 @@ fn causes_recorded_from_upstream() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// Members of the wrong JSON type anywhere (which upstream's decoder would refuse with a 400)
+/// give causes or nothing, never a panic.
+#[test]
+fn malformed_members_do_not_panic() {
+    let junk = [
+        json!(null),
+        json!(5),
+        json!("x"),
+        json!([1, "a", null]),
+        json!({"a": 1}),
+        json!(true),
+    ];
+    let paths: &[&[&str]] = &[
+        &["spec"],
+        &["spec", "names"],
+        &["spec", "versions"],
+        &["spec", "conversion"],
+        &["spec", "conversion", "webhook"],
+        &["spec", "versions", "0"],
+        &["spec", "versions", "0", "schema"],
+        &["spec", "versions", "0", "schema", "openAPIV3Schema"],
+        &["spec", "versions", "0", "subresources"],
+        &["spec", "versions", "0", "additionalPrinterColumns"],
+        &["spec", "versions", "0", "selectableFields"],
+    ];
+    let schema_keys = [
+        "properties",
+        "items",
+        "additionalProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "x-kubernetes-list-map-keys",
+        "x-kubernetes-list-type",
+        "x-kubernetes-validations",
+        "required",
+        "default",
+        "dependencies",
+        "type",
+    ];
+    for path in paths {
+        for j in &junk {
+            let mut c = crd();
+            c["spec"]["conversion"] =
+                json!({"strategy": "Webhook", "webhook": {"clientConfig": {}}});
+            let mut at = &mut c;
+            for (i, key) in path.iter().enumerate() {
+                let last = i + 1 == path.len();
+                at = match key.parse::<usize>() {
+                    Ok(n) => match at.get_mut(n) {
+                        Some(v) => v,
+                        None => break,
+                    },
+                    Err(_) => &mut at[*key],
+                };
+                if last {
+                    *at = j.clone();
+                }
+            }
+            let _ = create(c.clone());
+            let old = stored(crd(), json!({}));
+            let _ = update(c, &old);
+        }
+    }
+    for key in schema_keys {
+        for j in &junk {
+            let mut s = json!({"type": "object", "properties": {"a": {"type": "array",
+                "x-kubernetes-list-type": "map", "items": {"type": "object"}}}});
+            // Innermost first: a member replaced by junk holds no deeper ones.
+            s["properties"]["a"]["items"][key] = j.clone();
+            s["properties"]["a"][key] = j.clone();
+            s[key] = j.clone();
+            assert!(!create(schema(s)).iter().any(String::is_empty));
+        }
+    }
+}
