@@ -4,8 +4,8 @@
 //!
 //! Not checked here (upstream does): CEL compilation and cost of `x-kubernetes-validations`
 //! (their static rules and `fieldPath` resolution are), that defaults validate against their schema and are
-//! pruned (`ValidateDefaults`), that a `pattern` compiles as a Go regular expression, and the
-//! final "error building validator" check.
+//! pruned (`ValidateDefaults`), the rarer Go regular-expression errors of a `pattern` (see
+//! [`go_regexp_error`]), and the final "error building validator" check.
 //!
 //! Schemas are walked to [`SCHEMA_DEPTH_MAX`] levels; deeper subschemas are not checked.
 
@@ -484,6 +484,14 @@ fn value_validation(
     }
     if let Some(n) = get(v, "not") {
         nested(n, false, &format!("{path}.not"), depth, errs);
+    }
+    let pattern = str_of(v, "pattern");
+    if let Some(e) = go_regexp_error(pattern).filter(|_| !pattern.is_empty()) {
+        errs.push(FieldErr::invalid(
+            &format!("{path}.pattern"),
+            pattern,
+            &format!("must be a valid regular expression, but isn't: {e}"),
+        ));
     }
 }
 
@@ -1220,4 +1228,232 @@ fn field_path_valid(s: &Value, path: &str) -> bool {
 /// The first `NewStructural` error of a schema, for callers outside this module.
 pub(super) fn structural_init_error(s: &Value) -> Option<String> {
     structural_error(s, 0)
+}
+
+/// Largest repeat count Go's regexp parser accepts in `{n,m}`.
+const REGEXP_REPEAT_MAX: i64 = 1000;
+
+/// `{n}`, `{n,}` or `{n,m}` at the start of `t`: `(min, max, length)` (`max` -1: unbounded;
+/// numbers too large to read are -1); `None` when `t` does not start with a repeat, so its
+/// `{` is a literal.
+fn parse_repeat(t: &str) -> Option<(i64, i64, usize)> {
+    let body = t.strip_prefix('{')?;
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let read = |s: &str| {
+        s.parse::<i64>()
+            .ok()
+            .filter(|n| *n <= 100_000_000)
+            .unwrap_or(-1)
+    };
+    let n = digits(body);
+    if n == 0 {
+        return None;
+    }
+    let min = read(&body[..n]);
+    let mut rest = &body[n..];
+    let max = if let Some(after_comma) = rest.strip_prefix(',') {
+        let m = digits(after_comma);
+        rest = &after_comma[m..];
+        if m == 0 {
+            -1
+        } else {
+            read(&after_comma[..m])
+        }
+    } else {
+        min
+    };
+    rest.strip_prefix('}')?;
+    Some((min, max, t.len() - rest.len() + 1))
+}
+
+/// Why Go's `regexp.Compile` refuses `p`, in Go's words: unbalanced parentheses and
+/// brackets, look-around and other Perl-only groups, invalid group names,
+/// back-references, a trailing backslash, and repetition operators without an argument,
+/// nested, or with counts over 1000 or reversed, and reversed class ranges of plain
+/// characters. Not detected (such patterns pass here): ranges with escaped ends, unknown
+/// `\p{...}` classes, and invalid UTF-8.
+fn go_regexp_error(p: &str) -> Option<String> {
+    let fail = |kind: &str, expr: &str| Some(format!("error parsing regexp: {kind}: `{expr}`"));
+    let mut depth = 0usize;
+    // Whether the expression so far ends in something a repetition may apply to.
+    let mut operand = false;
+    // Where the repetition operator just before started (Go refuses `a**`).
+    let mut last_repeat: Option<usize> = None;
+    let mut at = 0;
+    while at < p.len() {
+        let rest = &p[at..];
+        let c = rest.chars().next().unwrap_or('\0');
+        let mut repeat: Option<usize> = None;
+        let mut len = c.len_utf8();
+        match c {
+            '*' | '+' | '?' | '{' => {
+                let mut op_len = 1;
+                if c == '{' {
+                    match parse_repeat(rest) {
+                        None => {
+                            operand = true;
+                            last_repeat = None;
+                            at += 1;
+                            continue;
+                        }
+                        Some((min, max, n)) => {
+                            if !(0..=REGEXP_REPEAT_MAX).contains(&min)
+                                || max > REGEXP_REPEAT_MAX
+                                || (max >= 0 && min > max)
+                            {
+                                return fail("invalid repeat count", &rest[..n]);
+                            }
+                            op_len = n;
+                        }
+                    }
+                }
+                if rest[op_len..].starts_with('?') {
+                    op_len += 1;
+                }
+                if let Some(start) = last_repeat {
+                    return fail("invalid nested repetition operator", &p[start..at + op_len]);
+                }
+                if !operand {
+                    return fail("missing argument to repetition operator", &rest[..op_len]);
+                }
+                repeat = Some(at);
+                len = op_len;
+            }
+            '\\' => {
+                let Some(next) = rest[1..].chars().next() else {
+                    return fail("trailing backslash at end of expression", "");
+                };
+                if next == 'Q' {
+                    // Literal text up to `\E` (or the end).
+                    let body = &rest[2..];
+                    len = 2 + body.find("\\E").map_or(body.len(), |e| e + 2);
+                    operand = operand || !body.is_empty();
+                } else {
+                    if ('1'..='9').contains(&next) {
+                        return fail("invalid escape sequence", &format!("\\{next}"));
+                    }
+                    len = 1 + next.len_utf8();
+                    operand = true;
+                }
+            }
+            '[' => {
+                let mut j = 1;
+                if rest[j..].starts_with('^') {
+                    j += 1;
+                }
+                // A `]` first in the class is literal.
+                if rest[j..].starts_with(']') {
+                    j += 1;
+                }
+                loop {
+                    let Some(cc) = rest[j..].chars().next() else {
+                        return fail("missing closing ]", rest);
+                    };
+                    if cc == ']' {
+                        j += 1;
+                        break;
+                    }
+                    if cc == '\\' {
+                        j += 1 + rest[j + 1..].chars().next().map_or(0, char::len_utf8);
+                        continue;
+                    }
+                    if rest[j..].starts_with("[:") {
+                        if let Some(e) = rest[j + 2..].find(":]") {
+                            j += 2 + e + 2;
+                            continue;
+                        }
+                    }
+                    // `lo-hi` of plain characters must not be reversed.
+                    let lo_end = j + cc.len_utf8();
+                    let mut hi = rest[lo_end..].strip_prefix('-').map(str::chars);
+                    let mut h = hi.as_mut().and_then(Iterator::next);
+                    let mut escaped = 0;
+                    if h == Some('\\') {
+                        // An escaped punctuation character stands for itself.
+                        h = hi
+                            .as_mut()
+                            .and_then(Iterator::next)
+                            .filter(char::is_ascii_punctuation);
+                        escaped = 1;
+                    }
+                    if let Some(h) = h {
+                        if h != ']' && h != '[' || escaped == 1 {
+                            let range_end = lo_end + 1 + escaped + h.len_utf8();
+                            if h < cc {
+                                return fail("invalid character class range", &rest[j..range_end]);
+                            }
+                            j = range_end;
+                            continue;
+                        }
+                    }
+                    j = lo_end;
+                }
+                len = j;
+                operand = true;
+            }
+            '(' => {
+                if let Some(after) = rest.strip_prefix("(?") {
+                    if rest.len() > 4 && (after.starts_with("P<") || after.starts_with('<')) {
+                        let begin = if after.starts_with('P') { 4 } else { 3 };
+                        let Some(end) = rest.find('>') else {
+                            return fail("invalid named capture", rest);
+                        };
+                        let name = rest.get(begin..end).unwrap_or("");
+                        let valid = !name.is_empty()
+                            && name.chars().all(|n| n.is_ascii_alphanumeric() || n == '_');
+                        if !valid {
+                            return fail("invalid named capture", &rest[..=end]);
+                        }
+                        len = end + 1;
+                        depth += 1;
+                        operand = false;
+                    } else {
+                        let mut closed = None;
+                        for (off, f) in after.char_indices() {
+                            match f {
+                                'i' | 'm' | 's' | 'U' | '-' => continue,
+                                ':' | ')' => {
+                                    closed = Some((f, 2 + off + 1));
+                                    break;
+                                }
+                                _ => {
+                                    let end = 2 + off + f.len_utf8();
+                                    return fail(
+                                        "invalid or unsupported Perl syntax",
+                                        &rest[..end],
+                                    );
+                                }
+                            }
+                        }
+                        let Some((how, n)) = closed else {
+                            return fail("invalid or unsupported Perl syntax", rest);
+                        };
+                        len = n;
+                        if how == ':' {
+                            depth += 1;
+                            operand = false;
+                        }
+                    }
+                } else {
+                    depth += 1;
+                    operand = false;
+                }
+            }
+            ')' => {
+                if depth == 0 {
+                    return fail("unexpected )", p);
+                }
+                depth -= 1;
+                operand = true;
+            }
+            '|' => operand = false,
+            _ => operand = true,
+        }
+        last_repeat = repeat;
+        at += len;
+    }
+    if depth > 0 {
+        return fail("missing closing )", p);
+    }
+    None
 }
