@@ -70,13 +70,45 @@ fn arr_of<'a>(v: &'a Value, key: &str) -> &'a [Value] {
         .unwrap_or(&[])
 }
 
-/// `v` without null members (recursively) and without empty lists: what Go's semantic
-/// equality sees of a decoded value (a nil and an empty slice are equal).
+/// Members of the hoisted types that are Go pointers: set to `""`/`false` they are not Go's
+/// zero value.
+const POINTER_MEMBERS: &[&str] = &[
+    "$ref",
+    "x-kubernetes-list-type",
+    "x-kubernetes-map-type",
+    "x-kubernetes-preserve-unknown-fields",
+    "reason",
+    "optionalOldSelf",
+    "labelSelectorPath",
+];
+/// Map-valued schema members: empty is Go's nil map.
+const MAP_MEMBERS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "definitions",
+    "dependencies",
+];
+
+/// Whether a member holds Go's zero value for its field, which semantic equality treats
+/// like an absent one (nil and empty slices and maps are equal too).
+fn is_zero_member(key: &str, v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty() && MAP_MEMBERS.contains(&key),
+        Value::String(t) => t.is_empty() && !POINTER_MEMBERS.contains(&key),
+        Value::Bool(b) => !b && !POINTER_MEMBERS.contains(&key),
+        Value::Number(n) => key == "priority" && n.as_i64() == Some(0),
+    }
+}
+
+/// `v` without zero-valued members (recursively): what Go's semantic equality sees of a
+/// decoded value.
 fn normalized(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
-                .filter(|(_, x)| !x.is_null() && x.as_array().is_none_or(|a| !a.is_empty()))
+                .filter(|(k, x)| !is_zero_member(k, x))
                 .map(|(k, x)| (k.clone(), normalized(x)))
                 .collect(),
         ),
