@@ -15,6 +15,7 @@
 //! order is random upstream; here properties are visited in sorted key order. The
 //! openAPIV3Schema rules are in [`schema`].
 
+mod defaults;
 mod gojson;
 mod schema;
 
@@ -220,6 +221,7 @@ pub(crate) struct Opts {
     pub require_structural: bool,
     pub require_atomic_set_type: bool,
     pub require_map_list_keys_map_set: bool,
+    pub require_pruned_defaults: bool,
     /// Versions whose selectable fields may stay above [`SELECTABLE_FIELDS_MAX`]
     /// (`""`: the top level).
     pub too_many_selectable_allowed: Vec<String>,
@@ -235,6 +237,7 @@ impl Opts {
             require_structural: true,
             require_atomic_set_type: true,
             require_map_list_keys_map_set: true,
+            require_pruned_defaults: true,
             too_many_selectable_allowed: Vec::new(),
         }
     }
@@ -270,6 +273,11 @@ impl Opts {
             }),
             require_atomic_set_type: !old_int.any_schema(&schema::has_non_atomic_set),
             require_map_list_keys_map_set: !old_int.any_schema(&schema::has_bad_map_list_keys),
+            require_pruned_defaults: !old_int.list().iter().any(|v| {
+                get(v, "schema")
+                    .and_then(|s| get(s, "openAPIV3Schema"))
+                    .is_some_and(|s| !schema::is_non_structural(s) && defaults::has_unpruned(s))
+            }),
             too_many_selectable_allowed: too_many_selectable_allowed(new_spec, old_spec),
         }
     }

@@ -3,14 +3,15 @@
 //! CRD-specific keyword rules (`ValidateCustomResourceDefinitionOpenAPISchema`).
 //!
 //! Not checked here (upstream does): CEL compilation and cost of `x-kubernetes-validations`
-//! (their static rules and `fieldPath` resolution are), that defaults validate against their schema and are
-//! pruned (`ValidateDefaults`), the rarer Go regular-expression errors of a `pattern` (see
+//! (their static rules and `fieldPath` resolution are), most of `ValidateDefaults` (see
+//! [`super::defaults`]), the rarer Go regular-expression errors of a `pattern` (see
 //! [`go_regexp_error`]), and the final "error building validator" check.
 //!
 //! Schemas are walked to [`SCHEMA_DEPTH_MAX`] levels; deeper subschemas are not checked.
 
+pub(super) use super::get;
 use super::gojson;
-use super::{as_slice, get, str_of, Opts, SCHEMA_DEPTH_MAX};
+use super::{as_slice, str_of, Opts, SCHEMA_DEPTH_MAX};
 use crate::errors::{Bad, FieldErr};
 use serde_json::{Map, Value};
 
@@ -51,7 +52,7 @@ fn bool_of(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
 
-fn props_of(v: &Value) -> Option<&Map<String, Value>> {
+pub(super) fn props_of(v: &Value) -> Option<&Map<String, Value>> {
     get(v, "properties").and_then(Value::as_object)
 }
 
@@ -194,7 +195,15 @@ pub(super) fn validation_rules(
         if let Some(e) = structural_error(schema, 0) {
             init_errs.push(FieldErr::invalid(&root, "", &e));
         } else {
-            errs.extend(validate_structural(schema, &root));
+            let structural = validate_structural(schema, &root);
+            if structural.is_empty() {
+                errs.extend(super::defaults::validate(
+                    schema,
+                    &root,
+                    opts.require_pruned_defaults,
+                ));
+            }
+            errs.extend(structural);
         }
     }
     let ssv = Ssv {

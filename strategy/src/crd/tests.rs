@@ -765,3 +765,18 @@ fn malformed_members_do_not_panic() {
         }
     }
 }
+
+/// A CRD stored with a default its schema prunes keeps it on update; a new one may not.
+#[test]
+fn unpruned_defaults_are_kept_on_update_only() {
+    let s = json!({"type": "object", "properties": {"o": {"type": "object",
+        "properties": {"k": {"type": "string"}}, "default": {"k": "v", "extra": 1}}}});
+    assert_eq!(
+        create(schema(s.clone())),
+        ["spec.validation.openAPIV3Schema.properties[o].default: Invalid value: {\"extra\":1,\"k\":\"v\"}: must not have unknown fields"]
+    );
+    let old = stored(schema(s.clone()), json!({}));
+    let mut new = schema(s);
+    new["metadata"]["labels"] = json!({"a": "b"});
+    assert_eq!(update(new, &old), Vec::<String>::new());
+}
