@@ -11,9 +11,13 @@
 //! that internal shape, so a CRD with one version reports schema errors under
 //! `spec.validation.openAPIV3Schema`; [`Internal`] models it.
 //!
-//! Causes come in upstream's order. Where upstream walks a Go map (schema `properties`), the
-//! order is random upstream; here properties are visited in sorted key order. The
-//! openAPIV3Schema rules are in [`schema`].
+//! Causes come in upstream's order. Where upstream walks a Go map (schema `properties`,
+//! stored versions missing from `spec.versions`), the order is random upstream; here keys are
+//! visited in sorted (or stored) order. A cause upstream lists twice is listed once (the
+//! crate's merge keeps each text once). The openAPIV3Schema rules are in [`schema`], the
+//! part of default validation done here in [`defaults`]; each says what it leaves out.
+//! Also left out: a conversion webhook's `caBundle` is not parsed (upstream refuses an
+//! invalid one only when an established CRD changes it).
 
 mod defaults;
 mod gojson;
@@ -24,8 +28,9 @@ use keel_api::names::{is_dns1035_label, is_dns1123_subdomain};
 use serde_json::Value;
 
 /// Deepest nesting of openAPIV3Schema this crate walks; deeper subschemas are not checked
-/// (upstream has no limit of its own: its body size limit bounds the depth).
-pub const SCHEMA_DEPTH_MAX: usize = 64;
+/// (upstream has no limit of its own: its body size limit bounds the depth). Generated CRDs
+/// that embed a whole PodSpec nest about 25 schema levels; this leaves room for several.
+pub const SCHEMA_DEPTH_MAX: usize = 128;
 /// Most selectable fields a version may declare (upstream's `MaxSelectableFields`).
 pub const SELECTABLE_FIELDS_MAX: usize = 8;
 /// Longest deprecation warning, in bytes.
