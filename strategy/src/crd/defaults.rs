@@ -1,9 +1,11 @@
 //! Part of upstream's `ValidateDefaults` (run once a schema is structural): a default must
-//! not hold fields its schema would prune, and must be of the schema's type.
+//! not hold fields its schema would prune, must be of the schema's type, and a scalar
+//! default must meet its schema's lengths, bounds, `multipleOf` and `enum`.
 //!
-//! Not checked (upstream does): the rest of the default's validation against its schema
-//! (nested values, enum, bounds, lengths, patterns, formats), defaults of embedded
-//! resources and of their metadata (object-meta coercion), and CEL rules on defaults.
+//! Not checked (upstream does): patterns and formats of a default, the members and items of
+//! object and array defaults against their schemas (types, required, item counts),
+//! defaults of embedded resources and of their metadata (object-meta coercion), and CEL
+//! rules on defaults.
 
 use super::schema::{get, props_of};
 use super::{gojson, SCHEMA_DEPTH_MAX};
@@ -119,7 +121,9 @@ fn check_default(s: &Value, path: &str, require_pruned: bool, errs: &mut Vec<Fie
     }
     let want = super::str_of(s, "type");
     let nullable_null = default.is_null() && flag(s, "nullable");
-    if !type_matches(want, default) && !nullable_null {
+    if type_matches(want, default) {
+        scalar_rules(s, default, &p, errs);
+    } else if !nullable_null {
         let actual = type_name(default);
         let detail = format!(
             " in body must be of type {want}: {}",
@@ -187,4 +191,93 @@ pub(super) fn has_unpruned(s: &Value) -> bool {
     walk(s, "", true, false, true, 0, &mut errs);
     errs.iter()
         .any(|e| e.message.ends_with("must not have unknown fields"))
+}
+
+/// A number as Go's `%v` prints a `float64` (integral values without a fraction).
+fn go_number(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e21 {
+        format!("{f:.0}")
+    } else {
+        f.to_string()
+    }
+}
+
+/// Upstream's validator on a scalar default of the right type: string lengths, number
+/// bounds and `multipleOf`, then `enum`, in its order and words.
+fn scalar_rules(s: &Value, v: &Value, path: &str, errs: &mut Vec<FieldErr>) {
+    let invalid = |detail: String| FieldErr::invalid(path, Bad::from(v), &detail);
+    let int_of = |key: &str| s.get(key).and_then(Value::as_i64);
+    if let Some(text) = v.as_str() {
+        let len = text.chars().count() as i64;
+        if let Some(max) = int_of("maxLength").filter(|m| len > *m) {
+            errs.push(FieldErr {
+                reason: "FieldValueTooLong",
+                field: path.to_string(),
+                message: format!("{path}: Too long: may not be more than {max} bytes"),
+            });
+        }
+        if let Some(min) = int_of("minLength").filter(|m| len < *m) {
+            errs.push(invalid(format!(
+                " in body should be at least {min} chars long"
+            )));
+        }
+    }
+    if let Some(n) = v.as_f64().filter(|_| v.is_number()) {
+        let bound = |key: &str| s.get(key).and_then(Value::as_f64);
+        if let Some(m) = bound("multipleOf").filter(|m| *m > 0.0) {
+            if (n / m).fract() != 0.0 {
+                errs.push(invalid(format!(
+                    " in body should be a multiple of {}",
+                    go_number(m)
+                )));
+            }
+        }
+        if let Some(max) = bound("maximum") {
+            let exclusive = flag(s, "exclusiveMaximum");
+            if n > max || (exclusive && n == max) {
+                let how = if exclusive {
+                    "less than"
+                } else {
+                    "less than or equal to"
+                };
+                errs.push(invalid(format!(
+                    " in body should be {how} {}",
+                    go_number(max)
+                )));
+            }
+        }
+        if let Some(min) = bound("minimum") {
+            let exclusive = flag(s, "exclusiveMinimum");
+            if n < min || (exclusive && n == min) {
+                let how = if exclusive {
+                    "greater than"
+                } else {
+                    "greater than or equal to"
+                };
+                errs.push(invalid(format!(
+                    " in body should be {how} {}",
+                    go_number(min)
+                )));
+            }
+        }
+    }
+    let choices = get(s, "enum").and_then(Value::as_array);
+    if let Some(choices) = choices.filter(|c| !c.is_empty() && !v.is_object() && !v.is_array()) {
+        let same = |c: &Value| match (c.as_f64(), v.as_f64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => c == v,
+        };
+        if !choices.iter().any(same) {
+            let shown: Vec<String> = choices
+                .iter()
+                .map(|c| match c {
+                    Value::String(t) => t.clone(),
+                    Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), go_number),
+                    other => other.to_string(),
+                })
+                .collect();
+            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+            errs.push(FieldErr::not_supported(path, Bad::from(v), &shown));
+        }
+    }
 }
