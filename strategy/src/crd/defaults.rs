@@ -121,9 +121,7 @@ fn check_default(s: &Value, path: &str, require_pruned: bool, errs: &mut Vec<Fie
     }
     let want = super::str_of(s, "type");
     let nullable_null = default.is_null() && flag(s, "nullable");
-    if type_matches(want, default) {
-        scalar_rules(s, default, &p, errs);
-    } else if !nullable_null {
+    if !type_matches(want, default) && !nullable_null {
         let actual = type_name(default);
         let detail = format!(
             " in body must be of type {want}: {}",
@@ -135,6 +133,8 @@ fn check_default(s: &Value, path: &str, require_pruned: bool, errs: &mut Vec<Fie
             &detail,
         )));
     }
+    // Upstream's validator goes on after a type error (an `enum` is still checked).
+    scalar_rules(s, default, &p, errs);
 }
 
 /// Upstream's walk: every node's default, then items, then properties (sorted here; Go map
@@ -213,7 +213,10 @@ fn scalar_rules(s: &Value, v: &Value, path: &str, errs: &mut Vec<FieldErr>) {
             errs.push(FieldErr {
                 reason: "FieldValueTooLong",
                 field: path.to_string(),
-                message: format!("{path}: Too long: may not be more than {max} bytes"),
+                message: format!(
+                    "{path}: Too long: may not be more than {max} {}",
+                    if max == 1 { "byte" } else { "bytes" }
+                ),
             });
         }
         if let Some(min) = int_of("minLength").filter(|m| len < *m) {
