@@ -64,6 +64,8 @@ pub enum Kind {
     ResourceSlice,
     /// resource.k8s.io devicetaintrules
     DeviceTaintRule,
+    /// apiextensions.k8s.io/v1 customresourcedefinitions
+    CustomResourceDefinition,
     /// Any other resource: only the generic rules apply.
     Other,
 }

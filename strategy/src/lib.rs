@@ -26,6 +26,7 @@ mod autoscaling;
 mod binding;
 mod config;
 mod core_defaults;
+mod crd;
 mod cron;
 mod ctx;
 mod deletion;

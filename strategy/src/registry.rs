@@ -124,7 +124,8 @@ mod zero {
         crate::autoscaling::initial_status(obj)
     }
     /// A new CustomResourceDefinition: no conditions or accepted names yet; its storage
-    /// version is the one stored so far.
+    /// version is the one stored so far (the first one marked, as upstream's create strategy
+    /// takes; validation reports a second one).
     pub(super) fn definition(obj: &Value, _: &Ctx) -> Value {
         let versions = obj.pointer("/spec/versions").and_then(Value::as_array);
         let stored: Vec<&Value> = versions
@@ -132,6 +133,7 @@ mod zero {
             .flatten()
             .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
             .filter_map(|v| v.get("name"))
+            .take(1)
             .collect();
         json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
                "storedVersions": stored})
@@ -400,7 +402,7 @@ static TABLE: &[Strategy] = &[
         ..row(
             "apiextensions.k8s.io",
             "customresourcedefinitions",
-            K::Other,
+            K::CustomResourceDefinition,
             CRD,
         )
     },

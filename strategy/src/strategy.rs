@@ -5,8 +5,8 @@ use crate::kind::Kind as K;
 use crate::registry::{Strategy, Traits};
 use crate::service_alloc::{self, ServiceHeld, ServiceNeeds};
 use crate::{
-    api_defaults, autoscaling, binding, config, core_defaults, dra, fields, generic, namespace,
-    node, pod, scale, service, validation, workload_defaults, Ctx,
+    api_defaults, autoscaling, binding, config, core_defaults, crd, dra, fields, generic,
+    namespace, node, pod, scale, service, validation, workload_defaults, Ctx,
 };
 use keel_api::status::StatusCause;
 use serde_json::Value;
@@ -138,7 +138,7 @@ impl Strategy {
             K::HorizontalPodAutoscaler => autoscaling::apply_defaults(obj),
             kind if dra::owns(kind) => dra::apply_defaults(kind, obj),
             kind if core_defaults::owns(kind) => core_defaults::apply(kind, obj),
-            K::Other | K::PriorityLevelConfiguration
+            K::Other | K::PriorityLevelConfiguration | K::CustomResourceDefinition
                 if api_defaults::owns(self.group, self.resource) =>
             {
                 api_defaults::apply(self.group, self.resource, obj)
@@ -217,6 +217,9 @@ impl Strategy {
             _ => {}
         }
         generic::prepare_update(new, old, tr.status_subresource, tr.tracks_generation);
+        if self.kind == K::CustomResourceDefinition {
+            crd::prepare_update(new);
+        }
         core_defaults::prepare_update(self.kind, new, old);
         if self.kind == K::Service {
             service::drop_type_dependent_status(new);
@@ -297,9 +300,12 @@ impl Strategy {
         let mut type_errs = validation::type_rules_on_update(self.kind, new);
         match (self.kind, subresource) {
             (K::Pod, "resize") => type_errs.extend(pod::validate_resize(new, old)),
+            (K::CustomResourceDefinition, "status") => {
+                type_errs.extend(crd::validate_status_update(new))
+            }
             _ => type_errs.extend(validation::update_rules(self.kind, new, old)),
         }
-        validation::merge(validation::meta_causes(self, new), type_errs)
+        validation::merge(validation::meta_causes_on_update(self, new), type_errs)
     }
 
     /// Where a write asks for admin access to devices, which needs the namespace's

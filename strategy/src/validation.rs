@@ -6,7 +6,7 @@ use crate::json::str_at;
 use crate::kind::Kind;
 use crate::registry::{NameCheck, Strategy};
 use crate::{
-    autoscaling, config, core_defaults, dra, endpoints, flowcontrol, ipaddress, node, pod,
+    autoscaling, config, core_defaults, crd, dra, endpoints, flowcontrol, ipaddress, node, pod,
     podspec_validation, service, workload_validation,
 };
 use keel_api::names::{self, NameRule};
@@ -74,6 +74,21 @@ pub fn meta_causes(s: &Strategy, obj: &Value) -> Vec<StatusCause> {
     names::validate_object_meta_with(meta, s.traits.namespaced, &*check)
 }
 
+/// `ObjectMeta` causes of the new object of an update. A CustomResourceDefinition's name is
+/// not derived from its spec again: upstream's update validation checks no name rule (the
+/// name cannot change), and a spec whose group or plural changed is reported by the spec's
+/// immutability rules instead.
+pub fn meta_causes_on_update(s: &Strategy, obj: &Value) -> Vec<StatusCause> {
+    if !matches!(s.names, NameCheck::PluralDotGroup) {
+        return meta_causes(s, obj);
+    }
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
+    let rule = NameRule::Dns1123Subdomain;
+    names::validate_object_meta_with(meta, s.traits.namespaced, &move |name, prefix| {
+        rule.check(name, prefix)
+    })
+}
+
 /// The type's own rules for a new object, without its metadata.
 pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
     match kind {
@@ -93,6 +108,7 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
         Kind::Endpoints => endpoints::validate(obj),
         Kind::PersistentVolume => core_defaults::validate_persistent_volume(obj),
         Kind::PriorityLevelConfiguration => flowcontrol::validate_priority_level(obj),
+        Kind::CustomResourceDefinition => crd::validate(obj),
         Kind::Namespace
         | Kind::Other
         | Kind::PersistentVolumeClaim
@@ -109,7 +125,8 @@ pub fn type_rules(kind: Kind, obj: &Value) -> Vec<FieldErr> {
 /// that what they fixed does not change, in [`update_rules`]).
 pub fn type_rules_on_update(kind: Kind, new: &Value) -> Vec<FieldErr> {
     match kind {
-        Kind::EventV1 => Vec::new(),
+        // A CRD's update rules repeat the create rules with relaxations, in one list.
+        Kind::EventV1 | Kind::CustomResourceDefinition => Vec::new(),
         kind => type_rules(kind, new),
     }
 }
@@ -128,6 +145,7 @@ pub fn update_rules(kind: Kind, new: &Value, old: &Value) -> Vec<FieldErr> {
         }
         Kind::IpAddress => ipaddress::validate_update(new, old),
         Kind::ServiceCidr => ipaddress::validate_service_cidr_update(new, old),
+        Kind::CustomResourceDefinition => crd::validate_update(new, old),
         kind => workload_validation::validate_update(kind, new, old),
     }
 }
