@@ -270,8 +270,8 @@ impl Strategy {
         }
     }
 
-    pub(crate) fn is_crd(&self) -> bool {
-        self.group == "apiextensions.k8s.io" && self.resource == "customresourcedefinitions"
+    fn is_crd(&self) -> bool {
+        self.kind == Kind::CustomResourceDefinition
     }
 
     /// Whether something still holds `obj` once it is deleting: `metadata.finalizers`, and

@@ -11,43 +11,6 @@ use crate::{
 use keel_api::status::StatusCause;
 use serde_json::Value;
 
-/// A CustomResourceDefinition's storage version joins `status.storedVersions` when it is
-/// new there (upstream's update strategy: objects may now be stored as it).
-fn add_stored_version(crd: &mut Value) {
-    let Some(storage) = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .and_then(|vs| {
-            vs.iter()
-                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        })
-        .and_then(|v| v.get("name"))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    else {
-        return;
-    };
-    let Some(root) = crd.as_object_mut() else {
-        return;
-    };
-    let status = root
-        .entry("status")
-        .or_insert_with(|| Value::Object(Default::default()));
-    let Some(status) = status.as_object_mut() else {
-        return;
-    };
-    let stored = status
-        .entry("storedVersions")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !stored.is_array() {
-        *stored = Value::Array(Vec::new());
-    }
-    let list = stored.as_array_mut().expect("array");
-    if !list.iter().any(|v| v.as_str() == Some(storage.as_str())) {
-        list.push(Value::String(storage));
-    }
-}
-
 fn set_status(obj: &mut Value, status: Value) {
     if let Some(m) = obj.as_object_mut() {
         m.insert("status".into(), status);
@@ -235,9 +198,6 @@ impl Strategy {
         // pause annotations used to drive the controller).
         if self.kind == K::Deployment && !bumped && annotations_changed {
             generic::bump_generation(new, old_gen);
-        }
-        if self.is_crd() {
-            add_stored_version(new);
         }
     }
 
