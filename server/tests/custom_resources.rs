@@ -583,3 +583,39 @@ fn the_schema_prunes_defaults_validates_and_drives_apply() {
         "{b}"
     );
 }
+
+/// An invalid definition is refused with every cause, in upstream's order and words (the
+/// same text a v1.36.2 server answers for this definition), and nothing is served.
+#[test]
+fn invalid_definitions_get_every_cause() {
+    let s = server();
+    let schema = json!({"openAPIV3Schema": {"type": "object",
+                        "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "bads.cr9.example.com"},
+        "spec": {"group": "cr9.example.com", "scope": "Everywhere", "names": {"plural": "bads", "kind": "Bad"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema},
+                              {"name": "v2", "served": true, "storage": true, "schema": schema}]}});
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &crd.to_string());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let version = |v: &str| {
+        format!(
+            r#"{{"Name":"{v}","Served":true,"Storage":true,"Deprecated":false,"DeprecationWarning":null,"Schema":null,"Subresources":null,"AdditionalPrinterColumns":null,"SelectableFields":null}}"#
+        )
+    };
+    let expected = format!(
+        "The CustomResourceDefinition \"bads.cr9.example.com\" is invalid: \n\
+         * spec.scope: Unsupported value: \"Everywhere\": supported values: \"Cluster\", \"Namespaced\"\n\
+         * spec.versions: Invalid value: [{},{}]: must have exactly one version marked as storage version\n\
+         * spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields\n\
+         * status.storedVersions: Invalid value: [\"v1\"]: must have the storage version v2\n",
+        version("v1"),
+        version("v2")
+    );
+    assert_eq!(err, expected);
+    assert!(!s
+        .kubectl(&["get", "crd", "bads.cr9.example.com"])
+        .status
+        .success());
+}
