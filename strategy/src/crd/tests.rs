@@ -3,7 +3,8 @@
 //! (`apiextensions-apiserver/pkg/apis/apiextensions/validation/validation.go`,
 //! `apiserver/schema/validation.go`) at the internal type's paths.
 
-use crate::{strategy, Ctx};
+use crate::registry::strategy;
+use crate::Ctx;
 use keel_api::status::field::error_text;
 use serde_json::{json, Value};
 
