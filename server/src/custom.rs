@@ -321,15 +321,15 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
-    v.pointer(pointer)
+    let strings = v
+        .pointer(pointer)
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten();
+    strings
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect()
 }
 
 /// Whether the definition's condition `kind` is `True`.

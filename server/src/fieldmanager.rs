@@ -84,21 +84,8 @@ fn build(group: &str, version: &str, kind: &str) -> TypeSchema {
     let Some(root) = all.definition_name(&gvk) else {
         return deduced();
     };
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![root.to_string()];
-    let mut defs: Vec<(String, Value)> = Vec::new();
-    while let Some(name) = todo.pop() {
-        if !seen.insert(name.clone()) {
-            continue;
-        }
-        let Some(def) = all.definition(&name) else {
-            continue;
-        };
-        keel_smd::openapi::collect_refs(def, &mut todo);
-        let mut def = def.clone();
-        add_defaults(&name, &mut def);
-        defs.push((name, def));
-    }
+    let mut defs = Vec::new();
+    published_definitions(root, &mut defs);
     let has_status = defs
         .iter()
         .find(|(n, _)| n == root)
@@ -166,10 +153,24 @@ fn build_custom(schema: &Value, status_subresource: bool) -> TypeSchema {
             json!({"$ref": format!("#/definitions/{OBJECT_META}")}),
         );
     }
-    let all = keel_schema::schemas();
     let mut defs: Vec<(String, Value)> = vec![(CUSTOM_ROOT.to_owned(), Value::Object(root))];
+    published_definitions(OBJECT_META, &mut defs);
+    match keel_smd::openapi::schema_from_openapi(defs.iter().map(|(k, v)| (k.as_str(), v))) {
+        Ok(schema) => TypeSchema {
+            schema,
+            root: TypeRef::named(CUSTOM_ROOT),
+            has_status: status_subresource,
+        },
+        Err(_) => deduced(),
+    }
+}
+
+/// Appends the published definition `root` and every one it refers to (with the defaults
+/// [`add_defaults`] gives them).
+fn published_definitions(root: &str, defs: &mut Vec<(String, Value)>) {
+    let all = keel_schema::schemas();
     let mut seen = BTreeSet::new();
-    let mut todo = vec![OBJECT_META.to_string()];
+    let mut todo = vec![root.to_string()];
     while let Some(name) = todo.pop() {
         if !seen.insert(name.clone()) {
             continue;
@@ -178,15 +179,9 @@ fn build_custom(schema: &Value, status_subresource: bool) -> TypeSchema {
             continue;
         };
         keel_smd::openapi::collect_refs(def, &mut todo);
-        defs.push((name, def.clone()));
-    }
-    match keel_smd::openapi::schema_from_openapi(defs.iter().map(|(k, v)| (k.as_str(), v))) {
-        Ok(schema) => TypeSchema {
-            schema,
-            root: TypeRef::named(CUSTOM_ROOT),
-            has_status: status_subresource,
-        },
-        Err(_) => deduced(),
+        let mut def = def.clone();
+        add_defaults(&name, &mut def);
+        defs.push((name, def));
     }
 }
 

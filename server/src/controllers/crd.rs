@@ -151,6 +151,63 @@ fn fresh(requested: &str, accepted: &str, used: &BTreeSet<String>) -> Result<(),
     }
 }
 
+/// One requested name (`key` of the spec's names) taken into `next` when [`fresh`], else
+/// its conflict message.
+fn accept_name(
+    spec: &Value,
+    accepted: &Value,
+    key: &str,
+    used: &BTreeSet<String>,
+    next: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let s = |v: &Value| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    let want = s(spec);
+    fresh(&want, &s(accepted), used)?;
+    if want.is_empty() {
+        next.remove(key);
+    } else {
+        next.insert(key.into(), want.into());
+    }
+    Ok(())
+}
+
+/// The requested short names taken into `next` when none new is held by another
+/// definition, else the conflicts' message (upstream's aggregate of them all).
+fn short_names(
+    spec: &Value,
+    accepted: &Value,
+    used: &BTreeSet<String>,
+    next: &mut Map<String, Value>,
+) -> Result<(), String> {
+    let want = spec.get("shortNames").cloned().unwrap_or(Value::Null);
+    let have = accepted.get("shortNames").cloned().unwrap_or(Value::Null);
+    if want == have {
+        return Ok(());
+    }
+    let names = |v: &Value| -> Vec<String> {
+        let all = v.as_array().into_iter().flatten().filter_map(Value::as_str);
+        all.map(String::from).collect()
+    };
+    let held = names(&have);
+    let errs: Vec<String> = names(&want)
+        .iter()
+        .filter(|n| !held.contains(n))
+        .filter_map(|n| fresh(n, "", used).err())
+        .collect();
+    match errs.as_slice() {
+        [] => {
+            if want.is_null() {
+                next.remove("shortNames");
+            } else {
+                next.insert("shortNames".into(), want);
+            }
+            Ok(())
+        }
+        [one] => Err(one.clone()),
+        many => Err(format!("[{}]", many.join(", "))),
+    }
+}
+
 /// The definition's next status (names, NamesAccepted, Established), or `None` when it
 /// stays as it is.
 fn next_status(crd: &Value, used: &Used, now: &str) -> Option<Value> {
@@ -168,76 +225,24 @@ fn next_status(crd: &Value, used: &Used, now: &str) -> Option<Value> {
         return None;
     }
     let mut next_names = accepted.as_object().cloned().unwrap_or_default();
+    // As upstream, each name is looked at in turn and the last conflict is the one told.
     let mut cond: Option<(&str, String)> = None;
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let mut check =
-        |key: &str, reason: &'static str, set: &BTreeSet<String>, next: &mut Map<String, Value>| {
-            let (want, have) = (s(spec, key), s(&accepted, key));
-            match fresh(&want, &have, set) {
-                Ok(()) => {
-                    if want.is_empty() {
-                        next.remove(key);
-                    } else {
-                        next.insert(key.into(), want.into());
-                    }
-                }
-                Err(m) => cond = Some((reason, m)),
-            }
-        };
-    check("plural", "PluralConflict", &used.resources, &mut next_names);
-    check(
-        "singular",
-        "SingularConflict",
-        &used.resources,
-        &mut next_names,
-    );
-    let want_short = spec.get("shortNames").cloned().unwrap_or(Value::Null);
-    let have_short = accepted.get("shortNames").cloned().unwrap_or(Value::Null);
-    if want_short != have_short {
-        let have: BTreeSet<&str> = have_short
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let errs: Vec<String> = want_short
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .filter(|n| !have.contains(n))
-            .filter_map(|n| fresh(n, "", &used.resources).err())
-            .collect();
-        if errs.is_empty() {
-            if want_short.is_null() {
-                next_names.remove("shortNames");
-            } else {
-                next_names.insert("shortNames".into(), want_short);
-            }
+    for (key, reason, set) in [
+        ("plural", "PluralConflict", &used.resources),
+        ("singular", "SingularConflict", &used.resources),
+        ("shortNames", "ShortNamesConflict", &used.resources),
+        ("kind", "KindConflict", &used.kinds),
+        ("listKind", "ListKindConflict", &used.kinds),
+    ] {
+        let taken = if key == "shortNames" {
+            short_names(spec, &accepted, set, &mut next_names)
         } else {
-            let msg = if errs.len() == 1 {
-                errs[0].clone()
-            } else {
-                format!("[{}]", errs.join(", "))
-            };
-            cond = Some(("ShortNamesConflict", msg));
+            accept_name(spec, &accepted, key, set, &mut next_names)
+        };
+        if let Err(m) = taken {
+            cond = Some((reason, m));
         }
     }
-    let mut check = |key: &str, reason: &'static str, next: &mut Map<String, Value>| {
-        let (want, have) = (s(spec, key), s(&accepted, key));
-        match fresh(&want, &have, &used.kinds) {
-            Ok(()) => {
-                if want.is_empty() {
-                    next.remove(key);
-                } else {
-                    next.insert(key.into(), want.into());
-                }
-            }
-            Err(m) => cond = Some((reason, m)),
-        }
-    };
-    check("kind", "KindConflict", &mut next_names);
-    check("listKind", "ListKindConflict", &mut next_names);
     match spec.get("categories") {
         Some(c) if !c.is_null() => next_names.insert("categories".into(), c.clone()),
         _ => next_names.remove("categories"),

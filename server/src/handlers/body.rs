@@ -114,18 +114,30 @@ fn custom_fields(c: &mut Call<'_>, mode: FieldValidation, obj: &mut Value) -> Re
         .map(|path| format!("unknown field {}", keel_api::gofmt::quote(&path)))
         .collect();
     match mode {
-        FieldValidation::Strict if !unknown.is_empty() => Err(ApiError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-            unknown.join(", "),
-            kind = c.info().kind,
-            version = c.info().version
-        ))),
+        FieldValidation::Strict if !unknown.is_empty() => Err(strict_decoding_error(c, &unknown)),
         FieldValidation::Warn => {
             c.warnings.extend(unknown);
             Ok(())
         }
         _ => Ok(()),
     }
+}
+
+/// Upstream's 400 for a body its decoder could not take as the endpoint's kind.
+fn cannot_handle(c: &Call<'_>, why: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: {why}",
+        kind = c.info().kind,
+        version = c.info().version
+    ))
+}
+
+/// [`cannot_handle`] for strict decoding's findings (unknown and duplicate fields).
+fn strict_decoding_error(c: &Call<'_>, findings: &[String]) -> ApiError {
+    cannot_handle(
+        c,
+        &format!("strict decoding error: {}", findings.join(", ")),
+    )
 }
 
 /// Upstream's 400 for a body that is JSON (or YAML) but not an object: it could not read
@@ -252,11 +264,7 @@ fn report_fields(
 ) -> Result<(), ApiError> {
     if let Some(first) = report.type_errors.first() {
         // Upstream reports the first type error, at every validation level.
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: {first}",
-            kind = c.info().kind,
-            version = c.info().version
-        )));
+        return Err(cannot_handle(c, first));
     }
     match mode {
         FieldValidation::Strict if !report.strict.is_empty() || yaml_duplicate.is_some() => {
@@ -265,12 +273,7 @@ fn report_fields(
                 .into_iter()
                 .collect();
             findings.extend(report.strict.iter().cloned());
-            return Err(ApiError::bad_request(format!(
-                "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-                findings.join(", "),
-                kind = c.info().kind,
-                version = c.info().version
-            )));
+            return Err(strict_decoding_error(c, &findings));
         }
         FieldValidation::Warn => {
             c.warnings.extend(yaml_duplicate);

@@ -315,20 +315,8 @@ fn new_finalizers_while_deleting(new: &Value, old: &Value) -> Vec<keel_api::Stat
     if !deleting {
         return Vec::new();
     }
-    let finalizers = |v: &Value| -> Vec<String> {
-        objects::meta(v)
-            .and_then(|m| m.get("finalizers"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let before = finalizers(old);
-    let added: Vec<Value> = finalizers(new)
+    let before = objects::finalizers(old);
+    let added: Vec<Value> = objects::finalizers(new)
         .into_iter()
         .filter(|f| !before.contains(f))
         .map(Value::String)
