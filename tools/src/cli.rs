@@ -225,11 +225,60 @@ pub enum Cmd {
     /// per slow connection (needs the server's pid) and GET p99 idle vs during (API servers
     /// only).
     SlowBodies(SlowBodiesArgs),
+    /// N times: create a fresh CustomResourceDefinition (a group and plural of its own), then
+    /// try to create one object of it until that succeeds; reports CRD create -> first
+    /// successful custom-resource create (p50/p90/p99/max), then deletes the CRD (API servers
+    /// only).
+    CrdLatency(CrdLatencyArgs),
     /// Measure keel and etcd side by side and write a markdown report (see tools/README.md).
     Compare(crate::compare::CompareArgs),
     /// One user floods lists while another user's GETs, /readyz and a system:masters client
     /// are measured (rate, p50/p99, 429s): priority and fairness on vs off (API servers only).
     ApfFlood(crate::apfflood::ApfFloodArgs),
+}
+
+/// `crd-latency` flags.
+#[derive(Args, Debug, Clone)]
+pub struct CrdLatencyArgs {
+    /// CRDs to create, one after the other.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    pub count: u64,
+    /// Each CRD's group is `r<run>i<k>.<group-suffix>` (a DNS subdomain).
+    #[arg(long, default_value = "crdlat.bench.keel.dev")]
+    pub group_suffix: String,
+    /// Namespace of the objects created.
+    #[arg(long, default_value = "loadgen")]
+    pub namespace: String,
+}
+
+impl CrdLatencyArgs {
+    pub fn spec(&self) -> Result<crate::kube::crd::CrdLatencySpec, String> {
+        if self.count == 0 || self.count > limits::CRD_LATENCY_RUNS_MAX {
+            return Err(format!(
+                "--count must be 1..={}",
+                limits::CRD_LATENCY_RUNS_MAX
+            ));
+        }
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        if !self.group_suffix.contains('.') || !self.group_suffix.split('.').all(label_ok) {
+            return Err(format!(
+                "--group-suffix {:?} is not a DNS subdomain with a dot (e.g. crdlat.bench.keel.dev)",
+                self.group_suffix
+            ));
+        }
+        Ok(crate::kube::crd::CrdLatencySpec {
+            count: self.count,
+            group_suffix: self.group_suffix.clone(),
+            namespace: self.namespace.clone(),
+        })
+    }
 }
 
 /// `slow-bodies` flags.
@@ -484,13 +533,20 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         | Cmd::Watch { run, .. } => Some(run),
         Cmd::Get(a) | Cmd::Update(a) | Cmd::Patch(a) => Some(&a.run),
         Cmd::Apply(a) => Some(&a.run),
-        Cmd::Nodes { .. } | Cmd::Churn { .. } | Cmd::SlowBodies(_) | Cmd::ApfFlood(_) => None,
+        Cmd::Nodes { .. }
+        | Cmd::Churn { .. }
+        | Cmd::SlowBodies(_)
+        | Cmd::ApfFlood(_)
+        | Cmd::CrdLatency(_) => None,
         Cmd::Compare(_) => return Err("compare is run by main".into()),
     };
     if let Cmd::SlowBodies(a) = cmd {
         a.spec()?;
     }
     if let Cmd::Apply(a) = cmd {
+        a.spec()?;
+    }
+    if let Cmd::CrdLatency(a) = cmd {
         a.spec()?;
     }
     // Check the flags before touching the server.
@@ -561,9 +617,10 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
             let plan = run.plan(Some(*ops));
             match t {
                 Target::Kube(c) => {
+                    let (api, plural) = (obj.kind.api_prefix(), obj.kind.plural());
                     let coll = match in_namespace {
-                        Some(ns) => format!("/api/v1/namespaces/{ns}/{}", obj.kind.plural()),
-                        None => format!("/api/v1/{}", obj.kind.plural()),
+                        Some(ns) => format!("{api}/namespaces/{ns}/{plural}"),
+                        None => format!("{api}/{plural}"),
                     };
                     if *streaming {
                         kube::list::streaming_list(c, &coll, &plan).await
@@ -656,6 +713,8 @@ pub async fn execute(conn: &ConnArgs, cmd: &Cmd) -> Result<Report, String> {
         (Cmd::SlowBodies(a), Target::Kube(c)) => {
             kube::slowbodies::slow_bodies(&conn.endpoint()?, c, &a.spec()?).await
         }
+        (Cmd::CrdLatency(a), Target::Kube(c)) => kube::crd::crd_latency(c, &a.spec()?).await,
+        (Cmd::CrdLatency(_), Target::Etcd(_)) => Err(kube_only("crd-latency")),
         (Cmd::SlowBodies(_), Target::Etcd(_)) => Err(kube_only("slow-bodies")),
         (Cmd::Patch(_), Target::Etcd(_)) => Err(kube_only("patch")),
         (Cmd::Apply(_), Target::Etcd(_)) => Err(kube_only("apply")),

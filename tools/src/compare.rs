@@ -67,6 +67,9 @@ pub struct CompareArgs {
     /// Duration of the paced watch workload's writes, seconds (default 10; smoke 1).
     #[arg(long)]
     pub watch_secs: Option<f64>,
+    /// CRDs `crd-latency` creates (default 20; smoke 3).
+    #[arg(long)]
+    pub crds: Option<u64>,
     /// Concurrency of writes and reads (connections to keel).
     #[arg(long, default_value_t = 64)]
     pub concurrency: usize,
@@ -96,6 +99,7 @@ struct Sizes {
     watch_writers: usize,
     watch_rate: f64,
     watch_secs: f64,
+    crds: u64,
 }
 
 /// Page size of the paginated list workload.
@@ -125,6 +129,7 @@ impl CompareArgs {
             watch_secs: self
                 .watch_secs
                 .unwrap_or(if self.smoke { 1.0 } else { 10.0 }),
+            crds: self.crds.unwrap_or(if self.smoke { 3 } else { 20 }),
         }
     }
 }
@@ -438,6 +443,26 @@ fn cm_spec(tag: &str) -> CreateSpec {
     }
 }
 
+/// The Widgets (custom resources) compared with `cm_spec`'s ConfigMaps: as many, as long
+/// (`widgets::description_bytes`), in one namespace of their own.
+fn widget_spec(tag: &str) -> CreateSpec {
+    CreateSpec {
+        naming: naming(Kind::Widgets, "wd", &format!("cmpwd{tag}"), 1),
+        ..cm_spec(tag)
+    }
+}
+
+/// Group suffix of the CRDs `crd-latency` creates and deletes.
+const CRD_LATENCY_GROUP_SUFFIX: &str = "crdlat.bench.keel.dev";
+
+fn crd_latency_spec(s: Sizes) -> crate::kube::crd::CrdLatencySpec {
+    crate::kube::crd::CrdLatencySpec {
+        count: s.crds,
+        group_suffix: CRD_LATENCY_GROUP_SUFFIX.into(),
+        namespace: "cmpcrdlat".into(),
+    }
+}
+
 fn pod_spec() -> CreateSpec {
     CreateSpec {
         naming: naming(Kind::Pods, "pod", "cmppods", 100),
@@ -452,6 +477,11 @@ fn watch_naming(tag: &str, paced: bool) -> Naming {
     naming(Kind::Configmaps, "w", &format!("{ns}{tag}"), 1)
 }
 
+/// The unpaced watch's objects as Widgets, in a namespace of their own.
+fn widget_watch_naming(tag: &str) -> Naming {
+    naming(Kind::Widgets, "w", &format!("cmpwatchwd{tag}"), 1)
+}
+
 fn paced_plan(s: Sizes) -> Plan {
     Plan {
         concurrency: s.watch_writers,
@@ -464,18 +494,61 @@ fn paced_plan(s: Sizes) -> Plan {
 /// Workload names, in run order, with how each is described in the report.
 const WORKLOADS: &[(&str, &str)] = &[
     ("create", "create 1 KiB ConfigMaps"),
+    ("create-widgets", "create 1 KiB Widgets (custom resources)"),
     ("get", "get ConfigMaps"),
+    ("get-widgets", "get Widgets"),
     ("update", "update ConfigMaps"),
     ("list-cm", "full list of the ConfigMaps"),
     ("pages", "paginated list of the ConfigMaps (limit=500)"),
     ("create-pods", "create ~2 KiB Pods"),
     ("list", "full list of all Pods"),
     ("watch", "watch delivery, writes as fast as they go"),
+    (
+        "watch-widgets",
+        "watch delivery of Widgets, writes as fast as they go",
+    ),
     ("watch-paced", "watch delivery, paced writes"),
+    ("crd-latency", "CRD create to first custom-resource create"),
 ];
 
-/// Workloads that run once per server, not once per keel endpoint: their objects are shared.
-const ONCE_PER_SERVER: &[&str] = &["create-pods"];
+/// Workloads that run once per server, not once per keel endpoint: their objects are shared
+/// (Pods), or what they measure is the server's, not the connection's (CRD latency).
+const ONCE_PER_SERVER: &[&str] = &["create-pods", "crd-latency"];
+
+/// Workloads of custom resources: run only against API servers that serve
+/// CustomResourceDefinitions (`kube::crd::serves_crds`).
+const CUSTOM_WORKLOADS: &[&str] = &[
+    "create-widgets",
+    "get-widgets",
+    "watch-widgets",
+    "crd-latency",
+];
+
+/// Workloads with no etcd form: etcd has no CRDs. (Its Widget rows are the same key/value
+/// workload with keys shaped as kube-apiserver stores custom resources.)
+const NOT_ON_ETCD: &[&str] = &["crd-latency"];
+
+/// The custom-resource rows beside their ConfigMap rows: (label, ConfigMap workload, Widget
+/// workload, figure).
+type CustomRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Measured) -> f64,
+);
+const CUSTOM_ROWS: &[CustomRow] = &[
+    ("creates/s", "create", "create-widgets", |m| op(m, "create")),
+    ("GETs/s", "get", "get-widgets", |m| op(m, "get")),
+    (
+        "watch delivery, events/s (unpaced writes)",
+        "watch",
+        "watch-widgets",
+        |m| op(m, "deliver"),
+    ),
+];
+
+/// Custom resources' rates relative to ConfigMaps' of the same size: the target.
+const CUSTOM_RATE_TARGET: f64 = 0.8;
 
 /// Workloads also run against the ceiling server.
 const CEILING_WORKLOADS: &[&str] = &["create", "get", "watch-paced"];
@@ -499,9 +572,25 @@ impl Api<'_> {
         let cm_list = cm.naming.collection_path(&cm.naming.namespace(0));
         match w {
             "create" => kube::crud::create(self.c, &cm, &plan(self.conc, s.objects)).await,
+            "create-widgets" => {
+                let wd = widget_spec(self.tag);
+                kube::crud::create(self.c, &wd, &plan(self.conc, s.objects)).await
+            }
             "get" => {
                 kube::crud::get(self.c, &cm.naming, 0, s.objects, &plan(self.conc, s.gets)).await
             }
+            "get-widgets" => {
+                let n = widget_spec(self.tag).naming;
+                kube::crud::get(self.c, &n, 0, s.objects, &plan(self.conc, s.gets)).await
+            }
+            "watch-widgets" => {
+                let (n, p) = (
+                    widget_watch_naming(self.tag),
+                    plan(s.watch_writers, s.watch_writes),
+                );
+                kube::watch::watch(self.c, &n, 1024, 0, s.watchers, 0, &p).await
+            }
+            "crd-latency" => kube::crd::crd_latency(self.c, &crd_latency_spec(s)).await,
             "update" => {
                 kube::crud::update(self.c, &cm, s.objects, &plan(self.conc, s.objects)).await
             }
@@ -534,7 +623,16 @@ async fn run_etcd(e: &Etcd, w: &str, s: Sizes, conc: usize) -> Result<Report, St
     let ns = cm.naming.namespace(0);
     match w {
         "create" => crate::etcd::create(e, &cm, &plan(conc, s.objects)).await,
+        "create-widgets" => crate::etcd::create(e, &widget_spec(""), &plan(conc, s.objects)).await,
         "get" => crate::etcd::get(e, &cm.naming, 0, s.objects, &plan(conc, s.gets)).await,
+        "get-widgets" => {
+            let n = widget_spec("").naming;
+            crate::etcd::get(e, &n, 0, s.objects, &plan(conc, s.gets)).await
+        }
+        "watch-widgets" => {
+            let p = plan(s.watch_writers, s.watch_writes);
+            crate::etcd::watch(e, &widget_watch_naming(""), 1024, 0, s.watchers, &p).await
+        }
         "update" => crate::etcd::update(e, &cm, s.objects, &plan(conc, s.objects)).await,
         "list-cm" => crate::etcd::list(e, &cm.naming, Some(&ns), None, &plan(1, s.cm_lists)).await,
         "pages" => {
@@ -567,6 +665,9 @@ pub struct Results {
     pub end_rss: Vec<(String, u64)>,
     /// Seconds from spawning each server to its first healthy answer.
     pub ready_s: Vec<(String, f64)>,
+    /// API servers whose custom-resource rows were skipped: they do not serve custom
+    /// resources (`kube::crd::widgets_served`).
+    pub no_crds: Vec<String>,
 }
 
 /// Target names in the report.
@@ -628,7 +729,33 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         )?),
         None => None,
     };
+    // Custom resources only on servers that serve CRDs (this repo's server before it had them,
+    // a third server without apiextensions); the Widget CRD is made and waited for here,
+    // before anything is measured.
+    let crd_wait = if args.smoke {
+        crate::limits::COMPARE_SMOKE_CRD_ESTABLISHED_MAX
+    } else {
+        crate::limits::COMPARE_CRD_ESTABLISHED_MAX
+    };
+    let (keel_crds, third_crds) = rt.block_on(async {
+        let third = async {
+            match &third {
+                Some(t) => kube::crd::widgets_served(t, crd_wait).await,
+                None => Ok(false),
+            }
+        };
+        tokio::join!(kube::crd::widgets_served(&keel, crd_wait), third)
+    });
+    let (keel_crds, third_crds) = (keel_crds?, third_crds?);
+    let mut no_crds = Vec::new();
+    if !keel_crds {
+        no_crds.extend([KEEL_HTTP.to_string(), KEEL_HTTPS.to_string()]);
+    }
+    if third.is_some() && !third_crds {
+        no_crds.push(args.third_name.clone());
+    }
     let mut res = Results {
+        no_crds,
         load_before: loadavg(),
         smoke: args.smoke,
         ready_s: vec![
@@ -656,30 +783,39 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         }
     };
     for (w, label) in WORKLOADS {
+        let custom = CUSTOM_WORKLOADS.contains(w);
+        if custom && !keel_crds && !third_crds {
+            eprintln!("compare: {label}: skipped, no API server here serves CRDs");
+            continue;
+        }
         eprintln!("compare: {label}");
         let mut row = Vec::new();
-        quiet();
-        row.push((
-            KEEL_HTTP.to_string(),
-            measure(&rt, Some(keel_pid), api(&keel, "").run(w))?,
-        ));
-        if !ONCE_PER_SERVER.contains(w) {
+        if !custom || keel_crds {
             quiet();
             row.push((
-                KEEL_HTTPS.to_string(),
-                measure(&rt, Some(keel_pid), api(&keel_tls, "s").run(w))?,
+                KEEL_HTTP.to_string(),
+                measure(&rt, Some(keel_pid), api(&keel, "").run(w))?,
+            ));
+            if !ONCE_PER_SERVER.contains(w) {
+                quiet();
+                row.push((
+                    KEEL_HTTPS.to_string(),
+                    measure(&rt, Some(keel_pid), api(&keel_tls, "s").run(w))?,
+                ));
+            }
+        }
+        if !NOT_ON_ETCD.contains(w) {
+            quiet();
+            row.push((
+                ETCD.to_string(),
+                measure(
+                    &rt,
+                    Some(etcd_pid),
+                    run_etcd(&etcd, w, sizes, args.concurrency),
+                )?,
             ));
         }
-        quiet();
-        row.push((
-            ETCD.to_string(),
-            measure(
-                &rt,
-                Some(etcd_pid),
-                run_etcd(&etcd, w, sizes, args.concurrency),
-            )?,
-        ));
-        if let Some(t) = &third {
+        if let Some(t) = third.as_ref().filter(|_| !custom || third_crds) {
             quiet();
             row.push((
                 args.third_name.clone(),
@@ -903,6 +1039,22 @@ fn figures(s: Sizes) -> Vec<Figure> {
             true,
         ),
         f(
+            "create-widgets",
+            "creates/s, 1 KiB Widgets (custom resource)",
+            "/s",
+            |m| op(m, "create"),
+            "≥ 0.8× ConfigMaps",
+            true,
+        ),
+        f(
+            "create-widgets",
+            "Widget create p99",
+            "ms",
+            |m| p(m, "create", |l| l.p99),
+            "",
+            true,
+        ),
+        f(
             "get",
             "GETs/s of one object",
             "/s",
@@ -911,6 +1063,22 @@ fn figures(s: Sizes) -> Vec<Figure> {
             true,
         ),
         f("get", "GET p99", "ms", |m| p(m, "get", |l| l.p99), "", true),
+        f(
+            "get-widgets",
+            "GETs/s of one Widget",
+            "/s",
+            |m| op(m, "get"),
+            "≥ 0.8× ConfigMaps",
+            true,
+        ),
+        f(
+            "get-widgets",
+            "Widget GET p99",
+            "ms",
+            |m| p(m, "get", |l| l.p99),
+            "",
+            true,
+        ),
         f("update", "updates/s", "/s", |m| op(m, "update"), "", true),
         f(
             "update",
@@ -993,6 +1161,33 @@ fn figures(s: Sizes) -> Vec<Figure> {
             false,
         ),
         f(
+            "watch-widgets",
+            &format!(
+                "Widget watch delivery, {} watchers, unpaced writes",
+                s.watchers
+            ),
+            "events/s",
+            |m| op(m, "deliver"),
+            "≥ 0.8× ConfigMaps",
+            true,
+        ),
+        f(
+            "watch-widgets",
+            "Widget watch delivery p99",
+            "ms",
+            |m| p(m, "deliver", |l| l.p99),
+            "",
+            true,
+        ),
+        f(
+            "watch-widgets",
+            "Widgets: missed + duplicated + reordered events, watchers ended",
+            "",
+            watch_faults,
+            "0",
+            false,
+        ),
+        f(
             "watch-paced",
             "paced watch: writes/s achieved",
             "/s",
@@ -1024,6 +1219,25 @@ fn figures(s: Sizes) -> Vec<Figure> {
             "0",
             false,
         ),
+        f(
+            "crd-latency",
+            &format!(
+                "CRD create → first custom-resource create, p50 ({} CRDs)",
+                s.crds
+            ),
+            "ms",
+            |m| p(m, "first-create", |l| l.p50),
+            "",
+            false,
+        ),
+        f(
+            "crd-latency",
+            "CRD create → first custom-resource create, p99",
+            "ms",
+            |m| p(m, "first-create", |l| l.p99),
+            "",
+            false,
+        ),
     ]
 }
 
@@ -1051,6 +1265,11 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         out,
         "- Sizes: {} ConfigMaps of 1 KiB in one namespace per target (create, {} GETs, {} updates, {} in flight; {} full lists, {} paginations of limit={PAGE_LIMIT}); {} Pods in 100 namespaces ({} full lists); watches: {} watchers on one namespace while {} writers create {} ConfigMaps unpaced, then {:.0}/s for {} s",
         s.objects, s.gets, s.objects, args.concurrency, s.cm_lists, s.paginations, s.pods, s.lists, s.watchers, s.watch_writers, s.watch_writes, s.watch_rate, s.watch_secs
+    );
+    let _ = writeln!(
+        out,
+        "- Custom resources: {} 1 KiB-sized Widgets (`bench.keel.dev/v1`, 20-property schema, one CEL rule) created, {} GETs, the unpaced watch again with Widgets; {} CRDs created one after the other for the CRD latency (keel over HTTP and the third server only)",
+        s.objects, s.gets, s.crds
     );
     let _ = writeln!(out, "- Each workload runs against keel over HTTP, keel over HTTPS, then etcd, before the next workload: ratios are measured side by side, seconds apart; before each, the run waits (up to 10 s) until every server it started is idle (under 10 % of a core over 200 ms). Pods are created once per server. The load generator shares the 2 cores with the server under test.\n");
     let third = args
@@ -1142,6 +1361,7 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         mib(rss(ETCD)),
         ratio(rss(KEEL_HTTP) as f64, rss(ETCD) as f64)
     );
+    custom_table(&mut out, res, s);
     ceiling_table(&mut out, res);
     let _ = writeln!(out, "Memory and CPU per workload (server process, from `/proc`; client = the load generator):\n");
     let _ = writeln!(out, "| Workload | target | ops | wall s | server peak RSS | server CPU s | server CPU µs/op | client CPU s | errors |");
@@ -1156,7 +1376,10 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
             .map_or(w.as_str(), |(_, l)| l);
         for (t, m) in row {
             let ops: u64 = match w.as_str() {
-                "watch" | "watch-paced" => m.report.op("deliver").map_or(0, |o| o.ops),
+                "watch" | "watch-paced" | "watch-widgets" => {
+                    m.report.op("deliver").map_or(0, |o| o.ops)
+                }
+                "crd-latency" => m.report.op("first-create").map_or(0, |o| o.ops),
                 "list" | "list-cm" | "pages" => m.report.ops.first().map_or(0, |o| o.objects),
                 _ => m.report.ops.iter().map(|o| o.ops).sum(),
             };
@@ -1180,6 +1403,75 @@ fn markdown(res: &Results, args: &CompareArgs, s: Sizes, etcd_version: &str) -> 
         "\n(lists: ops = objects listed; watches: ops = events delivered to all watchers.)\n"
     );
     out
+}
+
+/// Custom resources beside ConfigMaps of the same size, per target, with the target
+/// (≥ 0.8× the built-in rates), and the CRD latency; says which servers were skipped.
+fn custom_table(out: &mut String, res: &Results, s: Sizes) {
+    let row_of = |w: &str| res.workloads.iter().find(|(n, _)| n == w).map(|(_, r)| r);
+    let ran = |w: &str| row_of(w).is_some();
+    if !CUSTOM_WORKLOADS.iter().any(|w| ran(w)) {
+        if !res.no_crds.is_empty() {
+            let _ = writeln!(out, "Custom resources: not measured, no API server here serves custom resources ({}: no Widget CRD Established in time).\n", res.no_crds.join(", "));
+        }
+        return;
+    }
+    let _ = writeln!(out, "Custom resources vs ConfigMaps of the same size, same run: `Widget` (`bench.keel.dev/v1`, a {}-property structural schema with one CEL rule, `{}`), each as long as its 1 KiB ConfigMap, as many, at the same concurrency. etcd has no CRDs: its Widget rows are the same key/value workload with keys as kube-apiserver stores custom resources (`/registry/bench.keel.dev/widgets/<ns>/<name>`, JSON values of the same bytes), so its ratio shows what the bytes alone cost; it has no CRD-latency row.\n", crate::widgets::WIDGET_SPEC_PROPERTIES, crate::widgets::WIDGET_RULE);
+    let _ = writeln!(
+        out,
+        "| Figure | target | ConfigMaps | Widgets | Widgets/ConfigMaps | Target |"
+    );
+    let _ = writeln!(out, "| --- | --- | ---: | ---: | ---: | --- |");
+    for (label, cm_w, wd_w, figure) in CUSTOM_ROWS {
+        let (Some(cm), Some(wd)) = (row_of(cm_w), row_of(wd_w)) else {
+            continue;
+        };
+        for (t, m) in wd {
+            let Some((_, c)) = cm.iter().find(|(n, _)| n == t) else {
+                continue;
+            };
+            let (a, b) = (figure(c), figure(m));
+            let verdict = if a > 0.0 && b / a >= CUSTOM_RATE_TARGET {
+                "met"
+            } else {
+                "not met"
+            };
+            let _ = writeln!(
+                out,
+                "| {label} | {t} | {} | {} | {} | ≥ {CUSTOM_RATE_TARGET:.2}× ({verdict}) |",
+                num(a),
+                num(b),
+                ratio(b, a)
+            );
+        }
+    }
+    if let Some(row) = row_of("crd-latency") {
+        for (t, m) in row {
+            let Some(o) = m.report.op("first-create") else {
+                continue;
+            };
+            let ms = |us: u64| num(us as f64 / 1000.0);
+            let l = &o.latency_us;
+            let _ = writeln!(
+                out,
+                "| CRD create → first custom-resource create ({} of {} CRDs; p50 / p90 / p99 / max) | {t} | | {} / {} / {} / {} ms | | |",
+                o.ops,
+                s.crds,
+                ms(l.p50),
+                ms(l.p90),
+                ms(l.p99),
+                ms(l.max)
+            );
+        }
+    }
+    if !res.no_crds.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nNot measured on {}: the server does not serve custom resources (no Widget CRD Established in time).",
+            res.no_crds.join(", ")
+        );
+    }
+    out.push('\n');
 }
 
 /// keel beside the ceiling server (keel's HTTP/TLS stack with no API work, same load
@@ -1246,6 +1538,7 @@ fn write_report(path: &Path, section: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
 
     #[test]
     fn numbers_and_ratios() {
@@ -1255,6 +1548,93 @@ mod tests {
         assert_eq!(num(4.5678), "4.57");
         assert_eq!(ratio(3.0, 1.5), "2.00×");
         assert_eq!(ratio(3.0, 0.0), "–");
+    }
+
+    fn measured(op_name: &str, ops_per_s: f64, p50_us: u64, p99_us: u64) -> Measured {
+        let mut report = Report::new(op_name, "t");
+        report.ops.push(crate::report::OpSummary {
+            name: op_name.into(),
+            ops: 3,
+            ops_per_s,
+            latency_us: crate::report::Latency {
+                p50: p50_us,
+                p90: p99_us,
+                p99: p99_us,
+                max: p99_us,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        Measured {
+            report,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn custom_resources_are_shown_beside_their_configmaps() {
+        let row = |name: &str, figures: &[(&str, f64)]| {
+            (
+                name.to_string(),
+                figures
+                    .iter()
+                    .map(|(t, v)| (t.to_string(), measured(name_op(name), *v, 0, 0)))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        fn name_op(w: &str) -> &'static str {
+            match w {
+                "create" | "create-widgets" => "create",
+                "get" | "get-widgets" => "get",
+                _ => "deliver",
+            }
+        }
+        let mut res = Results {
+            workloads: vec![
+                row("create", &[(KEEL_HTTP, 1000.0), (ETCD, 800.0)]),
+                row("create-widgets", &[(KEEL_HTTP, 850.0), (ETCD, 800.0)]),
+                row("get", &[(KEEL_HTTP, 2000.0)]),
+                row("get-widgets", &[(KEEL_HTTP, 1000.0)]),
+            ],
+            ..Default::default()
+        };
+        res.workloads.push((
+            "crd-latency".into(),
+            vec![(
+                KEEL_HTTP.into(),
+                measured("first-create", 1.0, 4_000, 12_500),
+            )],
+        ));
+        #[derive(clap::Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            args: CompareArgs,
+        }
+        let s = Cmd::parse_from(["compare", "--smoke"]).args.sizes();
+        let mut out = String::new();
+        custom_table(&mut out, &res, s);
+        for want in [
+            "| creates/s | keel | 1,000 | 850 | 0.85× | ≥ 0.80× (met) |",
+            "| creates/s | etcd | 800 | 800 | 1.00× | ≥ 0.80× (met) |",
+            "| GETs/s | keel | 2,000 | 1,000 | 0.50× | ≥ 0.80× (not met) |",
+            "| CRD create → first custom-resource create (3 of 3 CRDs; p50 / p90 / p99 / max) | keel | | 4.00 / 12.50 / 12.50 / 12.50 ms | | |",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        // No watch rows ran: no watch line.
+        assert!(!out.contains("watch delivery"), "{out}");
+        // Nothing custom ran: only the reason, when a server was skipped.
+        let mut none = Results {
+            no_crds: vec![KEEL_HTTP.into()],
+            ..Default::default()
+        };
+        let mut out = String::new();
+        custom_table(&mut out, &none, s);
+        assert!(out.starts_with("Custom resources: not measured"), "{out}");
+        none.no_crds.clear();
+        let mut out = String::new();
+        custom_table(&mut out, &none, s);
+        assert!(out.is_empty(), "{out}");
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! Layers: `keel_client` (its own crate: kubeconfig, pooled HTTP/1.1 over rustls, watch
 //! streams) -> `driver` (concurrency, pacing, latency histograms, progress) -> `kube::*` and
 //! `etcd` (workloads) -> `cli` (subcommands) and `compare` (the side-by-side run). Pure logic
-//! (object shapes, gap/duplicate accounting, report formatting) has no I/O and is
-//! unit-tested; workloads are tested against a real keel in `tests/`.
+//! (object shapes, among them `widgets`, the custom resource and its CRD; gap/duplicate
+//! accounting, report formatting) has no I/O and is unit-tested; workloads are tested against
+//! a real keel in `tests/`.
 //!
 //! Dependencies: keel-client for every API request; keel-server only for the
 //! `keel-apiserver-under-test` binary the tests start, its duration parser and the watch
@@ -33,6 +34,7 @@ pub mod report;
 pub mod torture;
 pub mod watchcheck;
 pub mod watchrun;
+pub mod widgets;
 
 /// User-Agent of the load generator's requests.
 pub const USER_AGENT: &str = "keel-loadgen";

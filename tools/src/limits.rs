@@ -44,3 +44,28 @@ pub const TORTURE_START_POLL: std::time::Duration = std::time::Duration::from_mi
 pub const TORTURE_RETRY_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 /// Largest `--value-bytes` (the API server's object limit is ~1.5 MiB).
 pub const TORTURE_VALUE_BYTES_MAX: usize = 1 << 20;
+
+// ------------------------------------------------------------------ custom resources (CRDs)
+
+/// Longest a widgets workload waits for its CRD's `Established` condition to turn `True`.
+pub const CRD_ESTABLISHED_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Longest an established CRD's collection may take to answer, and longest `crd-latency`
+/// tries to create an object of a fresh CRD before counting that CRD as failed.
+pub const CRD_READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Longest `crd-latency` waits for a deleted CRD to be gone (the server deletes its objects
+/// first).
+pub const CRD_DELETE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Pause between two probes of a CRD (its conditions, its collection, a create of one of its
+/// objects): the resolution of `crd-latency`'s figure.
+pub const CRD_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(5);
+/// How long `compare` waits for the Widget CRD to be established before it counts a server
+/// as not serving custom resources (a server may store CRDs with no controller to establish
+/// them): one that serves them establishes a CRD in milliseconds. `--smoke` waits less, so
+/// that CI on a server without them pays little.
+pub const COMPARE_CRD_ESTABLISHED_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+pub const COMPARE_SMOKE_CRD_ESTABLISHED_MAX: std::time::Duration =
+    std::time::Duration::from_secs(2);
+/// Most CRDs one `crd-latency` run creates.
+pub const CRD_LATENCY_RUNS_MAX: u64 = 10_000;
+
+const _: () = assert!(CRD_POLL_INTERVAL.as_millis() * 100 <= CRD_READY_TIMEOUT.as_millis());

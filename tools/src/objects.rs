@@ -8,6 +8,13 @@ pub const SENT_ANNOTATION: &str = "loadgen.keel.dev/sent-unix-nanos";
 /// Label on every object loadgen creates.
 pub const LOADGEN_LABEL: &str = "loadgen.keel.dev/run";
 
+/// The plural of the benchmark's custom resource (`crate::widgets`).
+pub const WIDGET_PLURAL: &str = "widgets";
+/// Its group-version path.
+pub const WIDGET_API_PREFIX: &str = "/apis/bench.keel.dev/v1";
+/// Its part of an etcd key (`<group>/<plural>`).
+pub const WIDGET_ETCD_RESOURCE: &str = "bench.keel.dev/widgets";
+
 /// Kinds the CRUD workloads write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 pub enum Kind {
@@ -15,6 +22,9 @@ pub enum Kind {
     Configmaps,
     /// Pods with realistic ~2 KiB specs.
     Pods,
+    /// Custom resources `Widget` (`bench.keel.dev/v1`, CRD `widgets.bench.keel.dev`, a
+    /// 20-property spec and one CEL rule), as large as a ConfigMap of `--size` bytes.
+    Widgets,
 }
 
 impl Kind {
@@ -22,6 +32,24 @@ impl Kind {
         match self {
             Kind::Configmaps => "configmaps",
             Kind::Pods => "pods",
+            Kind::Widgets => WIDGET_PLURAL,
+        }
+    }
+
+    /// The group-version path of the kind: `/api/v1` or `/apis/<group>/<version>`.
+    pub fn api_prefix(self) -> &'static str {
+        match self {
+            Kind::Configmaps | Kind::Pods => "/api/v1",
+            Kind::Widgets => WIDGET_API_PREFIX,
+        }
+    }
+
+    /// The resource's part of an etcd key, as kube-apiserver stores it: `<plural>` for the
+    /// core group, `<group>/<plural>` for a custom resource.
+    pub fn etcd_resource(self) -> &'static str {
+        match self {
+            Kind::Configmaps | Kind::Pods => self.plural(),
+            Kind::Widgets => WIDGET_ETCD_RESOURCE,
         }
     }
 }
@@ -57,12 +85,17 @@ impl Naming {
         format!("{}-{i}", self.prefix)
     }
 
-    /// `/api/v1/namespaces/<ns>/<plural>`.
+    /// `/api/v1/namespaces/<ns>/<plural>` (`/apis/<group>/<version>/...` for custom
+    /// resources).
     pub fn collection_path(&self, ns: &str) -> String {
-        format!("/api/v1/namespaces/{ns}/{}", self.kind.plural())
+        format!(
+            "{}/namespaces/{ns}/{}",
+            self.kind.api_prefix(),
+            self.kind.plural()
+        )
     }
 
-    /// `/api/v1/namespaces/<ns>/<plural>/<name>` of object i.
+    /// `<collection_path>/<name>` of object i.
     pub fn item_path(&self, i: u64) -> String {
         format!(
             "{}/{}",
@@ -71,12 +104,13 @@ impl Naming {
         )
     }
 
-    /// The etcd key kube-apiserver would use: `<prefix>/<plural>/<ns>/<name>`.
+    /// The etcd key kube-apiserver would use: `<prefix>/<plural>/<ns>/<name>`, or
+    /// `<prefix>/<group>/<plural>/<ns>/<name>` for a custom resource.
     pub fn etcd_key(&self, etcd_prefix: &str, i: u64) -> String {
         format!(
             "{}/{}/{}/{}",
             etcd_prefix.trim_end_matches('/'),
-            self.kind.plural(),
+            self.kind.etcd_resource(),
             self.namespace(i),
             self.name(i)
         )
@@ -87,7 +121,7 @@ impl Naming {
         format!(
             "{}/{}/",
             etcd_prefix.trim_end_matches('/'),
-            self.kind.plural()
+            self.kind.etcd_resource()
         )
     }
 }
@@ -129,52 +163,76 @@ pub fn now_unix_nanos() -> u128 {
         .unwrap_or(0)
 }
 
-/// The object i of `naming`, `payload_bytes` of ConfigMap data (Pods ignore it), stamped with
-/// the send time and a version counter `generation` (changes on every update).
+/// The object i of `naming`, `payload_bytes` of ConfigMap data (Pods ignore it; a Widget is
+/// as long as that ConfigMap), stamped with the send time and a version counter `generation`
+/// (changes on every update).
 pub fn object(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) -> Value {
     let (ns, name) = (naming.namespace(i), naming.name(i));
     match naming.kind {
         Kind::Configmaps => configmap(&ns, &name, payload_bytes, generation),
         Kind::Pods => pod(&ns, &name, None, generation),
+        Kind::Widgets => {
+            let description = crate::widgets::description_bytes(payload_bytes);
+            crate::widgets::widget(&ns, &name, i, description, generation)
+        }
     }
 }
 
-/// `object(...)` serialized as JSON, the same document. ConfigMaps (the objects written at
-/// the highest rates) are written straight into the buffer: building a `Value` and
+/// `object(...)` serialized as JSON, the same document. ConfigMaps and Widgets (the objects
+/// written at the highest rates) are written straight into the buffer: building a `Value` and
 /// serializing it cost the load generator as much CPU as sending the request.
 pub fn object_json(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) -> Vec<u8> {
-    if naming.kind != Kind::Configmaps {
-        return serde_json::to_vec(&object(naming, i, payload_bytes, generation))
-            .unwrap_or_default();
-    }
     let (ns, name) = (naming.namespace(i), naming.name(i));
+    match naming.kind {
+        Kind::Configmaps => {}
+        Kind::Widgets => {
+            let description = crate::widgets::description_bytes(payload_bytes);
+            return crate::widgets::widget_json(&ns, &name, i, description, generation);
+        }
+        Kind::Pods => {
+            return serde_json::to_vec(&object(naming, i, payload_bytes, generation))
+                .unwrap_or_default()
+        }
+    }
     let mut out = Vec::with_capacity(payload_bytes + 400);
+    write_head(&mut out, "v1", "ConfigMap", &ns, &name, generation);
+    out.extend_from_slice(br#","data":{"payload":""#);
+    out.resize(out.len() + payload_bytes, payload_fill(generation));
+    out.extend_from_slice(br#""}}"#);
+    out
+}
+
+/// Writes `{"apiVersion":..,"kind":..,"metadata":{..}` (the object left open): the metadata
+/// `metadata()` builds, stamped with the send time now.
+pub(crate) fn write_head(
+    out: &mut Vec<u8>,
+    api_version: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    generation: u64,
+) {
+    field(out, r#"{"apiVersion":"#, api_version);
+    field(out, r#","kind":"#, kind);
+    field(out, r#","metadata":{"name":"#, name);
+    field(out, r#","namespace":"#, ns);
     field(
-        &mut out,
-        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"#,
-        &name,
-    );
-    field(&mut out, r#","namespace":"#, &ns);
-    field(
-        &mut out,
+        out,
         &format!(r#","labels":{{"{LOADGEN_LABEL}":"1","app":"#),
-        app_label(&name),
+        app_label(name),
     );
     let sent = now_unix_nanos().to_string();
     field(
-        &mut out,
+        out,
         &format!(r#"}},"annotations":{{"{SENT_ANNOTATION}":"#),
         &sent,
     );
     field(
-        &mut out,
+        out,
         r#","loadgen.keel.dev/generation":"#,
         &generation.to_string(),
     );
-    out.extend_from_slice(br#"}},"data":{"payload":""#);
-    out.resize(out.len() + payload_bytes, payload_fill(generation));
-    out.extend_from_slice(br#""}}"#);
-    out
+    out.extend_from_slice(b"}}");
 }
 
 /// Appends `raw` and then `value` as a JSON string.
@@ -188,11 +246,11 @@ fn app_label(name: &str) -> &str {
     name.rsplit_once('-').map_or(name, |p| p.0)
 }
 
-fn payload_fill(generation: u64) -> u8 {
+pub(crate) fn payload_fill(generation: u64) -> u8 {
     b'a' + (generation % 26) as u8
 }
 
-fn metadata(ns: &str, name: &str, generation: u64) -> Value {
+pub(crate) fn metadata(ns: &str, name: &str, generation: u64) -> Value {
     json!({
         "name": name,
         "namespace": ns,
@@ -542,6 +600,23 @@ mod tests {
         assert_eq!(n.all_namespaces(), vec!["lg-0", "lg-1", "lg-2"]);
         let one = Naming { namespaces: 1, ..n };
         assert_eq!(one.namespace(7), "lg");
+        // Custom resources: the group's path; in etcd, kube-apiserver's `<group>/<plural>`.
+        let w = Naming {
+            kind: Kind::Widgets,
+            ..one
+        };
+        assert_eq!(
+            w.item_path(4),
+            "/apis/bench.keel.dev/v1/namespaces/lg/widgets/cm-4"
+        );
+        assert_eq!(
+            w.etcd_key("/registry", 4),
+            "/registry/bench.keel.dev/widgets/lg/cm-4"
+        );
+        assert_eq!(
+            w.etcd_collection_prefix("/registry"),
+            "/registry/bench.keel.dev/widgets/"
+        );
     }
 
     #[test]
@@ -569,6 +644,8 @@ mod tests {
             (Kind::Configmaps, "lg", 1024, 0),
             (Kind::Configmaps, "we\"ird", 0, 27),
             (Kind::Pods, "p", 10, 3),
+            (Kind::Widgets, "w", 2048, 5),
+            (Kind::Widgets, "w", 10, 0),
         ] {
             let n = Naming {
                 kind,

@@ -15,7 +15,17 @@ fn loadgen() -> Command {
 #[test]
 fn every_subcommand_has_help() {
     for sub in [
-        "create", "get", "update", "patch", "delete", "list", "watch", "nodes", "churn", "compare",
+        "create",
+        "get",
+        "update",
+        "patch",
+        "delete",
+        "list",
+        "watch",
+        "nodes",
+        "churn",
+        "compare",
+        "crd-latency",
     ] {
         let out = loadgen().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success(), "{sub} --help failed");
@@ -313,6 +323,119 @@ async fn etcd_target_counts_match_the_store() {
     .contains("no etcd form"));
 }
 
+/// etcd has no CRDs: widgets go where kube-apiserver stores custom resources,
+/// `/registry/<group>/<plural>/<ns>/<name>`, as the JSON a Widget create would send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_widgets_are_keyed_as_custom_resources() {
+    keel_tools::driver::PROGRESS.store(false, std::sync::atomic::Ordering::Relaxed);
+    let Some(server) = common::etcd() else { return };
+    let conn = ConnArgs {
+        etcd: vec![server.endpoint.clone()],
+        etcd_prefix: "/registry".into(),
+        etcd_connections: 2,
+        ..Default::default()
+    };
+    let o = ObjArgs {
+        kind: Kind::Widgets,
+        prefix: "wd".into(),
+        namespace: "wns".into(),
+        namespaces: 1,
+        size: 1024,
+        size_spread: 0.0,
+        first: 0,
+    };
+    let run = RunArgs {
+        concurrency: 4,
+        duration: None,
+        rate: None,
+    };
+    let r = execute(
+        &conn,
+        &Cmd::Create {
+            obj: o.clone(),
+            run: run.clone(),
+            count: 50,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!((r.ops[0].ops, r.errors()), (50, 0), "{}", r.table());
+    let store =
+        keel_tools::etcd::Etcd::connect(std::slice::from_ref(&server.endpoint), 1, "/registry")
+            .await
+            .unwrap();
+    assert_eq!(store.count("bench.keel.dev/widgets").await.unwrap(), 50);
+    assert_eq!(store.count("widgets").await.unwrap(), 0);
+    let mut kv = etcd_client::Client::connect([server.endpoint.as_str()], None)
+        .await
+        .unwrap();
+    let got = kv
+        .get("/registry/bench.keel.dev/widgets/wns/wd-7", None)
+        .await
+        .unwrap();
+    let value = got.kvs()[0].value();
+    let widget: serde_json::Value = serde_json::from_slice(value).unwrap();
+    assert_eq!(widget["apiVersion"], "bench.keel.dev/v1");
+    assert_eq!(widget["kind"], "Widget");
+    assert_eq!(widget["spec"].as_object().unwrap().len(), 20);
+    // As long as the ConfigMap of the same size it is compared with.
+    let cm = keel_tools::objects::object_json(
+        &ObjArgs {
+            kind: Kind::Configmaps,
+            ..o.clone()
+        }
+        .naming(),
+        7,
+        1024,
+        0,
+    );
+    assert_eq!(value.len(), cm.len());
+    let get = execute(
+        &conn,
+        &Cmd::Get(ExistingArgs {
+            obj: o.clone(),
+            run,
+            count: 50,
+            ops: Some(100),
+        }),
+    )
+    .await
+    .unwrap();
+    assert_eq!((get.ops[0].ops, get.errors()), (100, 0), "{}", get.table());
+    let latency = execute(
+        &conn,
+        &Cmd::CrdLatency(keel_tools::cli::CrdLatencyArgs {
+            count: 1,
+            group_suffix: "crdlat.bench.keel.dev".into(),
+            namespace: "x".into(),
+        }),
+    )
+    .await
+    .unwrap_err();
+    assert!(latency.contains("no etcd form"), "{latency}");
+}
+
+#[test]
+fn crd_latency_flags_are_checked_before_connecting() {
+    for (args, want) in [
+        (&["-n", "0"][..], "--count must be"),
+        (&["--group-suffix", "nodot"][..], "not a DNS subdomain"),
+        (
+            &["--group-suffix", "Upper.example.com"][..],
+            "not a DNS subdomain",
+        ),
+    ] {
+        let out = loadgen()
+            .args(["crd-latency", "--url", "http://127.0.0.1:1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
 fn w_obj() -> ObjArgs {
     ObjArgs {
         kind: Kind::Configmaps,
@@ -395,4 +518,29 @@ fn compare_smoke_writes_a_report() {
         report.contains("| full list of all Pods | keel2 |"),
         "{report}"
     );
+    // Custom resources beside ConfigMaps when the server serves CRDs, else a line saying why
+    // not (this repo's server before it served them).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let serves = rt.block_on(common::serves_crds(&k.client()));
+    if serves {
+        for want in [
+            "Custom resources vs ConfigMaps of the same size",
+            "| creates/s | keel |",
+            "| GETs/s | keel-https |",
+            "| watch delivery, events/s (unpaced writes) | etcd |",
+            "| creates/s | keel2 |",
+            "CRD create → first custom-resource create (3 of 3 CRDs; p50 / p90 / p99 / max) | keel |",
+            "| create 1 KiB Widgets (custom resources) | keel | 100 |",
+        ] {
+            assert!(report.contains(want), "missing {want:?} in\n{report}");
+        }
+    } else {
+        assert!(
+            report.contains("Custom resources: not measured, no API server here serves custom resources (keel, keel-https, keel2: no Widget CRD Established in time)"),
+            "{report}"
+        );
+    }
 }

@@ -387,3 +387,89 @@ async fn slow_bodies_are_refused_on_their_heads_and_slow_heads_held() {
     let r = exec(Cmd::SlowBodies(slow_bodies(10, Trickle::Head))).await;
     assert_eq!(r.detail_u64("open_at_end_of_hold"), 10, "{}", r.table());
 }
+
+/// Widgets (`--kind widgets`) against a server that serves CRDs: loadgen makes the CRD and
+/// waits for it, the counts match what the server holds, watchers get every event, and
+/// `crd-latency` measures each fresh CRD and leaves none behind. Skipped (saying so) on a
+/// server without CRDs unless `KEEL_REQUIRE_CRDS` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn widgets_and_crd_latency_against_the_server() {
+    let c = keel().client();
+    if !common::serves_crds(&c).await {
+        return;
+    }
+    let o = obj(Kind::Widgets, "wd", "widgets", 2);
+    let r = exec(Cmd::Create {
+        obj: o.clone(),
+        run: run(4),
+        count: 40,
+    })
+    .await;
+    assert_eq!(r.ops[0].ops, 40);
+    let crd = c
+        .request(
+            Method::GET,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.bench.keel.dev",
+            None,
+        )
+        .await
+        .unwrap()
+        .ok()
+        .unwrap()
+        .json()
+        .unwrap();
+    assert!(keel_tools::widgets::established(&crd), "{crd}");
+    let mut held = 0;
+    for ns in ["widgets-0", "widgets-1"] {
+        let items = list_items(
+            &c,
+            &format!("/apis/bench.keel.dev/v1/namespaces/{ns}/widgets"),
+        )
+        .await;
+        for w in &items {
+            assert_eq!(w["spec"].as_object().unwrap().len(), 20, "{w}");
+        }
+        held += items.len();
+    }
+    assert_eq!(held, 40);
+    let get = exec(Cmd::Get(ExistingArgs {
+        obj: o.clone(),
+        run: run(4),
+        count: 40,
+        ops: Some(80),
+    }))
+    .await;
+    assert_eq!(get.ops[0].ops, 80);
+    let w = exec(Cmd::Watch {
+        obj: obj(Kind::Widgets, "w", "widgetwatch", 1),
+        run: run(4),
+        watchers: 5,
+        count: 50,
+        selectors: 0,
+    })
+    .await;
+    assert_eq!(w.detail_u64("received_events"), 5 * 50, "{}", w.table());
+    assert_eq!(w.details["exact"], true, "{}", w.table());
+    let lat = exec(Cmd::CrdLatency(keel_tools::cli::CrdLatencyArgs {
+        count: 3,
+        group_suffix: "crdlat.test.keel.dev".into(),
+        namespace: "crdlat".into(),
+    }))
+    .await;
+    let first = lat.op("first-create").unwrap();
+    assert_eq!(first.ops, 3, "{}", lat.table());
+    assert!(first.latency_us.max >= first.latency_us.p50 && first.latency_us.p50 > 0);
+    assert!(lat.detail_u64("object_creates_tried") >= 3);
+    assert_eq!(lat.op("crd-delete").unwrap().ops, 3);
+    let crds = list_items(
+        &c,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    )
+    .await;
+    let left: Vec<_> = crds
+        .iter()
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .filter(|n| n.ends_with(".crdlat.test.keel.dev"))
+        .collect();
+    assert!(left.is_empty(), "CRDs left behind: {left:?}");
+}

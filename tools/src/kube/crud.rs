@@ -22,8 +22,10 @@ pub struct CreateSpec {
     pub first: u64,
 }
 
-/// Creates objects `first..first+ops` (the plan's count) after creating their namespaces.
+/// Creates objects `first..first+ops` (the plan's count) after creating their namespaces (and,
+/// for custom resources, their CRD: `crd::ensure_kind`).
 pub async fn create(c: &KubeClient, spec: &CreateSpec, plan: &Plan) -> Result<Report, String> {
+    super::crd::ensure_kind(c, spec.naming.kind).await?;
     ensure_namespaces(c, &spec.naming.all_namespaces()).await?;
     let (c2, spec2) = (c.clone(), Arc::new(spec.clone()));
     let sum = driver::run("create", plan, move |i| {

@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod churn;
+pub mod crd;
 pub mod crud;
 pub mod list;
 pub mod nodes;

@@ -110,6 +110,7 @@ pub async fn watch(
     plan: &Plan,
 ) -> Result<Report, String> {
     let ns = naming.namespace(0);
+    super::crd::ensure_kind(c, naming.kind).await?;
     ensure_namespaces(c, std::slice::from_ref(&ns)).await?;
     let collection = naming.collection_path(&ns);
     let rv = current_rv(c, &collection).await?;
