@@ -65,7 +65,6 @@ pub fn bad_value(v: &Value) -> String {
     }
 }
 
-
 /// A JSON number as upstream's decoder types it: `int64` when integral and fitting, else
 /// `float64`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -253,23 +252,34 @@ pub fn json_string_to(out: &mut String, s: &str, escape: JsonEscape) {
     out.push('"');
 }
 
-/// `encoding/json.Marshal` of a decoded value: map keys sorted, numbers as [`Num::of`] types
-/// them (integers plain, floats by [`json_float`]; an integral float prints the same either
-/// way), strings per `escape`. Deeper than `depth_max` renders as `null` (a bound on
-/// recursion; callers whose input is already bounded pass `usize::MAX`).
-pub fn json_to(out: &mut String, v: &Value, escape: JsonEscape, depth_max: usize) {
-    write_json(out, v, escape, depth_max, 0);
+/// How [`json_to`] renders a value.
+#[derive(Clone, Copy)]
+pub struct JsonStyle {
+    /// How a number was decoded: [`Num::of`] (a request body) or [`Num::of_stored`] (a stored
+    /// object; the two print alike except `-0.0`, which a stored object holds as integer `0`).
+    pub numbers: fn(&serde_json::Number) -> Num,
+    pub escape: JsonEscape,
+    /// Deeper than this renders as `null` (a bound on recursion; callers whose input is
+    /// already bounded pass `usize::MAX`).
+    pub depth_max: usize,
 }
 
-fn write_json(out: &mut String, v: &Value, escape: JsonEscape, depth_max: usize, depth: usize) {
-    if depth > depth_max {
+/// `encoding/json.Marshal` of a decoded value: map keys sorted, integers plain, floats by
+/// [`json_float`], strings by [`json_string_to`], all per `style`.
+pub fn json_to(out: &mut String, v: &Value, style: JsonStyle) {
+    write_json(out, v, style, 0);
+}
+
+fn write_json(out: &mut String, v: &Value, style: JsonStyle, depth: usize) {
+    let escape = style.escape;
+    if depth > style.depth_max {
         out.push_str("null");
         return;
     }
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match Num::of(n) {
+        Value::Number(n) => match (style.numbers)(n) {
             Num::Int(i) => {
                 let _ = write!(out, "{i}");
             }
@@ -282,7 +292,7 @@ fn write_json(out: &mut String, v: &Value, escape: JsonEscape, depth_max: usize,
                 if i > 0 {
                     out.push(',');
                 }
-                write_json(out, item, escape, depth_max, depth + 1);
+                write_json(out, item, style, depth + 1);
             }
             out.push(']');
         }
@@ -296,7 +306,7 @@ fn write_json(out: &mut String, v: &Value, escape: JsonEscape, depth_max: usize,
                 }
                 json_string_to(out, k, escape);
                 out.push(':');
-                write_json(out, &map[k.as_str()], escape, depth_max, depth + 1);
+                write_json(out, &map[k.as_str()], style, depth + 1);
             }
             out.push('}');
         }
@@ -371,7 +381,12 @@ mod tests {
     fn json_matches_go_encoding() {
         let json_of = |v: &Value, escape| {
             let mut out = String::new();
-            json_to(&mut out, v, escape, usize::MAX);
+            let style = JsonStyle {
+                numbers: Num::of,
+                escape,
+                depth_max: usize::MAX,
+            };
+            json_to(&mut out, v, style);
             out
         };
         let rows = [
@@ -398,8 +413,20 @@ mod tests {
             r#""\u0008\u000c\u0001""#
         );
         let mut deep = String::new();
-        json_to(&mut deep, &json!([[1]]), JsonEscape::Go122, 1);
+        let style = JsonStyle {
+            numbers: Num::of,
+            escape: JsonEscape::Go122,
+            depth_max: 1,
+        };
+        json_to(&mut deep, &json!([[1]]), style);
         assert_eq!(deep, "[[null]]");
+        let mut stored = String::new();
+        let style = JsonStyle {
+            numbers: Num::of_stored,
+            ..style
+        };
+        json_to(&mut stored, &json!([-0.0, 2.0]), style);
+        assert_eq!(stored, "[0,2]");
     }
     use super::*;
     use serde_json::json;
