@@ -150,24 +150,10 @@ const ALLOCATION: &[F] = &[
     F("AllocationTimestamp", "allocationTimestamp", T::Scalar),
 ];
 
-/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped).
+/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped; `\b`/`\f` as
+/// `\u0008`/`\u000c`, as these messages always printed them).
 fn go_string(s: &str, out: &mut String) {
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(ch)))
-            }
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    keel_api::gofmt::json_string_to(out, s, keel_api::gofmt::JsonEscape::PreGo122);
 }
 
 /// A JSON value as Go's encoder prints a decoded one (compact, keys in input order for raw
