@@ -255,17 +255,40 @@ pub fn json_string_to(out: &mut String, s: &str, escape: JsonEscape) {
 /// How [`json_to`] renders a value.
 #[derive(Clone, Copy)]
 pub struct JsonStyle {
-    /// How a number was decoded: [`Num::of`] (a request body) or [`Num::of_stored`] (a stored
-    /// object; the two print alike except `-0.0`, which a stored object holds as integer `0`).
-    pub numbers: fn(&serde_json::Number) -> Num,
+    /// How a number prints: [`json_number_to`] (decoded from a request body) or
+    /// [`json_stored_number_to`] (a stored object; the two print alike except `-0.0`, which a
+    /// stored object holds as integer `0`).
+    pub numbers: fn(&mut String, &serde_json::Number),
     pub escape: JsonEscape,
+    /// Go sorts a map's keys; a `runtime.RawExtension` is echoed in its own order (`false`).
+    pub sort_keys: bool,
     /// Deeper than this renders as `null` (a bound on recursion; callers whose input is
     /// already bounded pass `usize::MAX`).
     pub depth_max: usize,
 }
 
-/// `encoding/json.Marshal` of a decoded value: map keys sorted, integers plain, floats by
-/// [`json_float`], strings by [`json_string_to`], all per `style`.
+/// `encoding/json` of a number decoded by [`Num::of`]: integers plain, floats by
+/// [`json_float`].
+pub fn json_number_to(out: &mut String, n: &serde_json::Number) {
+    push_json_num(out, Num::of(n));
+}
+
+/// `encoding/json` of a number as a stored object holds it ([`Num::of_stored`]).
+pub fn json_stored_number_to(out: &mut String, n: &serde_json::Number) {
+    push_json_num(out, Num::of_stored(n));
+}
+
+fn push_json_num(out: &mut String, n: Num) {
+    match n {
+        Num::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Num::Float(f) => out.push_str(&json_float(f)),
+    }
+}
+
+/// `encoding/json.Marshal` of a decoded value: numbers, strings, key order and depth per
+/// `style`.
 pub fn json_to(out: &mut String, v: &Value, style: JsonStyle) {
     write_json(out, v, style, 0);
 }
@@ -279,12 +302,7 @@ fn write_json(out: &mut String, v: &Value, style: JsonStyle, depth: usize) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match (style.numbers)(n) {
-            Num::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Num::Float(f) => out.push_str(&json_float(f)),
-        },
+        Value::Number(n) => (style.numbers)(out, n),
         Value::String(s) => json_string_to(out, s, escape),
         Value::Array(items) => {
             out.push('[');
@@ -298,7 +316,9 @@ fn write_json(out: &mut String, v: &Value, style: JsonStyle, depth: usize) {
         }
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
+            if style.sort_keys {
+                keys.sort();
+            }
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
@@ -382,7 +402,8 @@ mod tests {
         let json_of = |v: &Value, escape| {
             let mut out = String::new();
             let style = JsonStyle {
-                numbers: Num::of,
+                numbers: json_number_to,
+                sort_keys: true,
                 escape,
                 depth_max: usize::MAX,
             };
@@ -414,15 +435,16 @@ mod tests {
         );
         let mut deep = String::new();
         let style = JsonStyle {
-            numbers: Num::of,
+            numbers: json_number_to,
             escape: JsonEscape::Go122,
+            sort_keys: true,
             depth_max: 1,
         };
         json_to(&mut deep, &json!([[1]]), style);
         assert_eq!(deep, "[[null]]");
         let mut stored = String::new();
         let style = JsonStyle {
-            numbers: Num::of_stored,
+            numbers: json_stored_number_to,
             ..style
         };
         json_to(&mut stored, &json!([-0.0, 2.0]), style);

@@ -15,7 +15,8 @@ pub use keel_api::gofmt::{float as go_float, num as go_num, Num};
 pub fn go_json(v: &Value) -> String {
     let mut out = String::new();
     let style = JsonStyle {
-        numbers: Num::of,
+        numbers: gofmt::json_number_to,
+        sort_keys: true,
         escape: JsonEscape::PreGo122,
         depth_max: crate::limits::VALUE_DEPTH_MAX,
     };

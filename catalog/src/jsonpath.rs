@@ -214,7 +214,8 @@ pub(crate) fn go_float_v(f: f64) -> String {
 /// was parsed by serde_json, whose recursion limit already bounds it.
 fn go_json(out: &mut String, v: &Value) {
     let style = keel_api::gofmt::JsonStyle {
-        numbers: go_number,
+        numbers: keel_api::gofmt::json_stored_number_to,
+        sort_keys: true,
         escape: keel_api::gofmt::JsonEscape::Go122,
         depth_max: usize::MAX,
     };

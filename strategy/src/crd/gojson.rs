@@ -147,38 +147,16 @@ fn number(n: &serde_json::Number) -> String {
     }
 }
 
-/// Any decoded JSON value as Go's `json.Marshal` prints an `interface{}`.
+/// Any decoded JSON value as Go's `json.Marshal` prints an `interface{}`: sorted keys, numbers
+/// by [`number`].
 pub(crate) fn any(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&number(n)),
-        Value::String(s) => out.push_str(&string(s)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                any(x, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&string(k));
-                out.push(':');
-                any(&m[k.as_str()], out);
-            }
-            out.push('}');
-        }
-    }
+    let style = keel_api::gofmt::JsonStyle {
+        numbers: |out, n| out.push_str(&number(n)),
+        escape: keel_api::gofmt::JsonEscape::PreGo122,
+        sort_keys: true,
+        depth_max: usize::MAX,
+    };
+    keel_api::gofmt::json_to(out, v, style);
 }
 
 fn present(v: Option<&Value>) -> Option<&Value> {

@@ -157,38 +157,16 @@ fn go_string(s: &str, out: &mut String) {
 }
 
 /// A JSON value as Go's encoder prints a decoded one (compact, keys in input order for raw
-/// values, sorted for maps).
+/// values, sorted for maps). Numbers print as given (serde_json's text), not as Go's
+/// `float64`: a `RawExtension` is echoed as its bytes.
 fn go_value(v: &Value, sort: bool, out: &mut String) {
-    match v {
-        Value::String(s) => go_string(s, out),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_value(x, sort, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            if sort {
-                keys.sort();
-            }
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_string(k, out);
-                out.push(':');
-                go_value(&m[k.as_str()], sort, out);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    let style = keel_api::gofmt::JsonStyle {
+        numbers: |out, n| out.push_str(&n.to_string()),
+        escape: keel_api::gofmt::JsonEscape::PreGo122,
+        sort_keys: sort,
+        depth_max: usize::MAX,
+    };
+    keel_api::gofmt::json_to(out, v, style);
 }
 
 fn render(t: &T, v: Option<&Value>, out: &mut String) {
