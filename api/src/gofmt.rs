@@ -287,6 +287,32 @@ fn push_json_num(out: &mut String, n: Num) {
     }
 }
 
+/// A JSON object as `encoding/json` writes a map (`sort_keys`) or echoes raw JSON: keys by
+/// [`json_string_to`], each member's value by `value` (callers that print Go structs inside
+/// maps bring their own).
+pub fn json_object_to(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    escape: JsonEscape,
+    sort_keys: bool,
+    mut value: impl FnMut(&mut String, &Value),
+) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    if sort_keys {
+        keys.sort();
+    }
+    out.push('{');
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_string_to(out, k, escape);
+        out.push(':');
+        value(out, &map[k.as_str()]);
+    }
+    out.push('}');
+}
+
 /// `encoding/json.Marshal` of a decoded value: numbers, strings, key order and depth per
 /// `style`.
 pub fn json_to(out: &mut String, v: &Value, style: JsonStyle) {
@@ -314,22 +340,9 @@ fn write_json(out: &mut String, v: &Value, style: JsonStyle, depth: usize) {
             }
             out.push(']');
         }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            if style.sort_keys {
-                keys.sort();
-            }
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_string_to(out, k, escape);
-                out.push(':');
-                write_json(out, &map[k.as_str()], style, depth + 1);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => json_object_to(out, map, escape, style.sort_keys, |out, v| {
+            write_json(out, v, style, depth + 1)
+        }),
     }
 }
 

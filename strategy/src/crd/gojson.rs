@@ -200,16 +200,8 @@ fn shape(s: S, v: Option<&Value>, depth: usize, out: &mut String) {
         },
         S::PropsMap | S::Deps => match v.and_then(Value::as_object) {
             Some(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&string(k));
-                    out.push(':');
-                    let x = &m[k.as_str()];
+                let escape = keel_api::gofmt::JsonEscape::PreGo122;
+                keel_api::gofmt::json_object_to(out, m, escape, true, |out, x| {
                     if matches!(s, S::Deps) {
                         let (schema, list) = match x {
                             Value::Array(_) => (None, Some(x)),
@@ -223,8 +215,7 @@ fn shape(s: S, v: Option<&Value>, depth: usize, out: &mut String) {
                     } else {
                         props(Some(x), depth, out);
                     }
-                }
-                out.push('}');
+                })
             }
             None => out.push_str("null"),
         },

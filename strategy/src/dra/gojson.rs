@@ -198,18 +198,10 @@ fn render(t: &T, v: Option<&Value>, out: &mut String) {
         },
         T::Map(item) => match v.and_then(Value::as_object) {
             Some(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    go_string(k, out);
-                    out.push(':');
-                    render(item, m.get(k.as_str()), out);
-                }
-                out.push('}');
+                let escape = keel_api::gofmt::JsonEscape::PreGo122;
+                keel_api::gofmt::json_object_to(out, m, escape, true, |out, x| {
+                    render(item, Some(x), out)
+                });
             }
             None => out.push_str("null"),
         },
