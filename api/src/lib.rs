@@ -1,6 +1,8 @@
 //! keel's pure API semantics: `Status` errors, object names, label and field selectors, the
-//! three patch formats, the resourceVersion / pagination rules, timestamps, and YAML as
-//! kube-apiserver reads and writes it.
+//! three patch formats, the resourceVersion / pagination rules, timestamps, YAML as
+//! kube-apiserver reads and writes it, and Go's renderings of values in messages (`gofmt`:
+//! `%q`, `%v` and `encoding/json` of decoded numbers and values, shared by apiext, catalog and
+//! strategy).
 //!
 //! Invariants: everything here is a pure function over values (no I/O, no clock, no async
 //! runtime); bad client input is returned as an [`status::ApiError`], never a panic. Messages,

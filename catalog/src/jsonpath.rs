@@ -193,193 +193,33 @@ fn print_one(out: &mut String, found: &Found<'_>) {
 }
 
 /// A JSON number as Go holds it in an unstructured object: `int64` or `float64`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum GoNumber {
-    Int(i64),
-    Float(f64),
-}
+pub use keel_api::gofmt::Num as GoNumber;
 
-/// How upstream holds `n` in a stored object: Go's encoder wrote it and its unstructured
-/// decoder read it back, which makes an `int64` of every number written without a fraction
-/// or exponent that fits. So an integral float below 1e21 is an integer (`2.0` is `2`,
-/// `2^60` is written and read back as `1152921504606847000`), as a CRD author sees it.
+/// How upstream holds `n` in a stored object ([`GoNumber::of_stored`]): an integral float
+/// below 1e21 is an integer (`2.0` is `2`), as a CRD author sees it.
 pub fn go_number(n: &serde_json::Number) -> GoNumber {
-    if let Some(i) = n.as_i64() {
-        return GoNumber::Int(i);
-    }
-    let f = n.as_f64().unwrap_or(0.0);
-    match go_json_integer(f) {
-        Some(i) => GoNumber::Int(i),
-        None => GoNumber::Float(f),
-    }
+    GoNumber::of_stored(n)
 }
 
-/// The integer Go's JSON encoder writes for `f` (no fraction, no exponent), if it fits an
-/// `int64`: `f` is integral and below 1e21, and the digits are its shortest ones padded
-/// with zeros (`2^60` is written `1152921504606847000`).
-pub(crate) fn go_json_integer(f: f64) -> Option<i64> {
-    if f.fract() != 0.0 || f.abs() >= 1e21 {
-        return None;
-    }
-    let (digits, dp) = shortest_digits(f.abs());
-    let mut text = String::new();
-    if f < 0.0 {
-        text.push('-');
-    }
-    format_f(&mut text, &digits, dp);
-    text.parse().ok()
-}
+/// The integer Go's JSON encoder writes for an integral float below 1e21, if it fits.
+pub(crate) use keel_api::gofmt::json_integer as go_json_integer;
 
-// ---------------------------------------------------------------------------------------------
-// Number and JSON formatting as Go prints them.
-
-/// Shortest round-trip decimal digits of a finite, non-negative `f` and its decimal point
-/// position: `f = 0.d1d2... * 10^dp`.
-fn shortest_digits(f: f64) -> (Vec<u8>, i32) {
-    // Rust's `{:e}` prints the shortest representation that round-trips, like Go's
-    // `strconv` with precision -1.
-    let text = format!("{f:e}");
-    let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
-    (digits, exp + 1)
-}
-
-/// Go's `%e` body with shortest digits: `d.ddde±XX`.
-fn format_e(out: &mut String, digits: &[u8], dp: i32) {
-    out.push(char::from(digits[0]));
-    if digits.len() > 1 {
-        out.push('.');
-        out.extend(digits[1..].iter().map(|&d| char::from(d)));
-    }
-    out.push('e');
-    let exp = if digits == b"0" { 0 } else { dp - 1 };
-    out.push(if exp < 0 { '-' } else { '+' });
-    let exp = exp.unsigned_abs();
-    if exp < 10 {
-        out.push('0');
-    }
-    out.push_str(&exp.to_string());
-}
-
-/// Go's `%f` body with shortest digits.
-fn format_f(out: &mut String, digits: &[u8], dp: i32) {
-    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
-    let digit = |i: i32| -> char {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| digits.get(i))
-            .map_or('0', |&d| char::from(d))
-    };
-    if dp > 0 {
-        for i in 0..dp {
-            out.push(digit(i));
-        }
-    } else {
-        out.push('0');
-    }
-    let frac = (nd - dp).max(0);
-    if frac > 0 {
-        out.push('.');
-        for i in 0..frac {
-            out.push(digit(dp + i));
-        }
-    }
-}
-
-/// `fmt.Fprint` of a `float64`: `%g` with the shortest digits, in exponent form when the
-/// decimal exponent is below -4 or at least 6 (`1e+06`, `1.5e-05`, `123456`, `0.0001`).
+/// `fmt.Fprint` of a `float64`: Go's `%v`.
 pub(crate) fn go_float_v(f: f64) -> String {
-    let mut out = String::new();
-    if f.is_sign_negative() {
-        out.push('-');
-    }
-    let (digits, dp) = shortest_digits(f.abs());
-    let exp = if digits == b"0" { 0 } else { dp - 1 };
-    if !(-4..6).contains(&exp) {
-        format_e(&mut out, &digits, dp);
-    } else {
-        format_f(&mut out, &digits, dp);
-    }
-    out
+    keel_api::gofmt::float(f)
 }
 
-/// `encoding/json`'s encoding of a `float64`.
-fn go_json_float(out: &mut String, f: f64) {
-    if f.is_sign_negative() {
-        out.push('-');
-    }
-    let abs = f.abs();
-    let (digits, dp) = shortest_digits(abs);
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let mut e = String::new();
-        format_e(&mut e, &digits, dp);
-        // Go writes `e-07` as `e-7`.
-        if let Some(pos) = e.find("e-0") {
-            e.remove(pos + 2);
-        }
-        out.push_str(&e);
-    } else {
-        format_f(out, &digits, dp);
-    }
-}
-
-/// `encoding/json.Marshal` of decoded JSON: sorted keys, HTML-safe escaping.
+/// `encoding/json.Marshal` of a stored object's JSON: numbers as [`go_number`] types them,
+/// sorted keys, HTML-safe escaping with Go 1.22's `\b` and `\f`. Unbounded depth: the value
+/// was parsed by serde_json, whose recursion limit already bounds it.
 fn go_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match go_number(n) {
-            GoNumber::Int(i) => out.push_str(&i.to_string()),
-            GoNumber::Float(f) => go_json_float(out, f),
-        },
-        Value::String(s) => go_json_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_json_string(out, key);
-                out.push(':');
-                go_json(out, &map[key.as_str()]);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn go_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
-            }
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    let style = keel_api::gofmt::JsonStyle {
+        numbers: keel_api::gofmt::json_stored_number_to,
+        sort_keys: true,
+        escape: keel_api::gofmt::JsonEscape::Go122,
+        depth_max: usize::MAX,
+    };
+    keel_api::gofmt::json_to(out, v, style);
 }
 
 // ---------------------------------------------------------------------------------------------

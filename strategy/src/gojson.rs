@@ -4,10 +4,10 @@
 //! HTML-escaped (`\u003c`). A layout ([`F`] rows in Go field order) maps the versioned JSON
 //! member of each field to its Go name; callers declare the layouts of their types.
 //!
-//! (DRA's `dra/gojson.rs` predates this module and keeps its own copy of the machinery.)
+//! (DRA's `dra/gojson.rs` predates this module and keeps its own copy of the layout
+//! machinery; both encode strings with `keel_api::gofmt`.)
 
 use serde_json::Value;
-use std::fmt::Write as _;
 
 /// The shape of one internal field.
 pub(crate) enum T {
@@ -30,24 +30,11 @@ pub(crate) enum T {
 /// A field: Go name, versioned JSON member name, shape.
 pub(crate) struct F(pub &'static str, pub &'static str, pub T);
 
-/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped).
+/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped; `\b`/`\f` as
+/// `\u0008`/`\u000c`, as these messages always printed them).
 pub(crate) fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\u{0}'..='\u{1f}' => {
-                let _ = write!(out, "\\u{:04x}", u32::from(ch));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    keel_api::gofmt::json_string_to(&mut out, s, keel_api::gofmt::JsonEscape::PreGo122);
     out
 }
 

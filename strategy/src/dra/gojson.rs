@@ -150,59 +150,23 @@ const ALLOCATION: &[F] = &[
     F("AllocationTimestamp", "allocationTimestamp", T::Scalar),
 ];
 
-/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped).
+/// Go's JSON string encoding (HTML-safe: `<`, `>`, `&` and U+2028/9 escaped; `\b`/`\f` as
+/// `\u0008`/`\u000c`, as these messages always printed them).
 fn go_string(s: &str, out: &mut String) {
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(ch)))
-            }
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    keel_api::gofmt::json_string_to(out, s, keel_api::gofmt::JsonEscape::PreGo122);
 }
 
 /// A JSON value as Go's encoder prints a decoded one (compact, keys in input order for raw
-/// values, sorted for maps).
+/// values, sorted for maps). Numbers print as given (serde_json's text), not as Go's
+/// `float64`: a `RawExtension` is echoed as its bytes.
 fn go_value(v: &Value, sort: bool, out: &mut String) {
-    match v {
-        Value::String(s) => go_string(s, out),
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_value(x, sort, out);
-            }
-            out.push(']');
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            if sort {
-                keys.sort();
-            }
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                go_string(k, out);
-                out.push(':');
-                go_value(&m[k.as_str()], sort, out);
-            }
-            out.push('}');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    let style = keel_api::gofmt::JsonStyle {
+        numbers: |out, n| out.push_str(&n.to_string()),
+        escape: keel_api::gofmt::JsonEscape::PreGo122,
+        sort_keys: sort,
+        depth_max: usize::MAX,
+    };
+    keel_api::gofmt::json_to(out, v, style);
 }
 
 fn render(t: &T, v: Option<&Value>, out: &mut String) {
@@ -234,18 +198,10 @@ fn render(t: &T, v: Option<&Value>, out: &mut String) {
         },
         T::Map(item) => match v.and_then(Value::as_object) {
             Some(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    go_string(k, out);
-                    out.push(':');
-                    render(item, m.get(k.as_str()), out);
-                }
-                out.push('}');
+                let escape = keel_api::gofmt::JsonEscape::PreGo122;
+                keel_api::gofmt::json_object_to(out, m, escape, true, |out, x| {
+                    render(item, Some(x), out)
+                });
             }
             None => out.push_str("null"),
         },
