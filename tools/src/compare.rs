@@ -1450,7 +1450,7 @@ fn custom_table(out: &mut String, res: &Results, s: Sizes) {
             let Some(o) = m.report.op("first-create") else {
                 continue;
             };
-            let ms = |us: u64| num(us as f64 / 1000.0);
+            let ms = |us: u64| format!("{:.2}", us as f64 / 1000.0);
             let l = &o.latency_us;
             let _ = writeln!(
                 out,

@@ -10,7 +10,7 @@
 //! is as long as the ConfigMap of the same `--size` (`widget_overhead_bytes`): the two are
 //! compared byte for byte in the same `loadgen compare` run.
 
-use crate::objects::{self, LOADGEN_LABEL, SENT_ANNOTATION};
+use crate::objects::{self, LOADGEN_LABEL};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 
@@ -282,7 +282,7 @@ pub fn established(crd: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::{Kind, Naming};
+    use crate::objects::{Kind, Naming, SENT_ANNOTATION};
 
     #[test]
     fn widget_json_is_the_widget() {

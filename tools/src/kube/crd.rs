@@ -137,23 +137,20 @@ async fn wait_established(
     within: Duration,
 ) -> Result<Option<String>, String> {
     let path = names.crd_path();
-    let mut last = String::from("no answer");
-    let got = poll(within, || {
-        let last = &mut last;
-        let path = &path;
-        async move {
-            let crd = c.request(Method::GET, path, None).await?.ok()?.json()?;
-            if widgets::established(&crd) {
-                return Ok(Some(()));
-            }
-            *last = crd
+    let deadline = Instant::now() + within;
+    loop {
+        let crd = c.request(Method::GET, &path, None).await?.ok()?.json()?;
+        if widgets::established(&crd) {
+            return Ok(None);
+        }
+        if Instant::now() >= deadline {
+            let conditions = crd
                 .pointer("/status/conditions")
                 .map_or("no conditions".into(), |v| v.to_string());
-            Ok(None)
+            return Ok(Some(conditions));
         }
-    })
-    .await?;
-    Ok(got.is_none().then_some(last))
+        tokio::time::sleep(CRD_POLL_INTERVAL).await;
+    }
 }
 
 /// Calls `probe` every `CRD_POLL_INTERVAL` until it gives `Some` or `timeout` has passed
