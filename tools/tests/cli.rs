@@ -518,29 +518,21 @@ fn compare_smoke_writes_a_report() {
         report.contains("| full list of all Pods | keel2 |"),
         "{report}"
     );
-    // Custom resources beside ConfigMaps when the server serves CRDs, else a line saying why
-    // not (this repo's server before it served them).
+    // Custom resources beside ConfigMaps (every API server here serves CRDs).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let serves = rt.block_on(common::serves_crds(&k.client()));
-    if serves {
-        for want in [
-            "Custom resources vs ConfigMaps of the same size",
-            "| creates/s | keel |",
-            "| GETs/s | keel-https |",
-            "| watch delivery, events/s (unpaced writes) | etcd |",
-            "| creates/s | keel2 |",
-            "CRD create → first custom-resource create (3 of 3 CRDs; p50 / p90 / p99 / max) | keel |",
-            "| create 1 KiB Widgets (custom resources) | keel | 100 |",
-        ] {
-            assert!(report.contains(want), "missing {want:?} in\n{report}");
-        }
-    } else {
-        assert!(
-            report.contains("Custom resources: not measured, no API server here serves custom resources (keel, keel-https, keel2: no Widget CRD Established in time)"),
-            "{report}"
-        );
+    rt.block_on(common::assert_serves_crds(&k.client()));
+    for want in [
+        "Custom resources vs ConfigMaps of the same size",
+        "| creates/s | keel |",
+        "| GETs/s | keel-https |",
+        "| watch delivery, events/s (unpaced writes) | etcd |",
+        "| creates/s | keel2 |",
+        "CRD create → first custom-resource create (3 of 3 CRDs; p50 / p90 / p99 / max) | keel |",
+        "| create 1 KiB Widgets (custom resources) | keel | 100 |",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in\n{report}");
     }
 }

@@ -390,14 +390,11 @@ async fn slow_bodies_are_refused_on_their_heads_and_slow_heads_held() {
 
 /// Widgets (`--kind widgets`) against a server that serves CRDs: loadgen makes the CRD and
 /// waits for it, the counts match what the server holds, watchers get every event, and
-/// `crd-latency` measures each fresh CRD and leaves none behind. Skipped (saying so) on a
-/// server without CRDs unless `KEEL_REQUIRE_CRDS` is set.
+/// `crd-latency` measures each fresh CRD and leaves none behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn widgets_and_crd_latency_against_the_server() {
     let c = keel().client();
-    if !common::serves_crds(&c).await {
-        return;
-    }
+    common::assert_serves_crds(&c).await;
     let o = obj(Kind::Widgets, "wd", "widgets", 2);
     let r = exec(Cmd::Create {
         obj: o.clone(),
