@@ -7,7 +7,7 @@
 //! Not done: a `metadata` that does not decode as an ObjectMeta (a number where a string
 //! belongs) gives upstream's Go JSON error text there; here such members are skipped.
 
-use crate::compile::{Additional, Node};
+use crate::compile::{field_path as child, index_path, Additional, Node};
 use crate::limits;
 use crate::render::bad_value;
 use crate::validate::cause;
@@ -30,14 +30,6 @@ pub fn validate(root: &Node, obj: &Value) -> Vec<StatusCause> {
     errs
 }
 
-fn child(path: &str, k: &str) -> String {
-    if path.is_empty() {
-        k.to_string()
-    } else {
-        format!("{path}.{k}")
-    }
-}
-
 fn walk(errs: &mut Vec<StatusCause>, path: &str, s: &Node, x: &Value, check: bool, depth: usize) {
     if depth > limits::VALUE_DEPTH_MAX || errs.len() >= limits::ERRORS_MAX {
         return;
@@ -51,14 +43,21 @@ fn walk(errs: &mut Vec<StatusCause>, path: &str, s: &Node, x: &Value, check: boo
                 if let Some(p) = s.properties.get(k) {
                     walk(errs, &child(path, k), p, v, true, depth + 1);
                 } else if let Some(Additional::Schema(a)) = &s.additional {
-                    walk(errs, &format!("{path}[{k}]"), a, v, true, depth + 1);
+                    walk(errs, &index_path(path, k), a, v, true, depth + 1);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item) = s.items.as_deref() {
                 for (i, v) in items.iter().enumerate() {
-                    walk(errs, &format!("{path}[{i}]"), item, v, true, depth + 1);
+                    walk(
+                        errs,
+                        &index_path(path, &i.to_string()),
+                        item,
+                        v,
+                        true,
+                        depth + 1,
+                    );
                 }
             }
         }

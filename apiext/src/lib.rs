@@ -70,6 +70,10 @@ use serde_json::Value;
 #[derive(Debug)]
 pub struct Schema {
     root: compile::Node,
+    /// Some node is an embedded resource (else the embedded-resource walk is skipped).
+    has_embedded: bool,
+    /// Some list is a `set` or `map` (else the uniqueness walk is skipped).
+    has_unique_lists: bool,
 }
 
 /// `x-kubernetes-list-type` of a list (absent means atomic for server-side apply).
@@ -121,13 +125,15 @@ impl Schema {
     /// unknown keywords are ignored; `Err` only for something unusable (not an object, beyond
     /// the [`limits`]).
     pub fn compile(open_api_v3_schema: &Value) -> Result<Schema, String> {
+        let mut root = compile::compile(open_api_v3_schema)?;
+        // Defaults are pruned by their own nodes' schemas once, here.
+        prune::prune_defaults(&mut root, 0);
         Ok(Schema {
-            root: {
-                let mut root = compile::compile(open_api_v3_schema)?;
-                // Defaults are pruned by their own nodes' schemas once, here.
-                prune::prune_defaults(&mut root, 0);
-                root
-            },
+            has_embedded: compile::any_node(&root, &|n| n.embedded),
+            has_unique_lists: compile::any_node(&root, &|n| {
+                matches!(n.list_type.as_deref(), Some("set" | "map"))
+            }),
+            root,
         })
     }
 
@@ -153,8 +159,12 @@ impl Schema {
     pub fn validate(&self, obj: &Value) -> Vec<StatusCause> {
         let v = validate::Validator { ratchet: false };
         let mut errs = v.root(&self.root, obj, None);
-        errs.extend(embedded::validate(&self.root, obj));
-        errs.extend(listtype::validate(&self.root, obj));
+        if self.has_embedded {
+            errs.extend(embedded::validate(&self.root, obj));
+        }
+        if self.has_unique_lists {
+            errs.extend(listtype::validate(&self.root, obj));
+        }
         errs
     }
 
@@ -164,8 +174,10 @@ impl Schema {
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
         let v = validate::Validator { ratchet: true };
         let mut errs = v.root(&self.root, new, Some(old));
-        errs.extend(embedded::validate(&self.root, new));
-        if listtype::validate(&self.root, old).is_empty() {
+        if self.has_embedded {
+            errs.extend(embedded::validate(&self.root, new));
+        }
+        if self.has_unique_lists && listtype::validate(&self.root, old).is_empty() {
             errs.extend(listtype::validate(&self.root, new));
         }
         errs

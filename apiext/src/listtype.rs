@@ -25,18 +25,19 @@ fn object(errs: &mut Vec<StatusCause>, path: &str, s: &Node, m: &Map<String, Val
     }
     if let Some(Additional::Schema(a)) = &s.additional {
         for (k, v) in m {
-            value(errs, &format!("{path}[{k}]"), a, v, depth + 1);
+            value(errs, &crate::compile::index_path(path, k), a, v, depth + 1);
         }
     }
     if !s.properties.is_empty() {
         for (k, v) in m {
             if let Some(sub) = s.properties.get(k) {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                value(errs, &p, sub, v, depth + 1);
+                value(
+                    errs,
+                    &crate::compile::field_path(path, k),
+                    sub,
+                    v,
+                    depth + 1,
+                );
             }
         }
     }
@@ -65,7 +66,13 @@ fn array(errs: &mut Vec<StatusCause>, path: &str, s: &Node, items: &[Value], dep
     }
     if let Some(item) = s.items.as_deref() {
         for (i, v) in items.iter().enumerate() {
-            value(errs, &format!("{path}[{i}]"), item, v, depth + 1);
+            value(
+                errs,
+                &crate::compile::index_path(path, &i.to_string()),
+                item,
+                v,
+                depth + 1,
+            );
         }
     }
 }

@@ -309,7 +309,7 @@ impl Validator {
         if let Some(item) = n.items.as_deref() {
             let olds = correlate_items(n, items, old);
             for (i, v) in items.iter().enumerate() {
-                let p = format!("{path}[{i}]");
+                let p = crate::compile::index_path(path, &i.to_string());
                 res.merge(self.child(item, v, &p, olds.get(i).copied().flatten(), depth + 1));
             }
         }
@@ -402,11 +402,7 @@ impl Validator {
         }
         for (k, s) in &n.properties {
             if let Some(v) = m.get(k) {
-                let p = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
+                let p = crate::compile::field_path(path, k);
                 res.merge(self.child(s, v, &p, old_of(k), depth + 1));
             }
         }

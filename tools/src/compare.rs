@@ -1416,7 +1416,7 @@ fn custom_table(out: &mut String, res: &Results, s: Sizes) {
         }
         return;
     }
-    let _ = writeln!(out, "Custom resources vs ConfigMaps of the same size, same run: `Widget` (`bench.keel.dev/v1`, a {}-property structural schema with one CEL rule, `{}`), each as long as its 1 KiB ConfigMap, as many, at the same concurrency. etcd has no CRDs: its Widget rows are the same key/value workload with keys as kube-apiserver stores custom resources (`/registry/bench.keel.dev/widgets/<ns>/<name>`, JSON values of the same bytes), so its ratio shows what the bytes alone cost; it has no CRD-latency row.\n", crate::widgets::WIDGET_SPEC_PROPERTIES, crate::widgets::WIDGET_RULE);
+    let _ = writeln!(out, "Custom resources vs ConfigMaps of the same size, same run: `Widget` (`bench.keel.dev/v1`, a {}-property structural schema with one CEL rule, `{}`), each as long as its 1 KiB ConfigMap, as many, at the same concurrency. etcd has no CRDs: its Widget rows are the same key/value workload with keys as kube-apiserver stores custom resources (`/registry/bench.keel.dev/widgets/<ns>/<name>`, JSON values of the same bytes), so its ratio shows what the bytes alone cost; it has no CRD-latency row.\n", crate::objects::widgets::WIDGET_SPEC_PROPERTIES, crate::objects::widgets::WIDGET_RULE);
     let _ = writeln!(
         out,
         "| Figure | target | ConfigMaps | Widgets | Widgets/ConfigMaps | Target |"

@@ -34,7 +34,6 @@ pub mod report;
 pub mod torture;
 pub mod watchcheck;
 pub mod watchrun;
-pub mod widgets;
 
 /// User-Agent of the load generator's requests.
 pub const USER_AGENT: &str = "keel-loadgen";

@@ -2,13 +2,15 @@
 
 use serde_json::{json, Value};
 
+pub mod widgets;
+
 /// Annotation carrying the writer's clock (unix nanoseconds) when it sent the object, so
 /// watchers can measure delivery latency.
 pub const SENT_ANNOTATION: &str = "loadgen.keel.dev/sent-unix-nanos";
 /// Label on every object loadgen creates.
 pub const LOADGEN_LABEL: &str = "loadgen.keel.dev/run";
 
-/// The plural of the benchmark's custom resource (`crate::widgets`).
+/// The plural of the benchmark's custom resource ([`widgets`]).
 pub const WIDGET_PLURAL: &str = "widgets";
 /// Its group-version path.
 pub const WIDGET_API_PREFIX: &str = "/apis/bench.keel.dev/v1";
@@ -172,8 +174,8 @@ pub fn object(naming: &Naming, i: u64, payload_bytes: usize, generation: u64) ->
         Kind::Configmaps => configmap(&ns, &name, payload_bytes, generation),
         Kind::Pods => pod(&ns, &name, None, generation),
         Kind::Widgets => {
-            let description = crate::widgets::description_bytes(payload_bytes);
-            crate::widgets::widget(&ns, &name, i, description, generation)
+            let description = widgets::description_bytes(payload_bytes);
+            widgets::widget(&ns, &name, i, description, generation)
         }
     }
 }
@@ -186,8 +188,8 @@ pub fn object_json(naming: &Naming, i: u64, payload_bytes: usize, generation: u6
     match naming.kind {
         Kind::Configmaps => {}
         Kind::Widgets => {
-            let description = crate::widgets::description_bytes(payload_bytes);
-            return crate::widgets::widget_json(&ns, &name, i, description, generation);
+            let description = widgets::description_bytes(payload_bytes);
+            return widgets::widget_json(&ns, &name, i, description, generation);
         }
         Kind::Pods => {
             return serde_json::to_vec(&object(naming, i, payload_bytes, generation))

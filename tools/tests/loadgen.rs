@@ -415,7 +415,7 @@ async fn widgets_and_crd_latency_against_the_server() {
         .unwrap()
         .json()
         .unwrap();
-    assert!(keel_tools::widgets::established(&crd), "{crd}");
+    assert!(keel_tools::objects::widgets::established(&crd), "{crd}");
     let mut held = 0;
     for ns in ["widgets-0", "widgets-1"] {
         let items = list_items(

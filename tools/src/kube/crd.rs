@@ -6,9 +6,9 @@ use super::ensure_namespaces;
 use crate::limits::{
     CRD_DELETE_TIMEOUT, CRD_ESTABLISHED_TIMEOUT, CRD_POLL_INTERVAL, CRD_READY_TIMEOUT,
 };
+use crate::objects::widgets::{self, CrdNames, CRD_COLLECTION};
 use crate::objects::Kind;
 use crate::report::{Recorder, Report};
-use crate::widgets::{self, CrdNames, CRD_COLLECTION};
 use keel_client::{KubeClient, Method, JSON};
 use std::time::{Duration, Instant};
 

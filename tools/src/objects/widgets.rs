@@ -10,7 +10,7 @@
 //! is as long as the ConfigMap of the same `--size` (`widget_overhead_bytes`): the two are
 //! compared byte for byte in the same `loadgen compare` run.
 
-use crate::objects::{self, LOADGEN_LABEL};
+use super::{self as objects, LOADGEN_LABEL};
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 
