@@ -7,7 +7,7 @@
 //! controller once no other definition of the group claims them), as upstream's handler and
 //! discovery do; its spec names take effect once accepted.
 
-use keel_catalog::{ResourceId, ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
+use keel_catalog::{ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -308,12 +308,17 @@ impl Custom {
     }
 }
 
-/// A served version: its catalog entry and what serving it needs.
-pub struct Served {
+/// A served version: its catalog entry, what tells whether it changed, and where its
+/// [`Custom`] comes from (made only for versions to serve anew: compiling a schema and its
+/// columns is the costly part, and the controller looks at every definition on each pass).
+pub struct Served<'a> {
     pub spec: ResourceSpec,
-    pub custom: Arc<Custom>,
     /// Changes whenever anything serving depends on changes (to replace what is served).
     pub fingerprint: String,
+    crd: &'a Value,
+    version: &'a Value,
+    terminating: bool,
+    deprecation_warning: Option<String>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -332,23 +337,32 @@ fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether the definition's condition `kind` is `True`.
-pub fn condition_true(crd: &Value, kind: &str) -> bool {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| {
-            c.get("type").and_then(Value::as_str) == Some(kind)
-                && c.get("status") == Some(&Value::from("True"))
-        })
+fn conditions(status: &Value) -> impl Iterator<Item = &Value> {
+    let list = status.get("conditions").and_then(Value::as_array);
+    list.into_iter().flatten()
+}
+
+/// Whether a definition's `status` has a condition of type `kind`.
+pub fn has_condition(status: &Value, kind: &str) -> bool {
+    conditions(status).any(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// Whether a definition's `status` has the condition `kind` with status `want`.
+pub fn condition_is(status: &Value, kind: &str, want: &str) -> bool {
+    conditions(status).any(|c| {
+        c.get("type").and_then(Value::as_str) == Some(kind)
+            && c.get("status").and_then(Value::as_str) == Some(want)
+    })
 }
 
 /// The versions a definition serves now: none until its names are accepted (or it was
 /// established); each served version with its accepted names, scope, subresources and the
 /// storage version.
-pub fn served(crd: &Value) -> Vec<Served> {
-    if !condition_true(crd, "NamesAccepted") && !condition_true(crd, "Established") {
+pub fn served(crd: &Value) -> Vec<Served<'_>> {
+    let status = crd.get("status").unwrap_or(&Value::Null);
+    if !condition_is(status, "NamesAccepted", "True")
+        && !condition_is(status, "Established", "True")
+    {
         return Vec::new();
     }
     let group = str_at(crd, "/spec/group");
@@ -385,11 +399,9 @@ pub fn served(crd: &Value) -> Vec<Served> {
         {
             subresources.push(SubresourceSpec::status());
         }
-        let scale = v
-            .pointer("/subresources/scale")
-            .filter(|s| s.is_object())
-            .cloned();
-        if scale.is_some() {
+        if v.pointer("/subresources/scale")
+            .is_some_and(Value::is_object)
+        {
             subresources.push(SubresourceSpec::scale());
         }
         let singular = match str_at(crd, "/status/acceptedNames/singular") {
@@ -412,51 +424,22 @@ pub fn served(crd: &Value) -> Vec<Served> {
             subresources,
             storage_version: storage.to_owned(),
         };
-        let schema = v
-            .pointer("/schema/openAPIV3Schema")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let compiled = match &schema {
-            Value::Null => None,
-            s => keel_apiext::Schema::compile(s).ok(),
-        };
-        let custom = Custom {
-            id: next_id(),
-            crd: str_at(crd, "/metadata/name").to_owned(),
-            schema: Arc::new(schema),
-            compiled,
-            scale,
-            columns: keel_catalog::CustomColumns::new(
-                v.get("additionalPrinterColumns")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default(),
-            ),
-            status: v
-                .pointer("/subresources/status")
-                .is_some_and(Value::is_object),
-            terminating,
-            deprecation_warning: deprecation_warning(crd, v),
-            selectable: v
-                .get("selectableFields")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
-                .map(|p| p.strip_prefix('.').unwrap_or(p).to_owned())
-                .collect(),
-        };
+        let deprecation_warning = deprecation_warning(crd, v);
         let fingerprint = serde_json::json!([
             format!("{spec:?}"),
             v,
             terminating,
+            deprecation_warning,
             crd.pointer("/metadata/uid")
         ])
         .to_string();
         out.push(Served {
             spec,
-            custom: Arc::new(custom),
             fingerprint,
+            crd,
+            version: v,
+            terminating,
+            deprecation_warning,
         });
     }
     out
@@ -530,9 +513,47 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// The id a served version is routed by.
-pub fn id_of(s: &Served) -> ResourceId {
-    s.spec.id()
+impl Served<'_> {
+    /// What serving the version needs: its schema (compiled), columns, scale paths,
+    /// selectable fields and warning.
+    pub fn custom(&self) -> Custom {
+        let v = self.version;
+        let schema = v
+            .pointer("/schema/openAPIV3Schema")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let compiled = match &schema {
+            Value::Null => None,
+            s => keel_apiext::Schema::compile(s).ok(),
+        };
+        Custom {
+            id: next_id(),
+            crd: str_at(self.crd, "/metadata/name").to_owned(),
+            schema: Arc::new(schema),
+            compiled,
+            scale: v
+                .pointer("/subresources/scale")
+                .filter(|s| s.is_object())
+                .cloned(),
+            columns: keel_catalog::CustomColumns::new(
+                v.get("additionalPrinterColumns")
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default(),
+            ),
+            status: self.spec.subresources.iter().any(|r| r.name == "status"),
+            terminating: self.terminating,
+            deprecation_warning: self.deprecation_warning.clone(),
+            selectable: v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                .map(|p| p.strip_prefix('.').unwrap_or(p).to_owned())
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -569,7 +590,8 @@ mod tests {
     fn served_versions_follow_accepted_names_and_served_flags() {
         assert!(served(&crd(json!([]))).is_empty());
         assert!(served(&crd(json!([{"type": "NamesAccepted", "status": "False"}]))).is_empty());
-        let s = served(&crd(json!([{"type": "NamesAccepted", "status": "True"}])));
+        let accepted = crd(json!([{"type": "NamesAccepted", "status": "True"}]));
+        let s = served(&accepted);
         let versions: Vec<&str> = s.iter().map(|s| s.spec.version.as_str()).collect();
         assert_eq!(versions, ["v1", "v2"]);
         for x in &s {
@@ -578,10 +600,10 @@ mod tests {
             assert_eq!(x.spec.singular, "widget");
             assert_eq!(x.spec.short_names, ["wd"]);
             assert_eq!(x.spec.categories, ["all"]);
-            assert_eq!(x.custom.crd, "widgets.example.com");
+            assert_eq!(x.custom().crd, "widgets.example.com");
         }
         assert!(s[0].spec.subresources.is_empty());
-        assert_eq!(*s[0].custom.schema, json!({"type": "object"}));
+        assert_eq!(*s[0].custom().schema, json!({"type": "object"}));
         let subs: Vec<&str> = s[1]
             .spec
             .subresources
@@ -589,8 +611,8 @@ mod tests {
             .map(|x| x.name.as_str())
             .collect();
         assert_eq!(subs, ["status", "scale"]);
-        assert_eq!(s[1].custom.columns.definitions().len(), 2, "Name and R");
-        assert!(s[1].custom.scale.is_some());
+        assert_eq!(s[1].custom().columns.definitions().len(), 2, "Name and R");
+        assert!(s[1].custom().scale.is_some());
         assert_ne!(s[0].fingerprint, s[1].fingerprint);
     }
 
@@ -710,7 +732,7 @@ mod tests {
         ]));
         let w: Vec<Option<String>> = served(&c)
             .iter()
-            .map(|s| s.custom.deprecation_warning.clone())
+            .map(|s| s.custom().deprecation_warning)
             .collect();
         assert_eq!(
             w,
@@ -726,7 +748,7 @@ mod tests {
         let alone =
             crd(json!([{"name": "v1", "served": true, "storage": true, "deprecated": true}]));
         assert_eq!(
-            served(&alone)[0].custom.deprecation_warning.as_deref(),
+            served(&alone)[0].custom().deprecation_warning.as_deref(),
             Some("example.com/v1 Widget is deprecated")
         );
     }
@@ -741,7 +763,7 @@ mod tests {
         let mut d = c.clone();
         d["metadata"]["deletionTimestamp"] = json!("2026-11-27T00:00:00Z");
         let b = served(&d);
-        assert!(b[1].custom.terminating);
+        assert!(b[1].custom().terminating);
         assert_ne!(a[1].fingerprint, b[1].fingerprint);
     }
 }

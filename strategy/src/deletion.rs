@@ -162,39 +162,52 @@ fn mark_crd_deleting(obj: &mut Value, ctx: &Ctx) {
     else {
         return;
     };
+    set_crd_condition(
+        status,
+        "Terminating",
+        "True",
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        &ctx.now_rfc3339,
+    );
+}
+
+/// Upstream's `SetCRDCondition` on a CustomResourceDefinition's `status`: replaces the
+/// condition of type `kind` (keeping its transition time while its status stays) or appends
+/// it. Shared by the deletion mark here and the server's CRD controller.
+pub fn set_crd_condition(
+    status: &mut Value,
+    kind: &str,
+    cond_status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) {
     if !status.is_object() {
         *status = json!({});
     }
-    let conds = status
+    let list = status
         .as_object_mut()
         .expect("object")
         .entry("conditions")
         .or_insert(Value::Null);
-    if !conds.is_array() {
-        *conds = json!([]);
+    if !list.is_array() {
+        *list = json!([]);
     }
-    let conds = conds.as_array_mut().expect("array");
-    let terminating = json!({
-        "type": "Terminating",
-        "status": "True",
-        "lastTransitionTime": ctx.now_rfc3339,
-        "reason": "InstanceDeletionPending",
-        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
-    });
-    match conds
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("Terminating"))
-    {
-        Some(c) => {
-            if c.get("status").and_then(Value::as_str) == Some("True") {
-                let kept = c["lastTransitionTime"].clone();
-                *c = terminating;
-                c["lastTransitionTime"] = kept;
-            } else {
-                *c = terminating;
-            }
-        }
-        None => conds.push(terminating),
+    let list = list.as_array_mut().expect("array");
+    let existing = list
+        .iter()
+        .position(|c| c.get("type").and_then(Value::as_str) == Some(kind));
+    let kept = existing
+        .map(|i| &list[i])
+        .filter(|c| c.get("status").and_then(Value::as_str) == Some(cond_status))
+        .and_then(|c| c.get("lastTransitionTime").and_then(Value::as_str));
+    let time = kept.unwrap_or(now).to_owned();
+    let c = json!({"type": kind, "status": cond_status, "lastTransitionTime": time,
+                   "reason": reason, "message": message});
+    match existing {
+        Some(i) => list[i] = c,
+        None => list.push(c),
     }
 }
 

@@ -64,8 +64,8 @@ pub use core_defaults::{
 };
 pub use ctx::{Ctx, Requester};
 pub use deletion::{
-    DeletionPlan, GcPolicy, Propagation, CRD_CLEANUP_FINALIZER, FINALIZER_FOREGROUND,
-    FINALIZER_ORPHAN,
+    set_crd_condition, DeletionPlan, GcPolicy, Propagation, CRD_CLEANUP_FINALIZER,
+    FINALIZER_FOREGROUND, FINALIZER_ORPHAN,
 };
 pub use dra::{admin_access_forbidden, ADMIN_ACCESS_LABEL};
 pub use errors::FieldErr;

@@ -9,7 +9,7 @@
 //!
 //! It watches definitions and reconciles all of them on every change (or resync).
 
-use crate::custom::{self, CLEANUP_FINALIZER};
+use crate::custom::{self, condition_is, has_condition, CLEANUP_FINALIZER};
 use crate::limits::{CRD_PASS_INTERVAL_MIN, CRD_RESYNC};
 use crate::objects;
 use crate::registry::{DeleteOptions, Source, UpdateOptions};
@@ -18,6 +18,7 @@ use crate::selection::Selection;
 use crate::state::State;
 use keel_api::status::ApiError;
 use keel_catalog::{CatalogChange, ResourceId};
+use keel_strategy::set_crd_condition as set_condition;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -79,6 +80,10 @@ async fn reconcile_all(st: &State, served: &mut ServedNow) -> Result<(), ApiErro
     let now = objects::now_rfc3339();
     let mut writes = Vec::new();
     for i in 0..crds.len() {
+        // The group's names are gathered only for a definition that needs them.
+        if settled(&crds[i]) {
+            continue;
+        }
         let used = names_in_use(&crds, i);
         let status = next_status(&crds[i], &used, &now);
         if let Some(status) = status {
@@ -208,6 +213,17 @@ fn short_names(
     }
 }
 
+/// A definition whose accepted names are its spec's, accepted and established: nothing
+/// for the naming and establishing steps to do.
+fn settled(crd: &Value) -> bool {
+    let status = crd.get("status").unwrap_or(&Value::Null);
+    let accepted = status.get("acceptedNames").unwrap_or(&Value::Null);
+    let spec = crd.pointer("/spec/names").unwrap_or(&Value::Null);
+    spec_names(spec) == spec_names(accepted)
+        && condition_is(status, "NamesAccepted", "True")
+        && condition_is(status, "Established", "True")
+}
+
 /// The definition's next status (names, NamesAccepted, Established), or `None` when it
 /// stays as it is.
 fn next_status(crd: &Value, used: &Used, now: &str) -> Option<Value> {
@@ -218,12 +234,10 @@ fn next_status(crd: &Value, used: &Used, now: &str) -> Option<Value> {
         .get("acceptedNames")
         .cloned()
         .unwrap_or_else(|| json!({}));
-    let names_differ = spec_names(spec) != spec_names(&accepted);
-    let names_ok = condition_is(&status, "NamesAccepted", "True");
-    let established = condition_is(&status, "Established", "True");
-    if !names_differ && names_ok && established {
+    if settled(crd) {
         return None;
     }
+    let established = condition_is(&status, "Established", "True");
     let mut next_names = accepted.as_object().cloned().unwrap_or_default();
     // As upstream, each name is looked at in turn and the last conflict is the one told.
     let mut cond: Option<(&str, String)> = None;
@@ -325,69 +339,12 @@ fn spec_names(v: &Value) -> Vec<Value> {
     .collect()
 }
 
-fn conditions(status: &Value) -> impl Iterator<Item = &Value> {
-    status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-}
-
-fn has_condition(status: &Value, kind: &str) -> bool {
-    conditions(status).any(|c| c.get("type").and_then(Value::as_str) == Some(kind))
-}
-
-fn condition_is(status: &Value, kind: &str, want: &str) -> bool {
-    conditions(status).any(|c| {
-        c.get("type").and_then(Value::as_str) == Some(kind)
-            && c.get("status").and_then(Value::as_str) == Some(want)
-    })
-}
-
-/// Upstream's `SetCRDCondition`: replaces the condition of that type (keeping its transition
-/// time when the status stays) or appends it.
-fn set_condition(
-    status: &mut Value,
-    kind: &str,
-    cond_status: &str,
-    reason: &str,
-    message: &str,
-    now: &str,
-) {
-    let list = status
-        .as_object_mut()
-        .expect("status object")
-        .entry("conditions")
-        .or_insert(Value::Null);
-    if !list.is_array() {
-        *list = json!([]);
-    }
-    let list = list.as_array_mut().expect("array");
-    let mut time = now.to_owned();
-    let existing = list
-        .iter()
-        .position(|c| c.get("type").and_then(Value::as_str) == Some(kind));
-    if let Some(i) = existing {
-        if list[i].get("status").and_then(Value::as_str) == Some(cond_status) {
-            if let Some(t) = list[i].get("lastTransitionTime").and_then(Value::as_str) {
-                time = t.to_owned();
-            }
-        }
-    }
-    let c = json!({"type": kind, "status": cond_status, "lastTransitionTime": time,
-                   "reason": reason, "message": message});
-    match existing {
-        Some(i) => list[i] = c,
-        None => list.push(c),
-    }
-}
-
 /// Makes the served custom resources those the definitions say, in one catalog change.
 fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
     let mut want = HashMap::new();
     for crd in crds {
         for s in custom::served(crd) {
-            want.insert(custom::id_of(&s), s);
+            want.insert(s.spec.id(), s);
         }
     }
     let remove: Vec<ResourceId> = served
@@ -407,11 +364,12 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
         remove: remove.clone(),
         add: add.iter().map(|s| s.spec.clone()).collect(),
     };
-    let defined = add
+    // Only versions served anew have their definitions made (schemas compiled).
+    let defined: Vec<(ResourceId, Arc<custom::Custom>)> = add
         .iter()
-        .map(|s| (s.spec.id(), s.custom.clone()))
+        .map(|s| (s.spec.id(), Arc::new(s.custom())))
         .collect();
-    match st.routes.apply_custom(&change, defined) {
+    match st.routes.apply_custom(&change, defined.clone()) {
         Ok(_) => {
             for id in &remove {
                 served.remove(id);
@@ -433,16 +391,14 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
                     served.remove(id);
                 }
             }
-            for s in add {
+            for (s, (id, custom)) in add.iter().zip(defined) {
                 let one = CatalogChange::add(vec![s.spec.clone()]);
-                match st
-                    .routes
-                    .apply_custom(&one, vec![(s.spec.id(), s.custom.clone())])
-                {
+                let name = custom.crd.clone();
+                match st.routes.apply_custom(&one, vec![(id, custom)]) {
                     Ok(_) => {
                         served.insert(s.spec.id(), s.fingerprint.clone());
                     }
-                    Err(e) => eprintln!("crd controller: {}: {e}", s.custom.crd),
+                    Err(e) => eprintln!("crd controller: {name}: {e}"),
                 }
             }
         }
