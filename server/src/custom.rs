@@ -39,6 +39,8 @@ pub struct Custom {
     pub deprecation_warning: Option<String>,
     /// The version's `selectableFields`, as field selectors name them (`spec.color`).
     pub selectable: Vec<String>,
+    /// How objects convert between the definition's versions (`None`: it has one).
+    pub versions: Option<Arc<crate::versions::Versions>>,
 }
 
 /// A process-unique id for a new [`Custom`].
@@ -425,12 +427,16 @@ pub fn served(crd: &Value) -> Vec<Served<'_>> {
             storage_version: storage.to_owned(),
         };
         let deprecation_warning = deprecation_warning(crd, v);
+        // The other versions and the conversion decide how this one's objects convert.
+        let version_names: Vec<&str> = versions.iter().map(|v| str_at(v, "/name")).collect();
         let fingerprint = serde_json::json!([
             format!("{spec:?}"),
             v,
             terminating,
             deprecation_warning,
-            crd.pointer("/metadata/uid")
+            crd.pointer("/metadata/uid"),
+            version_names,
+            crd.pointer("/spec/conversion")
         ])
         .to_string();
         out.push(Served {
@@ -552,6 +558,8 @@ impl Served<'_> {
                 .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
                 .map(|p| p.strip_prefix('.').unwrap_or(p).to_owned())
                 .collect(),
+            versions: crate::versions::Versions::of_custom(self.crd, &self.spec.version)
+                .map(Arc::new),
         }
     }
 }
@@ -630,6 +638,7 @@ mod tests {
             terminating: false,
             deprecation_warning: None,
             selectable: Vec::new(),
+            versions: None,
         }
     }
 

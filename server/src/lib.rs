@@ -17,7 +17,7 @@
 //!   selection, repr     selectors and watch-event rules; media types and encodings
 //!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
 //!   flowcontrol/        priority and fairness: classification, fair queuing, per-core seats
-//!   objects, alloc, auth, metrics, options, limits, schema_meta, custom   (leaves)
+//!   objects, alloc, auth, metrics, options, limits, schema_meta, custom, versions  (leaves)
 //! ```
 //!
 //! Pure API semantics live in keel-api, keel-schema, keel-catalog and keel-strategy; protobuf
@@ -53,4 +53,5 @@ pub mod schema_meta;
 pub mod selection;
 pub mod state;
 pub mod storage;
+pub mod versions;
 pub mod watch_feed;

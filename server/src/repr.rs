@@ -246,6 +246,8 @@ pub struct Encoder {
     info: Arc<ResourceInfo>,
     /// A custom resource's definition (its Table columns).
     custom: Option<Arc<Custom>>,
+    /// Converts objects stored in another version (resources served in several).
+    versions: Option<Arc<crate::versions::Versions>>,
 }
 
 impl Encoder {
@@ -255,6 +257,7 @@ impl Encoder {
             api_version: info.api_version(),
             info,
             custom: None,
+            versions: None,
         }
     }
 
@@ -263,8 +266,20 @@ impl Encoder {
     pub fn of(format: Format, res: &crate::routes::Resource) -> Encoder {
         Encoder {
             custom: res.custom.clone(),
+            versions: res.versions.clone(),
             ..Encoder::new(format, res.info.clone())
         }
+    }
+
+    /// The version this encoder converts objects to, when its resource is served in several
+    /// (what its encodings of an event are shared by).
+    pub fn converts_to(&self) -> Option<&str> {
+        self.versions.as_ref().map(|v| v.request.as_str())
+    }
+
+    /// Whether the stored object `bytes` is sent converted (in another version).
+    pub fn converts(&self, bytes: &[u8]) -> bool {
+        self.versions.as_ref().is_some_and(|v| v.converts(bytes))
     }
 
     pub fn format(&self) -> Format {
@@ -273,6 +288,18 @@ impl Encoder {
 
     /// Appends the event of type `kind` for the stored object `bytes`.
     pub fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
+        let converted;
+        let bytes = match &self.versions {
+            Some(v) => match v.bytes_to_request(bytes) {
+                Ok(b) => {
+                    converted = b;
+                    &*converted
+                }
+                // As upstream's watch, which ends with the conversion's error.
+                Err(e) => return self.error(out, &e),
+            },
+            None => bytes,
+        };
         match self.format {
             Format::Json => json_event_line(out, kind, bytes),
             Format::Yaml => unreachable!("watches refuse YAML before an encoder is made"),

@@ -17,6 +17,7 @@
 use crate::custom::Custom;
 use crate::limits::ROUTES_CACHED_PER_THREAD_MAX;
 use crate::storage::Location;
+use crate::versions::Versions;
 use keel_catalog::{Catalog, CatalogChange, CatalogError, ResourceId, ResourceInfo};
 use keel_strategy::Strategy;
 use parking_lot::Mutex;
@@ -35,6 +36,9 @@ pub struct Resource {
     pub strategy: &'static Strategy,
     /// A custom resource's definition (`None` for built-ins).
     pub custom: Option<Arc<Custom>>,
+    /// How its objects convert between the versions it is served in (`None`: one version,
+    /// or versions that share one form).
+    pub versions: Option<Arc<Versions>>,
 }
 
 impl Resource {
@@ -46,11 +50,16 @@ impl Resource {
             ),
             None => keel_strategy::strategy(info.group, info.plural),
         };
+        let versions = match &custom {
+            Some(c) => c.versions.clone(),
+            None => None,
+        };
         Resource {
             loc: Location::of(catalog, info),
             strategy,
             info: info.clone(),
             custom,
+            versions,
         }
     }
 

@@ -251,9 +251,10 @@ impl Selection {
         Selection { filter, name, enc }
     }
 
-    /// Every object of the collection, as JSON: the feed's precomputed lines serve it.
+    /// Every object of the collection, as JSON, as stored (in one version): the feed's
+    /// precomputed lines serve it.
     pub fn is_plain_json(&self) -> bool {
-        self.enc.format() == Format::Json && self.selects_all()
+        self.enc.format() == Format::Json && self.selects_all() && self.enc.converts_to().is_none()
     }
 
     /// No selector and no single name.

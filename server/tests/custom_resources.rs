@@ -619,3 +619,146 @@ fn invalid_definitions_get_every_cause() {
         .status
         .success());
 }
+
+/// A definition with two versions: objects are stored in the storage version whatever
+/// version wrote them, and every read (get, list, watch, write answers) gives them in the
+/// version asked for; a new storage version is recorded in `status.storedVersions`.
+#[test]
+fn objects_are_stored_in_one_version_and_read_in_any() {
+    let s = server();
+    let mut crd: Value = serde_json::from_str(&definition(
+        "cr10.example.com",
+        "gears",
+        "Gear",
+        &[],
+        "Namespaced",
+    ))
+    .unwrap();
+    let v1 = crd["spec"]["versions"][0].clone();
+    let mut beta = v1.clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"] = json!([beta, v1]);
+    apply(s, &crd.to_string());
+    established(s, "gears.cr10.example.com");
+    let ns = s.namespace("gears");
+    // Written through v1beta1 (kubectl's answer is in v1beta1 too).
+    let written = s.kubectl_stdin(
+        &["create", "-n", &ns, "-o", "json", "-f", "-"],
+        &json!({"apiVersion": "cr10.example.com/v1beta1", "kind": "Gear",
+                "metadata": {"name": "g1"}, "spec": {"size": 3}})
+        .to_string(),
+    );
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let written: Value = serde_json::from_slice(&written.stdout).unwrap();
+    assert_eq!(written["apiVersion"], "cr10.example.com/v1beta1");
+    let at = |version: &str| {
+        s.json(&[
+            "get",
+            "-n",
+            &ns,
+            &format!("gears.{version}.cr10.example.com"),
+            "g1",
+            "-o",
+            "json",
+        ])
+    };
+    for version in ["v1", "v1beta1"] {
+        let got = at(version);
+        assert_eq!(got["apiVersion"], format!("cr10.example.com/{version}"));
+        assert_eq!(got["spec"]["size"], 3);
+        assert_eq!(
+            got["metadata"]["resourceVersion"],
+            written["metadata"]["resourceVersion"]
+        );
+    }
+    // Lists and watches of each version.
+    for version in ["v1", "v1beta1"] {
+        let path = format!("/apis/cr10.example.com/{version}/namespaces/{ns}/gears");
+        let list = s.get(&path).json();
+        assert_eq!(list["apiVersion"], format!("cr10.example.com/{version}"));
+        assert_eq!(
+            list["items"][0]["apiVersion"],
+            format!("cr10.example.com/{version}")
+        );
+        let w = s.get(&format!(
+            "{path}?watch=1&resourceVersion=0&timeoutSeconds=1"
+        ));
+        let events = common::json_watch_events(&w.body);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(
+            events[0].1["apiVersion"],
+            format!("cr10.example.com/{version}")
+        );
+    }
+    // A server-side apply through v1 (taking the field from the creator) updates the object
+    // written through v1beta1; its
+    // answer and later reads through v1beta1 agree.
+    let applied = s.kubectl_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+            "-f",
+            "-",
+        ],
+        &json!({"apiVersion": "cr10.example.com/v1", "kind": "Gear",
+                "metadata": {"name": "g1"}, "spec": {"size": 5}})
+        .to_string(),
+    );
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let applied: Value = serde_json::from_slice(&applied.stdout).unwrap();
+    assert_eq!(applied["apiVersion"], "cr10.example.com/v1");
+    let beta_now = at("v1beta1");
+    assert_eq!(beta_now["apiVersion"], "cr10.example.com/v1beta1");
+    assert_eq!(beta_now["spec"]["size"], 5);
+    // A watch of v1beta1 from before the apply sees the change in v1beta1.
+    let rv = written["metadata"]["resourceVersion"].as_str().unwrap();
+    let w = s.get(&format!(
+        "/apis/cr10.example.com/v1beta1/namespaces/{ns}/gears?watch=1&resourceVersion={rv}&timeoutSeconds=1"
+    ));
+    let events = common::json_watch_events(&w.body);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].0, "MODIFIED");
+    assert_eq!(events[0].1["apiVersion"], "cr10.example.com/v1beta1");
+    assert_eq!(events[0].1["spec"]["size"], 5);
+    // Moving storage to v1beta1 records it; objects written since are stored there and
+    // still read through v1.
+    crd["spec"]["versions"][0]["storage"] = json!(true);
+    crd["spec"]["versions"][1]["storage"] = json!(false);
+    apply(s, &crd.to_string());
+    let stored = s.json(&["get", "crd", "gears.cr10.example.com", "-o", "json"]);
+    assert_eq!(stored["status"]["storedVersions"], json!(["v1", "v1beta1"]));
+    assert!(eventually(WAIT, || {
+        let out = s.kubectl_stdin(
+            &["create", "-n", &ns, "-f", "-"],
+            &json!({"apiVersion": "cr10.example.com/v1", "kind": "Gear",
+                    "metadata": {"name": "g2"}, "spec": {"size": 1}})
+            .to_string(),
+        );
+        out.status.success()
+    }));
+    let list = s.json(&["get", "-n", &ns, "gears.v1.cr10.example.com", "-o", "json"]);
+    let versions: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["apiVersion"])
+        .collect();
+    assert_eq!(
+        versions,
+        [&json!("cr10.example.com/v1"), &json!("cr10.example.com/v1")]
+    );
+}

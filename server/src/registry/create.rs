@@ -70,6 +70,8 @@ impl Registry {
                 bytes: objects::to_canonical_json(&obj),
             });
         }
+        // Stored in the storage version; answered in the request's.
+        super::to_storage(res, &mut obj)?;
         let mut attempts = 0;
         loop {
             let name = objects::name(&obj).to_string();
@@ -78,7 +80,9 @@ impl Registry {
             match self.storage.create(&key, &spliced).await {
                 Ok((bytes, _)) => {
                     self.alloc.settle(&allocation);
-                    return Ok(Created { bytes });
+                    return Ok(Created {
+                        bytes: super::answer_as_request(res, bytes)?,
+                    });
                 }
                 Err(StoreError::AlreadyExists { .. })
                     if generated && attempts < GENERATE_NAME_ATTEMPTS_MAX =>

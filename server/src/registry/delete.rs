@@ -102,6 +102,19 @@ impl Registry {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        let mut done = self.delete_stored(res, namespace, name, opts).await?;
+        done.bytes = super::answer_as_request(res, done.bytes)?;
+        Ok(done)
+    }
+
+    /// [`Registry::delete`], answering with the object as stored.
+    async fn delete_stored(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let removed = |bytes: &[u8]| Deleted {
             bytes: bytes.to_vec(),
             removed: true,
@@ -171,6 +184,7 @@ impl Registry {
                     if opts.dry_run {
                         return Ok(marked(serde_json::to_vec(&obj).expect("JSON")));
                     }
+                    super::to_storage(res, &mut obj)?;
                     let spliced = Spliced::new(&mut obj);
                     match self.storage.update(&key, cur_rev, &spliced).await {
                         Ok((bytes, _)) => {

@@ -137,10 +137,12 @@ impl Registry {
         name: &str,
         at: ReadPoint,
     ) -> Result<KeyValue, ApiError> {
-        self.storage
+        let kv = self
+            .storage
             .get(&res.loc.key(namespace, name), at)
             .await?
-            .ok_or_else(|| res.not_found(name))
+            .ok_or_else(|| res.not_found(name))?;
+        as_request(res, kv)
     }
 
     /// The latest version of `name`, parsed, with its revision.
@@ -154,6 +156,7 @@ impl Registry {
             .storage
             .get_latest(&res.loc.key(namespace, name))?
             .ok_or_else(|| res.not_found(name))?;
+        let kv = as_request(res, kv)?;
         Ok((objects::parse_stored(kv.value())?, kv))
     }
 
@@ -174,6 +177,41 @@ impl Registry {
     /// How many objects of `res` are stored (all namespaces).
     pub fn count(&self, res: &Resource) -> Result<u64, ApiError> {
         self.storage.count(&res.loc.list_prefix(""))
+    }
+}
+
+/// A stored object as the requests of `res` see it: in their version (`crate::versions`).
+fn as_request(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> {
+    match &res.versions {
+        Some(v) if v.converts(kv.value()) => {
+            let bytes = v.bytes_to_request(kv.value())?;
+            Ok(KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision))
+        }
+        _ => Ok(kv),
+    }
+}
+
+/// Stored objects as the requests of `res` see them.
+fn all_as_request(res: &Resource, items: Vec<KeyValue>) -> Result<Vec<KeyValue>, ApiError> {
+    if res.versions.is_none() {
+        return Ok(items);
+    }
+    items.into_iter().map(|kv| as_request(res, kv)).collect()
+}
+
+/// An answer's stored bytes as the request sees them.
+fn answer_as_request(res: &Resource, bytes: Vec<u8>) -> Result<Vec<u8>, ApiError> {
+    match &res.versions {
+        Some(v) => v.vec_to_request(bytes),
+        None => Ok(bytes),
+    }
+}
+
+/// A written object as it is stored.
+fn to_storage(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
+    match &res.versions {
+        Some(v) => v.to_storage(obj),
+        None => Ok(()),
     }
 }
 

@@ -73,6 +73,23 @@ impl Registry {
         tracking: &Tracking,
         try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
     ) -> Result<Updated, ApiError> {
+        let mut done = self
+            .update_stored(res, namespace, name, opts, tracking, try_update)
+            .await?;
+        done.bytes = super::answer_as_request(res, done.bytes)?;
+        Ok(done)
+    }
+
+    /// [`Registry::guaranteed_update_by`], answering with the object as stored.
+    async fn update_stored(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+        opts: &UpdateOptions<'_>,
+        tracking: &Tracking,
+        try_update: &mut dyn FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<Updated, ApiError> {
         let key = res.loc.key(namespace, name);
         let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
@@ -89,6 +106,10 @@ impl Registry {
             };
             let cur_rev = current.mod_revision;
             let mut old = objects::parse_stored(current.value())?;
+            // The update is decided in the request's version, stored in the storage version.
+            if let Some(v) = &res.versions {
+                v.to_request(&mut old)?;
+            }
             let mut new = try_update(Some(&old))?;
             // A uid in a whole new object is a precondition (checked before the
             // resourceVersion, as upstream's storage does); in a patch it is a field that
@@ -168,6 +189,7 @@ impl Registry {
                     created: false,
                 });
             }
+            super::to_storage(res, &mut new)?;
             if deleting {
                 let spliced = Spliced::new(&mut new);
                 match self.storage.delete(&key, cur_rev).await {

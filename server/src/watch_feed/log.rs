@@ -31,8 +31,9 @@ pub(super) struct Line {
 pub(super) struct More {
     /// The new object (puts) and the previous one, parsed; `None` if absent or unparsable.
     pub(super) parsed: Option<(Option<Value>, Option<Value>)>,
-    /// Encodings by representation and event type.
-    pub(super) encoded: Vec<(Format, &'static str, Arc<[u8]>)>,
+    /// Encodings by representation, event type and the version objects are converted to
+    /// (`None`: as stored).
+    pub(super) encoded: Vec<(Format, &'static str, Option<Box<str>>, Arc<[u8]>)>,
     /// Bytes charged for the above.
     pub(super) charged: usize,
 }
@@ -77,23 +78,28 @@ impl Line {
         };
         let ev = &self.ev;
         let more = self.more.get_or_insert_with(Box::default);
-        let format = sel.encoder().format();
-        if format == Format::Json && Some(kind) == as_happened(ev) {
+        let enc = sel.encoder();
+        let format = enc.format();
+        let object = event_object(ev, kind);
+        // The version the object goes out in, if converted.
+        let to = enc.converts_to().filter(|_| enc.converts(&object));
+        if format == Format::Json && Some(kind) == as_happened(ev) && to.is_none() {
             return Some(self.bytes.clone());
         }
         if let Some((.., b)) = more
             .encoded
             .iter()
-            .find(|(f, k, _)| *f == format && *k == kind)
+            .find(|(f, k, v, _)| *f == format && *k == kind && v.as_deref() == to)
         {
             return Some(b.clone());
         }
         let mut out = Vec::new();
-        sel.encoder().event(&mut out, kind, &event_object(ev, kind));
+        enc.event(&mut out, kind, &object);
         let bytes: Arc<[u8]> = out.into();
         more.charged += bytes.len();
         *charged += bytes.len();
-        more.encoded.push((format, kind, bytes.clone()));
+        more.encoded
+            .push((format, kind, to.map(Box::from), bytes.clone()));
         (!bytes.is_empty()).then_some(bytes)
     }
 }
