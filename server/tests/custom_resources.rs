@@ -696,8 +696,7 @@ fn objects_are_stored_in_one_version_and_read_in_any() {
         );
     }
     // A server-side apply through v1 (taking the field from the creator) updates the object
-    // written through v1beta1; its
-    // answer and later reads through v1beta1 agree.
+    // written through v1beta1; its answer and later reads through v1beta1 agree.
     let applied = s.kubectl_stdin(
         &[
             "apply",
