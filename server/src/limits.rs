@@ -228,3 +228,9 @@ pub const FLOWCONTROL_OBJECT_COUNT_MAX_AGE: Duration = Duration::from_secs(10);
 /// Resources whose counts one core keeps for list estimates (beyond it the cache is
 /// cleared and refilled).
 pub const FLOWCONTROL_OBJECT_COUNTS_MAX: usize = 4096;
+
+/// How long a conversion webhook may take to answer (upstream's fixed 30 s, also sent to the
+/// webhook as `?timeout=30s`).
+pub const CONVERSION_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+/// Idle keep-alive connections kept per conversion webhook.
+pub const CONVERSION_WEBHOOK_IDLE_CONNECTIONS: usize = 4;

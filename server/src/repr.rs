@@ -290,13 +290,21 @@ impl Encoder {
     pub fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         let converted;
         let bytes = match &self.versions {
-            Some(v) => match v.bytes_to_request(bytes) {
-                Ok(b) => {
+            Some(v) => match v.bytes_to_request_at_once(bytes) {
+                Some(Ok(b)) => {
                     converted = b;
                     &*converted
                 }
                 // As upstream's watch, which ends with the conversion's error.
-                Err(e) => return self.error(out, &e),
+                Some(Err(e)) => return self.error(out, &e),
+                // A webhook's conversion: the watch converts after the feed
+                // (`handlers::watch`) and its encoder converts nothing.
+                None => {
+                    let e = ApiError::internal(
+                        "an event that needs a conversion webhook reached a feed encoder",
+                    );
+                    return self.error(out, &e);
+                }
             },
             None => bytes,
         };
@@ -326,7 +334,7 @@ impl Encoder {
         }
     }
 
-    fn value_event(&self, out: &mut Vec<u8>, kind: &str, v: &Value) {
+    pub(crate) fn value_event(&self, out: &mut Vec<u8>, kind: &str, v: &Value) {
         match self.format {
             Format::Protobuf | Format::Metadata(MetadataAs { protobuf: true, .. }) => {
                 if let Ok(frame) = keel_proto::encode_watch_event(kind, v) {
@@ -349,7 +357,7 @@ impl Encoder {
     }
 
     /// A BOOKMARK whose object (of the watched kind, or its metadata form) has `metadata`.
-    fn bookmark_with(&self, out: &mut Vec<u8>, metadata: Value) {
+    pub(crate) fn bookmark_with(&self, out: &mut Vec<u8>, metadata: Value) {
         let v = match self.format {
             Format::Metadata(m) if m.list => return,
             Format::Metadata(m) => m.of_metadata(metadata),

@@ -761,3 +761,150 @@ fn objects_are_stored_in_one_version_and_read_in_any() {
         [&json!("cr10.example.com/v1"), &json!("cr10.example.com/v1")]
     );
 }
+
+/// A conversion webhook the test starts (HTTPS with the server's own certificate, trusted
+/// through `caBundle`): it keeps v1's `spec.size` as v2's `spec.length`.
+struct ConversionWebhook {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl ConversionWebhook {
+    fn start(s: &Server) -> ConversionWebhook {
+        use std::io::BufRead;
+        let pki = s.ca_file().parent().unwrap().to_path_buf();
+        let script = format!(
+            "{}/tests/python/conversion_webhook.py",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut child = std::process::Command::new("python3")
+            .arg(script)
+            .arg(pki.join("apiserver.crt"))
+            .arg(pki.join("apiserver.key"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the webhook's port");
+        ConversionWebhook { child, port }
+    }
+}
+
+impl Drop for ConversionWebhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Objects of a definition with `conversion.strategy: Webhook` are converted by its webhook
+/// on every write and read (get, list, watch); a webhook's refusal and an unreachable
+/// webhook are 500s with upstream's texts.
+#[test]
+fn a_conversion_webhook_converts_between_versions() {
+    use base64::Engine;
+    let s = server();
+    let mut hook = ConversionWebhook::start(s);
+    let ca = std::fs::read(s.ca_file()).unwrap();
+    let version = |name: &str, storage: bool, field: &str| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                   "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}}})
+    };
+    let url = format!("https://127.0.0.1:{}/convert", hook.port);
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "shafts.cr11.example.com"},
+        "spec": {
+            "group": "cr11.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "shafts", "singular": "shaft", "kind": "Shaft"},
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": url,
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)}}},
+            "versions": [version("v1", true, "size"), version("v2", false, "length")]
+        }
+    });
+    apply(s, &crd.to_string());
+    established(s, "shafts.cr11.example.com");
+    let ns = s.namespace("shafts");
+    let base = |v: &str| format!("/apis/cr11.example.com/{v}/namespaces/{ns}/shafts");
+    // Written through v2: stored as v1 by the webhook, answered in v2.
+    let created = s.send_json(
+        "POST",
+        &base("v2"),
+        &json!({"apiVersion": "cr11.example.com/v2", "kind": "Shaft",
+                "metadata": {"name": "s1", "labels": {"a": "b"}}, "spec": {"length": 7}}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    assert_eq!(created["apiVersion"], "cr11.example.com/v2");
+    assert_eq!(created["spec"], json!({"length": 7}));
+    let v1 = s.json(&[
+        "get",
+        "-n",
+        &ns,
+        "shafts.v1.cr11.example.com",
+        "s1",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v1["apiVersion"], "cr11.example.com/v1");
+    assert_eq!(v1["spec"], json!({"size": 7}));
+    assert_eq!(v1["metadata"]["uid"], created["metadata"]["uid"]);
+    assert_eq!(v1["metadata"]["labels"], json!({"a": "b"}));
+    let v2 = s.json(&[
+        "get",
+        "-n",
+        &ns,
+        "shafts.v2.cr11.example.com",
+        "s1",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(v2["spec"], json!({"length": 7}));
+    let list = s.get(&base("v2")).json();
+    assert_eq!(list["items"][0]["apiVersion"], "cr11.example.com/v2");
+    assert_eq!(list["items"][0]["spec"], json!({"length": 7}));
+    let w = s.get(&format!(
+        "{}?watch=1&resourceVersion=0&timeoutSeconds=1",
+        base("v2")
+    ));
+    let events = common::json_watch_events(&w.body);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].1["spec"], json!({"length": 7}));
+    // kubectl's Table of v2 objects (its watch-less get) works through the webhook too.
+    let table = s.ok(&["get", "-n", &ns, "shafts.v2.cr11.example.com"]);
+    assert!(table.contains("s1"), "{table}");
+    // The webhook refuses an object: the write is a 500 with its message, nothing stored.
+    let refused = s.send_json(
+        "POST",
+        &base("v2"),
+        &json!({"apiVersion": "cr11.example.com/v2", "kind": "Shaft",
+                "metadata": {"name": "s2", "labels": {"convert": "refuse"}}}),
+    );
+    assert_eq!(refused.status, 500, "{}", refused.text());
+    assert_eq!(
+        refused.json()["message"],
+        "conversion webhook for cr11.example.com/v2, Kind=Shaft failed: refused by the test webhook"
+    );
+    assert_eq!(s.get(&format!("{}/s2", base("v1"))).status, 404);
+    // An unreachable webhook: reads in the stored version still work, others fail.
+    hook.child.kill().unwrap();
+    hook.child.wait().unwrap();
+    assert_eq!(s.get(&format!("{}/s1", base("v1"))).status, 200);
+    let failed = s.get(&format!("{}/s1", base("v2")));
+    assert_eq!(failed.status, 500, "{}", failed.text());
+    let message = failed.json()["message"].as_str().unwrap().to_owned();
+    let prefix = format!(
+        "conversion webhook for cr11.example.com/v1, Kind=Shaft failed: Post \"https://127.0.0.1:{}/convert?timeout=30s\": ",
+        hook.port
+    );
+    assert!(message.starts_with(&prefix), "{message}");
+}

@@ -62,7 +62,7 @@ pub fn merge_bundle(existing: &str, ours: &str) -> String {
 pub async fn reconcile(st: &State, client_ca: &str) -> Result<bool, ApiError> {
     let routes = st.routes.load();
     let res = routes.core("configmaps");
-    let current = match st.registry.get_latest(res, NAMESPACE, NAME) {
+    let current = match st.registry.get_latest(res, NAMESPACE, NAME).await {
         Ok((v, _)) => Some(v),
         Err(e) if e.code == 404 => None,
         Err(e) => return Err(e),

@@ -118,7 +118,7 @@ fn autoupdate(obj: &Value) -> bool {
 async fn ensure(st: &State, res: &Resource, wanted: Value) -> Result<bool, ApiError> {
     let name = objects::name(&wanted).to_string();
     let mandatory = MANDATORY.contains(&name.as_str());
-    let current = match st.registry.get_latest(res, "", &name) {
+    let current = match st.registry.get_latest(res, "", &name).await {
         Ok((v, _)) => Some(v),
         Err(e) if e.code == 404 => None,
         Err(e) => return Err(e),

@@ -416,11 +416,9 @@ fn owner_state(
     if let Some(s) = lookups.get(&key) {
         return *s;
     }
-    let state = match st.registry.get_latest(owner_res, ns, &r.name) {
-        Ok((owner, _)) if objects::meta_str(&owner, "uid") != Some(r.uid.as_str()) => {
-            OwnerState::Absent
-        }
-        Ok((owner, _)) => {
+    let state = match st.registry.get_latest_metadata(owner_res, ns, &r.name) {
+        Ok(owner) if objects::meta_str(&owner, "uid") != Some(r.uid.as_str()) => OwnerState::Absent,
+        Ok(owner) => {
             let waiting = objects::is_deleting(&owner)
                 && objects::finalizers(&owner)
                     .iter()

@@ -301,7 +301,10 @@ async fn ensure_default_cidr(st: &State, res: &Resource) -> Result<(), ApiError>
             Err(e) => return Err(e),
         }
     }
-    let (current, _) = st.registry.get_latest(res, "", DEFAULT_SERVICE_CIDR)?;
+    let (current, _) = st
+        .registry
+        .get_latest(res, "", DEFAULT_SERVICE_CIDR)
+        .await?;
     if has_default_ready(&current) {
         return Ok(());
     }

@@ -63,7 +63,7 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         None => Ok(()),
     };
     if c.rr.verb == "get" {
-        let (obj, _) = st.registry.get_latest(c.res, c.namespace(), &name)?;
+        let (obj, _) = st.registry.get_latest(c.res, c.namespace(), &name).await?;
         return respond::value(200, format, &scale_of(&obj)?);
     }
     let dry_run = c.query.dry_run()?;
@@ -240,7 +240,10 @@ pub async fn eviction(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError
 /// Node object upstream's 404, and otherwise the kubelet's answer for a container that has
 /// not started, or 503.
 pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
-    let (pod, _) = st.registry.get_latest(c.res, c.namespace(), c.name())?;
+    let (pod, _) = st
+        .registry
+        .get_latest(c.res, c.namespace(), c.name())
+        .await?;
     let containers: Vec<String> = pod
         .pointer("/spec/containers")
         .and_then(Value::as_array)

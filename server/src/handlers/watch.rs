@@ -5,6 +5,10 @@
 //! State machine of one stream: `Initial` (draining the listed state) -> `Live` (store
 //! events) -> `Ended` (timeout, client gone, or an ERROR event was sent: lagging or compacted
 //! history).
+//!
+//! A resource whose objects a conversion webhook converts is watched as stored (JSON lines)
+//! and each event converted after selection, then encoded as asked (`webhook_converted`): a
+//! feed's encodings are made without waiting, a webhook's answer is waited for.
 
 use super::call::Call;
 use super::resource::filter;
@@ -186,7 +190,15 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         }
     };
     let name = (!c.name().is_empty()).then(|| c.name().to_string());
-    let enc = Encoder::of(format, c.res);
+    // A webhook's conversion: objects are selected as stored, then converted and encoded.
+    let webhook = c.res.versions.clone().filter(|v| !v.converts_at_once());
+    let (enc, webhook) = match webhook {
+        Some(v) => (
+            Encoder::new(Format::Json, c.res.info.clone()),
+            Some((v, Encoder::of(format, c.res))),
+        ),
+        None => (Encoder::of(format, c.res), None),
+    };
     let sel = Selection::new(filter, name, enc);
     let content_type = match format {
         Format::Protobuf | Format::Metadata(repr::MetadataAs { protobuf: true, .. }) => {
@@ -219,7 +231,71 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         bookmark_interval: st.bookmark_interval,
         last_sent: watch.from,
     };
-    Ok(stream_response(content_type, s))
+    match webhook {
+        Some((versions, enc)) => Ok(stream_response(
+            content_type,
+            webhook_converted(s, versions, enc),
+        )),
+        None => Ok(stream_response(content_type, s)),
+    }
+}
+
+/// The events of `s` (JSON lines of objects as stored), each converted by the webhook and
+/// encoded by `enc`. A conversion that fails ends the watch with its error, as upstream's.
+fn webhook_converted(
+    s: WatchStream,
+    versions: std::sync::Arc<crate::versions::Versions>,
+    enc: Encoder,
+) -> impl Stream<Item = Chunk> + 'static {
+    use futures_util::StreamExt;
+    let enc = std::rc::Rc::new(enc);
+    s.then(move |chunk| {
+        let (versions, enc) = (versions.clone(), enc.clone());
+        async move { convert_events(chunk, &versions, &enc).await }
+    })
+    .scan(false, |ended, (chunk, failed)| {
+        let out = (!*ended).then_some(chunk);
+        *ended |= failed;
+        std::future::ready(out)
+    })
+}
+
+/// One chunk of JSON watch lines converted and encoded; `true` if a conversion failed (its
+/// ERROR event is the chunk's last).
+async fn convert_events(
+    chunk: Chunk,
+    versions: &crate::versions::Versions,
+    enc: &Encoder,
+) -> (Chunk, bool) {
+    use serde_json::Value;
+    let mut lines = Vec::with_capacity(chunk.len());
+    for p in chunk.pieces() {
+        lines.extend_from_slice(p);
+    }
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(Value::Object(mut ev)) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let kind = ev
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let mut obj = ev.remove("object").unwrap_or_default();
+        match kind.as_str() {
+            "BOOKMARK" => enc.bookmark_with(&mut out, obj["metadata"].take()),
+            "ERROR" => enc.value_event(&mut out, "ERROR", &obj),
+            _ => match versions.to_request(&mut obj).await {
+                Ok(()) => enc.event(&mut out, &kind, &crate::objects::to_canonical_json(&obj)),
+                Err(e) => {
+                    enc.error(&mut out, &e);
+                    return (out.into(), true);
+                }
+            },
+        }
+    }
+    (out.into(), false)
 }
 
 fn stream_response(content_type: &str, s: impl Stream<Item = Chunk> + 'static) -> Response {

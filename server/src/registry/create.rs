@@ -71,7 +71,7 @@ impl Registry {
             });
         }
         // Stored in the storage version; answered in the request's.
-        super::to_storage(res, &mut obj)?;
+        super::to_storage(res, &mut obj).await?;
         let mut attempts = 0;
         loop {
             let name = objects::name(&obj).to_string();
@@ -81,7 +81,7 @@ impl Registry {
                 Ok((bytes, _)) => {
                     self.alloc.settle(&allocation);
                     return Ok(Created {
-                        bytes: super::answer_as_request(res, bytes)?,
+                        bytes: super::answer_as_request(res, bytes).await?,
                     });
                 }
                 Err(StoreError::AlreadyExists { .. })

@@ -103,7 +103,7 @@ impl Registry {
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let mut done = self.delete_stored(res, namespace, name, opts).await?;
-        done.bytes = super::answer_as_request(res, done.bytes)?;
+        done.bytes = super::answer_as_request(res, done.bytes).await?;
         Ok(done)
     }
 
@@ -184,7 +184,7 @@ impl Registry {
                     if opts.dry_run {
                         return Ok(marked(serde_json::to_vec(&obj).expect("JSON")));
                     }
-                    super::to_storage(res, &mut obj)?;
+                    super::to_storage(res, &mut obj).await?;
                     let spliced = Spliced::new(&mut obj);
                     match self.storage.update(&key, cur_rev, &spliced).await {
                         Ok((bytes, _)) => {

@@ -107,7 +107,7 @@ impl Registry {
         };
         let remaining = (more && want > 0 && filter.is_empty()).then_some(remaining);
         Ok(Page {
-            items: super::all_as_request(res, items)?,
+            items: super::all_as_request(res, items).await?,
             revision,
             continue_token,
             remaining,
@@ -125,7 +125,7 @@ impl Registry {
             .storage
             .list(&res.loc.list_prefix(namespace), None, 0, ReadPoint::Latest)
             .await?;
-        Ok((super::all_as_request(res, r.items)?, r.revision))
+        Ok((super::all_as_request(res, r.items).await?, r.revision))
     }
 }
 

@@ -142,11 +142,11 @@ impl Registry {
             .get(&res.loc.key(namespace, name), at)
             .await?
             .ok_or_else(|| res.not_found(name))?;
-        as_request(res, kv)
+        as_request(res, kv).await
     }
 
     /// The latest version of `name`, parsed, with its revision.
-    pub fn get_latest(
+    pub async fn get_latest(
         &self,
         res: &Resource,
         namespace: &str,
@@ -156,8 +156,23 @@ impl Registry {
             .storage
             .get_latest(&res.loc.key(namespace, name))?
             .ok_or_else(|| res.not_found(name))?;
-        let kv = as_request(res, kv)?;
+        let kv = as_request(res, kv).await?;
         Ok((objects::parse_stored(kv.value())?, kv))
+    }
+
+    /// The latest version of `name`, parsed, in the version it is stored in (for readers of
+    /// its metadata only, which no version changes).
+    pub fn get_latest_metadata(
+        &self,
+        res: &Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let kv = self
+            .storage
+            .get_latest(&res.loc.key(namespace, name))?
+            .ok_or_else(|| res.not_found(name))?;
+        objects::parse_stored(kv.value())
     }
 
     /// Whether `name` exists now.
@@ -181,36 +196,46 @@ impl Registry {
 }
 
 /// A stored object as the requests of `res` see it: in their version (`crate::versions`).
-fn as_request(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> {
+async fn as_request(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> {
     match &res.versions {
         Some(v) if v.converts(kv.value()) => {
-            let bytes = v.bytes_to_request(kv.value())?;
+            let bytes = v.bytes_to_request(kv.value()).await?;
             Ok(KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision))
         }
         _ => Ok(kv),
     }
 }
 
-/// Stored objects as the requests of `res` see them.
-fn all_as_request(res: &Resource, items: Vec<KeyValue>) -> Result<Vec<KeyValue>, ApiError> {
-    if res.versions.is_none() {
+/// Stored objects as the requests of `res` see them (one conversion for all of them).
+async fn all_as_request(res: &Resource, items: Vec<KeyValue>) -> Result<Vec<KeyValue>, ApiError> {
+    let Some(v) = &res.versions else {
         return Ok(items);
-    }
-    items.into_iter().map(|kv| as_request(res, kv)).collect()
+    };
+    let converted = v
+        .items_to_request(items.iter().map(KeyValue::value).collect())
+        .await?;
+    Ok(items
+        .into_iter()
+        .zip(converted)
+        .map(|(kv, c)| match c {
+            Some(bytes) => KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision),
+            None => kv,
+        })
+        .collect())
 }
 
 /// An answer's stored bytes as the request sees them.
-fn answer_as_request(res: &Resource, bytes: Vec<u8>) -> Result<Vec<u8>, ApiError> {
+async fn answer_as_request(res: &Resource, bytes: Vec<u8>) -> Result<Vec<u8>, ApiError> {
     match &res.versions {
-        Some(v) => v.vec_to_request(bytes),
+        Some(v) => v.vec_to_request(bytes).await,
         None => Ok(bytes),
     }
 }
 
 /// A written object as it is stored.
-fn to_storage(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
+async fn to_storage(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
     match &res.versions {
-        Some(v) => v.to_storage(obj),
+        Some(v) => v.to_storage(obj).await,
         None => Ok(()),
     }
 }

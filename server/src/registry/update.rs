@@ -76,7 +76,7 @@ impl Registry {
         let mut done = self
             .update_stored(res, namespace, name, opts, tracking, try_update)
             .await?;
-        done.bytes = super::answer_as_request(res, done.bytes)?;
+        done.bytes = super::answer_as_request(res, done.bytes).await?;
         Ok(done)
     }
 
@@ -108,7 +108,7 @@ impl Registry {
             let mut old = objects::parse_stored(current.value())?;
             // The update is decided in the request's version, stored in the storage version.
             if let Some(v) = &res.versions {
-                v.to_request(&mut old)?;
+                v.to_request(&mut old).await?;
             }
             let mut new = try_update(Some(&old))?;
             // A uid in a whole new object is a precondition (checked before the
@@ -189,7 +189,7 @@ impl Registry {
                     created: false,
                 });
             }
-            super::to_storage(res, &mut new)?;
+            super::to_storage(res, &mut new).await?;
             if deleting {
                 let spliced = Spliced::new(&mut new);
                 match self.storage.delete(&key, cur_rev).await {

@@ -31,12 +31,15 @@ pub(super) struct Line {
 pub(super) struct More {
     /// The new object (puts) and the previous one, parsed; `None` if absent or unparsable.
     pub(super) parsed: Option<(Option<Value>, Option<Value>)>,
-    /// Encodings by representation, event type and the version objects are converted to
-    /// (`None`: as stored).
-    pub(super) encoded: Vec<(Format, &'static str, Option<Box<str>>, Arc<[u8]>)>,
+    /// Encodings by representation, event type and the version objects are converted to.
+    pub(super) encoded: Vec<Encoded>,
     /// Bytes charged for the above.
     pub(super) charged: usize,
 }
+
+/// One encoding of a line: representation, event type, the version its object was converted
+/// to (`None`: as stored) and the bytes.
+pub(super) type Encoded = (Format, &'static str, Option<Box<str>>, Arc<[u8]>);
 
 impl Line {
     /// Bytes it holds: its line, the stored objects of its event, and what was made later.

@@ -11,16 +11,20 @@
 //! How objects convert:
 //! - a custom resource whose definition says `conversion.strategy: None`: only `apiVersion`
 //!   changes (upstream's "nop" converter);
-//! - a definition with `strategy: Webhook`: not implemented yet. An object in another version
-//!   than the one asked for is refused with a 500 that says so (never served unconverted);
-//!   objects already in the asked version are served.
+//! - `strategy: Webhook`: the definition's conversion webhook converts them ([`webhook`]), one
+//!   review per object, or per list page for its items in other versions. Watches of such a
+//!   resource convert their events after selecting them (`handlers::watch`), since a feed's
+//!   encodings are made without waiting.
 //!
 //! Objects stored before the storage version changed stay in their version until they are
 //! written again (as upstream's, whose `status.storedVersions` lists them).
 
+pub mod webhook;
+
 use keel_api::status::ApiError;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// How the objects of one served version of a resource convert (shared by the versions'
 /// routes of one definition).
@@ -37,8 +41,8 @@ pub struct Versions {
 enum How {
     /// Only `apiVersion` changes.
     ApiVersion,
-    /// A conversion webhook (not implemented): the definition's name, for the error.
-    Webhook { crd: String },
+    /// The definition's conversion webhook.
+    Webhook(Arc<webhook::Webhook>),
 }
 
 impl Versions {
@@ -55,17 +59,9 @@ impl Versions {
             .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?
             .get("name")?
             .as_str()?;
-        let how = match crd
-            .pointer("/spec/conversion/strategy")
-            .and_then(Value::as_str)
-        {
-            Some("Webhook") => How::Webhook {
-                crd: crd
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            },
+        let conversion = crd.pointer("/spec/conversion").unwrap_or(&Value::Null);
+        let how = match conversion.get("strategy").and_then(Value::as_str) {
+            Some("Webhook") => How::Webhook(Arc::new(webhook::Webhook::of(conversion))),
             _ => How::ApiVersion,
         };
         Some(Versions {
@@ -75,34 +71,82 @@ impl Versions {
         })
     }
 
-    /// `obj` converted to `to` (an `apiVersion`); unchanged when it is in `to` already.
-    pub fn convert(&self, obj: &mut Value, to: &str) -> Result<(), ApiError> {
-        let from = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        if from == to {
-            return Ok(());
-        }
+    /// Whether objects convert without waiting (no webhook): what a watch feed's encoder
+    /// can do as it encodes.
+    pub fn converts_at_once(&self) -> bool {
+        matches!(self.how, How::ApiVersion)
+    }
+
+    /// `objects` converted to `to` (an `apiVersion`); those in `to` already are left as they
+    /// are. `list`: they are the items of a list (one webhook review for them all).
+    pub async fn convert(
+        &self,
+        objects: &mut [Value],
+        to: &str,
+        list: bool,
+    ) -> Result<(), ApiError> {
+        let differs = |o: &Value| o.get("apiVersion").and_then(Value::as_str) != Some(to);
         match &self.how {
             How::ApiVersion => {
-                if let Some(o) = obj.as_object_mut() {
-                    o.insert("apiVersion".into(), to.into());
+                for o in objects.iter_mut().filter(|o| differs(o)) {
+                    set_api_version(o, to);
                 }
                 Ok(())
             }
-            How::Webhook { crd } => Err(ApiError::internal(format!(
-                "conversion webhook for {crd} failed: conversion webhooks are not implemented \
-                 by this server (object in {from}, wanted {to})"
-            ))),
+            How::Webhook(hook) => {
+                let at: Vec<usize> = (0..objects.len())
+                    .filter(|&i| differs(&objects[i]))
+                    .collect();
+                let Some(&first) = at.first() else {
+                    return Ok(());
+                };
+                let text = |k: &str| {
+                    objects[first]
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                let kind = if list {
+                    format!("{}List", text("kind"))
+                } else {
+                    text("kind")
+                };
+                let gvk = webhook::gvk_text(&text("apiVersion"), &kind);
+                let sent: Vec<Value> = at
+                    .iter()
+                    .map(|&i| std::mem::take(&mut objects[i]))
+                    .collect();
+                let converted = hook
+                    .convert(sent, to, &gvk, list)
+                    .await
+                    .map_err(|e| ApiError::unknown(500, e))?;
+                for (i, o) in at.into_iter().zip(converted) {
+                    objects[i] = o;
+                }
+                Ok(())
+            }
         }
     }
 
+    /// [`Versions::convert`] of one object without waiting; `None` if that takes a webhook.
+    pub fn convert_at_once(&self, obj: &mut Value, to: &str) -> Option<()> {
+        if obj.get("apiVersion").and_then(Value::as_str) == Some(to) {
+            return Some(());
+        }
+        self.converts_at_once().then(|| set_api_version(obj, to))
+    }
+
     /// A written object (in the request's version) as it is stored.
-    pub fn to_storage(&self, obj: &mut Value) -> Result<(), ApiError> {
-        self.convert(obj, &self.storage)
+    pub async fn to_storage(&self, obj: &mut Value) -> Result<(), ApiError> {
+        self.convert(std::slice::from_mut(obj), &self.storage.clone(), false)
+            .await
     }
 
     /// A read object (in whatever version it was stored) as the request sees it.
-    pub fn to_request(&self, obj: &mut Value) -> Result<(), ApiError> {
-        self.convert(obj, &self.request)
+    pub async fn to_request(&self, obj: &mut Value) -> Result<(), ApiError> {
+        self.convert(std::slice::from_mut(obj), &self.request.clone(), false)
+            .await
     }
 
     /// Whether the stored bytes of an object are in another version than the request's.
@@ -111,21 +155,69 @@ impl Versions {
     }
 
     /// Stored bytes as the request sees them: borrowed when already in its version.
-    pub fn bytes_to_request<'a>(&self, stored: &'a [u8]) -> Result<Cow<'a, [u8]>, ApiError> {
+    pub async fn bytes_to_request<'a>(&self, stored: &'a [u8]) -> Result<Cow<'a, [u8]>, ApiError> {
         if !self.converts(stored) {
             return Ok(Cow::Borrowed(stored));
         }
         let mut obj = crate::objects::parse_stored(stored)?;
-        self.to_request(&mut obj)?;
+        self.to_request(&mut obj).await?;
         Ok(Cow::Owned(crate::objects::to_canonical_json(&obj)))
     }
 
+    /// [`Versions::bytes_to_request`] without waiting; `None` if that takes a webhook.
+    pub fn bytes_to_request_at_once<'a>(
+        &self,
+        stored: &'a [u8],
+    ) -> Option<Result<Cow<'a, [u8]>, ApiError>> {
+        if !self.converts(stored) {
+            return Some(Ok(Cow::Borrowed(stored)));
+        }
+        if !self.converts_at_once() {
+            return None;
+        }
+        Some(crate::objects::parse_stored(stored).map(|mut obj| {
+            set_api_version(&mut obj, &self.request);
+            Cow::Owned(crate::objects::to_canonical_json(&obj))
+        }))
+    }
+
     /// [`Versions::bytes_to_request`] of an owned answer.
-    pub fn vec_to_request(&self, stored: Vec<u8>) -> Result<Vec<u8>, ApiError> {
-        Ok(match self.bytes_to_request(&stored)? {
+    pub async fn vec_to_request(&self, stored: Vec<u8>) -> Result<Vec<u8>, ApiError> {
+        Ok(match self.bytes_to_request(&stored).await? {
             Cow::Borrowed(_) => stored,
             Cow::Owned(v) => v,
         })
+    }
+
+    /// Stored objects (a list page's items) as the request sees them: one conversion for
+    /// all that are in another version.
+    pub async fn items_to_request(
+        &self,
+        stored: Vec<&[u8]>,
+    ) -> Result<Vec<Option<Vec<u8>>>, ApiError> {
+        let at: Vec<usize> = (0..stored.len())
+            .filter(|&i| self.converts(stored[i]))
+            .collect();
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; stored.len()];
+        if at.is_empty() {
+            return Ok(out);
+        }
+        let mut objects = at
+            .iter()
+            .map(|&i| crate::objects::parse_stored(stored[i]))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.convert(&mut objects, &self.request.clone(), true)
+            .await?;
+        for (i, o) in at.into_iter().zip(objects) {
+            out[i] = Some(crate::objects::to_canonical_json(&o));
+        }
+        Ok(out)
+    }
+}
+
+fn set_api_version(obj: &mut Value, to: &str) {
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("apiVersion".into(), to.into());
     }
 }
 
@@ -161,6 +253,7 @@ pub fn stored_api_version(bytes: &[u8]) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_executor::block_on;
     use serde_json::json;
 
     fn crd(strategy: Option<&str>, versions: &[(&str, bool)]) -> Value {
@@ -194,13 +287,13 @@ mod tests {
         assert_eq!(v.request, "example.com/v1");
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v1",
             "metadata": {"name": "a"}, "spec": {"x": 1}});
-        v.to_storage(&mut o).unwrap();
+        block_on(v.to_storage(&mut o)).unwrap();
         assert_eq!(
             o,
             json!({"kind": "Widget", "apiVersion": "example.com/v2",
             "metadata": {"name": "a"}, "spec": {"x": 1}})
         );
-        v.to_request(&mut o).unwrap();
+        block_on(v.to_request(&mut o)).unwrap();
         assert_eq!(o["apiVersion"], "example.com/v1");
         // No strategy is None.
         let d = Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2").unwrap();
@@ -212,11 +305,16 @@ mod tests {
         let v = Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2").unwrap();
         let at_v2 = br#"{"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"a"}}"#;
         assert!(matches!(
-            v.bytes_to_request(at_v2).unwrap(),
+            block_on(v.bytes_to_request(at_v2)).unwrap(),
             Cow::Borrowed(_)
         ));
         let at_v1 = br#"{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"a"},"spec":{"apiVersion":"x"}}"#;
-        let out = v.bytes_to_request(at_v1).unwrap();
+        let out = block_on(v.bytes_to_request(at_v1)).unwrap();
+        assert_eq!(
+            v.bytes_to_request_at_once(at_v1).unwrap().unwrap(),
+            out,
+            "the same without waiting"
+        );
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"a"},"spec":{"apiVersion":"x"}}"#
@@ -224,16 +322,23 @@ mod tests {
     }
 
     #[test]
-    fn webhook_conversion_is_refused_not_skipped() {
-        let v = Versions::of_custom(&crd(Some("Webhook"), &[("v1", true), ("v2", false)]), "v2")
-            .unwrap();
+    fn a_webhook_that_cannot_be_reached_fails_as_upstream_says() {
+        let mut c = crd(Some("Webhook"), &[("v1", true), ("v2", false)]);
+        c["spec"]["conversion"]["webhook"] = json!({"conversionReviewVersions": ["v1"],
+            "clientConfig": {"service": {"name": "conv", "namespace": "ns", "path": "/convert"}}});
+        let v = Versions::of_custom(&c, "v2").unwrap();
+        assert!(!v.converts_at_once());
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v1"});
-        let e = v.to_request(&mut o).unwrap_err();
+        assert_eq!(v.convert_at_once(&mut o, "example.com/v2"), None);
+        let e = block_on(v.to_request(&mut o)).unwrap_err();
         assert_eq!(e.code, 500);
-        assert!(e.message.contains("widgets.example.com"), "{}", e.message);
+        assert_eq!(
+            e.message,
+            "conversion webhook for example.com/v1, Kind=Widget failed: Post \"https://conv.ns.svc:443/convert?timeout=30s\": dial tcp: lookup conv.ns.svc: no such host"
+        );
         // Already in the wanted version: nothing to call.
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v2"});
-        v.to_request(&mut o).unwrap();
+        block_on(v.to_request(&mut o)).unwrap();
     }
 
     #[test]
