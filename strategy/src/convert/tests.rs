@@ -388,3 +388,37 @@ fn storage_versions_are_upstreams() {
         assert!(versions.contains(&version), "{group}/{resource}: {stored}");
     }
 }
+
+#[test]
+fn hpa_annotations_escape_as_go_does() {
+    // Observed: a condition message with HTML characters and U+2028 through a v2 status
+    // patch, read as v1 (non-ASCII text otherwise stays as it is).
+    let mut v2 = hpa(v1_hpa(json!({}), json!({})), "autoscaling/v2");
+    v2["status"]["conditions"] = json!([{"type": "AbleToScale", "status": "True",
+        "message": "a<b>&c \u{2028} é", "reason": "R"}]);
+    let v1 = hpa(v2, "autoscaling/v1");
+    assert_eq!(
+        v1["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/conditions"],
+        json!(
+            r#"[{"type":"AbleToScale","status":"True","lastTransitionTime":null,"reason":"R","message":"a\u003cb\u003e\u0026c \u2028 é"}]"#
+        )
+    );
+}
+
+#[test]
+fn hpa_without_cpu_utilization_reads_as_v1_without_a_cpu_target() {
+    // Observed as y2: written through v1 with only an annotated memory metric; v1 shows no
+    // targetCPUUtilizationPercentage and the metric back in the annotation.
+    let memory =
+        r#"[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"100Mi"}}]"#;
+    let written = v1_hpa(
+        json!({"autoscaling.alpha.kubernetes.io/metrics": memory}),
+        json!({}),
+    );
+    let v1 = hpa(hpa(written.clone(), "autoscaling/v2"), "autoscaling/v1");
+    assert_eq!(v1["spec"], written["spec"]);
+    assert_eq!(
+        v1["metadata"]["annotations"],
+        written["metadata"]["annotations"]
+    );
+}
