@@ -15,7 +15,7 @@
 //! | coordination.k8s.io/leasecandidates | v1beta1, v1alpha2 | coordination.k8s.io/v1beta1 | apiVersion only |
 //! | admissionregistration.k8s.io/mutatingadmissionpolicies, …bindings | v1, v1beta1, v1alpha1 | admissionregistration.k8s.io/v1beta1 | apiVersion only |
 //! | resource.k8s.io/deviceclasses | v1, v1beta2, v1beta1 | resource.k8s.io/v1 | apiVersion only |
-//! | resource.k8s.io/resourceclaims, resourceclaimtemplates, resourceslices | v1, v1beta2, v1beta1 | resource.k8s.io/v1 | v1 <-> v1beta2 apiVersion only; **v1beta1 not done** |
+//! | resource.k8s.io/resourceclaims, resourceclaimtemplates, resourceslices | v1, v1beta2, v1beta1 | resource.k8s.io/v1 | v1 <-> v1beta2 apiVersion only; v1beta1 field mapping ([`dra`]) |
 //! | resource.k8s.io/devicetaintrules | v1beta2, v1alpha3 | resource.k8s.io/v1alpha3 | apiVersion only |
 //!
 //! "apiVersion only": upstream's OpenAPI schemas of the versions are the same tree (compared
@@ -25,10 +25,6 @@
 //! taint rules as v1alpha3).
 //!
 //! Not done (convert returns an error):
-//! - resource.k8s.io v1beta1 ResourceClaim, ResourceClaimTemplate and ResourceSlice: their
-//!   schemas differ from v1 (v1beta1 requests carry the device fields flat where v1 nests them
-//!   under `exactly`/`firstAvailable`; v1beta1 slice devices are wrapped in `basic`, with
-//!   capacities as `{value}`), so they need a field mapping.
 //! - certificates.k8s.io ClusterTrustBundle (v1beta1, v1alpha1): keel's catalog knows both,
 //!   upstream does not serve them here (feature gate off), so neither schemas nor the
 //!   storage version could be checked.
@@ -39,13 +35,16 @@
 //! inside the annotation values that carry v2-only data through autoscaling/v1, which are
 //! byte-for-byte what upstream writes.
 
+mod dra;
 mod event;
 mod gojson;
 mod hpa;
 
 use serde_json::Value;
 
-/// Resources whose versions share one schema: `(group, resource, served versions)`.
+/// Resources converted by renaming the apiVersion: `(group, resource, served versions)`. All
+/// versions listed share one schema, except resource.k8s.io v1beta1 of claims, claim templates
+/// and slices, which [`dra`] maps on top.
 const IDENTICAL: &[(&str, &str, &[&str])] = &[
     ("networking.k8s.io", "ipaddresses", &["v1", "v1beta1"]),
     ("networking.k8s.io", "servicecidrs", &["v1", "v1beta1"]),
@@ -74,14 +73,21 @@ const IDENTICAL: &[(&str, &str, &[&str])] = &[
         "deviceclasses",
         &["v1", "v1beta2", "v1beta1"],
     ),
-    // v1beta1 differs for these three (not done, see the module doc).
-    ("resource.k8s.io", "resourceclaims", &["v1", "v1beta2"]),
+    (
+        "resource.k8s.io",
+        "resourceclaims",
+        &["v1", "v1beta2", "v1beta1"],
+    ),
     (
         "resource.k8s.io",
         "resourceclaimtemplates",
-        &["v1", "v1beta2"],
+        &["v1", "v1beta2", "v1beta1"],
     ),
-    ("resource.k8s.io", "resourceslices", &["v1", "v1beta2"]),
+    (
+        "resource.k8s.io",
+        "resourceslices",
+        &["v1", "v1beta2", "v1beta1"],
+    ),
     (
         "resource.k8s.io",
         "devicetaintrules",
@@ -172,6 +178,14 @@ pub fn convert(group: &str, resource: &str, obj: Value, to: &str) -> Result<Valu
     match (group, resource) {
         ("autoscaling", "horizontalpodautoscalers") => hpa::convert(obj, &from, to),
         ("" | "events.k8s.io", "events") => event::convert(obj, &from, to),
+        ("resource.k8s.io", "resourceclaims" | "resourceclaimtemplates" | "resourceslices") => {
+            let mut obj = identical(group, resource, obj, &from, to)?;
+            let beta = |v: &str| v == "resource.k8s.io/v1beta1";
+            if beta(&from) != beta(to) {
+                dra::convert(resource, &mut obj, beta(to));
+            }
+            Ok(obj)
+        }
         _ => identical(group, resource, obj, &from, to),
     }
 }

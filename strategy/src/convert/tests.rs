@@ -32,6 +32,14 @@ fn fixture(name: &str) -> Value {
         "rc1_v1beta2" => include_str!("testdata/rc1_v1beta2.json"),
         "dtr1_v1alpha3" => include_str!("testdata/dtr1_v1alpha3.json"),
         "dtr1_v1beta2" => include_str!("testdata/dtr1_v1beta2.json"),
+        "rcb1_v1" => include_str!("testdata/rcb1_v1.json"),
+        "rcb1_v1beta1" => include_str!("testdata/rcb1_v1beta1.json"),
+        "rct2_v1" => include_str!("testdata/rct2_v1.json"),
+        "rct2_v1beta1" => include_str!("testdata/rct2_v1beta1.json"),
+        "rs2_v1" => include_str!("testdata/rs2_v1.json"),
+        "rs2_v1beta1" => include_str!("testdata/rs2_v1beta1.json"),
+        "rs3_v1" => include_str!("testdata/rs3_v1.json"),
+        "rs3_v1beta1" => include_str!("testdata/rs3_v1beta1.json"),
         other => panic!("no fixture {other}"),
     };
     serde_json::from_str(text).expect("fixtures are JSON")
@@ -314,7 +322,7 @@ fn unconvertible_versions_and_resources_are_errors() {
             "resource.k8s.io",
             "resourceclaims",
             rc.clone(),
-            "resource.k8s.io/v1beta1",
+            "resource.k8s.io/v1alpha3",
         ),
         ("resource.k8s.io", "resourceclaims", rc.clone(), "v1"),
         ("", "configmaps", json!({"apiVersion": "v1"}), "v2"),
@@ -421,4 +429,76 @@ fn hpa_without_cpu_utilization_reads_as_v1_without_a_cpu_target() {
         v1["metadata"]["annotations"],
         written["metadata"]["annotations"]
     );
+}
+
+#[test]
+fn resource_v1beta1_layouts_match_upstream() {
+    // rcb1 (claim: an exact request with selectors, tolerations and count, and a
+    // firstAvailable one) and rct2 (template) were written as v1beta1; rs2 (slice with
+    // attributes, capacity, taints and an empty device) as v1; rs3 (allNodes) as v1beta1.
+    let rows = [
+        ("resourceclaims", "rcb1"),
+        ("resourceclaimtemplates", "rct2"),
+        ("resourceslices", "rs2"),
+        ("resourceslices", "rs3"),
+    ];
+    for (resource, name) in rows {
+        let v1 = fixture(&format!("{name}_v1"));
+        let beta = fixture(&format!("{name}_v1beta1"));
+        let got = convert(
+            "resource.k8s.io",
+            resource,
+            v1.clone(),
+            "resource.k8s.io/v1beta1",
+        );
+        assert_eq!(got.as_ref(), Ok(&beta), "{name} as v1beta1");
+        let got = convert(
+            "resource.k8s.io",
+            resource,
+            beta.clone(),
+            "resource.k8s.io/v1",
+        );
+        assert_eq!(got.as_ref(), Ok(&v1), "{name} as v1");
+        // v1beta2 has v1's layout.
+        let got = convert("resource.k8s.io", resource, beta, "resource.k8s.io/v1beta2");
+        assert_eq!(got.unwrap()["spec"], v1["spec"], "{name} as v1beta2");
+    }
+}
+
+#[test]
+fn resource_v1beta1_request_fields_table() {
+    // (v1beta1 request, v1 request): `exactly` is made when any flat field is set, an empty
+    // selector list included (Go sees a non-nil slice).
+    let rows = [
+        (
+            json!({"name": "a", "deviceClassName": "c", "count": 0}),
+            json!({"name": "a", "exactly": {"deviceClassName": "c"}}),
+        ),
+        (
+            json!({"name": "a", "selectors": []}),
+            json!({"name": "a", "exactly": {"deviceClassName": ""}}),
+        ),
+        (
+            json!({"name": "a", "deviceClassName": "", "firstAvailable": [{"name": "s"}]}),
+            json!({"name": "a", "firstAvailable": [{"name": "s"}]}),
+        ),
+        (
+            json!({"name": "a", "adminAccess": false, "capacity": {"requests": {"m": "1"}}}),
+            json!({"name": "a", "exactly": {"deviceClassName": "", "adminAccess": false,
+                   "capacity": {"requests": {"m": "1"}}}}),
+        ),
+    ];
+    let claim = |request: &Value, version: &str| {
+        json!({"apiVersion": format!("resource.k8s.io/{version}"), "kind": "ResourceClaim",
+               "spec": {"devices": {"requests": [request]}}})
+    };
+    for (beta, v1) in rows {
+        let got = convert(
+            "resource.k8s.io",
+            "resourceclaims",
+            claim(&beta, "v1beta1"),
+            "resource.k8s.io/v1",
+        );
+        assert_eq!(got, Ok(claim(&v1, "v1")), "{beta}");
+    }
 }
