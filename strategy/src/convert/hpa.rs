@@ -755,7 +755,7 @@ fn behavior_from_internal(enc: &str) -> Option<Value> {
 
 /// One direction's rules; `None` when a member has a type Go's decoder refuses.
 fn rules_from_internal(r: &Value) -> Option<Value> {
-    let r = r.as_object().map(|_| r)?;
+    r.as_object()?;
     let mut out = Map::new();
     if let Some(w) = get_ci(r, "stabilizationWindowSeconds") {
         out.insert("stabilizationWindowSeconds".into(), int(Some(w))?);
