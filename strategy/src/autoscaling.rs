@@ -37,6 +37,12 @@ fn is_v1(obj: &Value) -> bool {
 
 /// Applies upstream's defaults: `minReplicas` 1; a CPU target of 80 % when no metric is set;
 /// for v2, a `behavior` given gets its missing directions' and fields' defaults.
+///
+/// Upstream's autoscaling/v1 defaulting sets only `minReplicas`: its 80 % CPU target comes
+/// from the v1 -> v2 conversion, and only when the `autoscaling.alpha.kubernetes.io/metrics`
+/// annotation carries no metric either. Once v1 objects are converted to v2 for storage
+/// (`crate::convert`), the v1 `targetCPUUtilizationPercentage` default here must go, or a v1
+/// write whose annotation holds other metrics gains a CPU metric upstream does not add.
 pub fn apply_defaults(obj: &mut Value) {
     let v1 = is_v1(obj);
     let Some(spec) = obj.as_object_mut().and_then(|m| child(m, "spec")) else {

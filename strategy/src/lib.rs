@@ -25,6 +25,7 @@ mod api_defaults;
 mod autoscaling;
 mod binding;
 mod config;
+mod convert;
 mod core_defaults;
 mod crd;
 mod cron;
@@ -59,6 +60,7 @@ mod validation;
 mod workload_defaults;
 mod workload_validation;
 
+pub use convert::{convert, shared_storage_resource, storage_api_version};
 pub use core_defaults::{
     PVC_PROTECTION_FINALIZER, PV_PROTECTION_FINALIZER, VAC_PROTECTION_FINALIZER,
 };
