@@ -220,9 +220,11 @@ impl Catalog {
         self.resources.iter()
     }
 
-    /// Storage key prefix shared by all versions of one resource: `/<group or core>/<plural>/`.
+    /// Storage key prefix shared by all versions of one resource: `/<group or core>/<plural>/`
+    /// (the other group's for a resource stored as that group's: events.k8s.io events).
     pub fn storage_prefix(&self, info: &ResourceInfo) -> String {
-        storage::prefix(info.group, info.plural)
+        let group = storage::stored_group(info.group, info.plural);
+        storage::prefix(group, info.plural)
     }
 
     /// Storage version of a served resource (what its objects are persisted as and its

@@ -245,16 +245,42 @@ pub(crate) const GROUP_PRIORITIES: &[GroupPriority] = &[
 /// The group served by the aggregator itself; always first in `/apis`.
 pub(crate) const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
 
-/// Resources stored under another group's resource (same key space, same storage version).
-/// `events.k8s.io` events are core events: both report the core `v1/Event` storage version hash.
-/// `((group, plural), (storage group, storage version, storage kind))`.
+/// Resources stored under another group's resource (same key space, same storage version),
+/// or in another version of their own group than the most preferred one (as upstream's etcd
+/// holds them). `events.k8s.io` events are core events: both report the core `v1/Event`
+/// storage version hash and share one key space. `((group, plural), (storage group, storage
+/// version, storage kind))`.
 pub(crate) type StorageAlias = (
     (&'static str, &'static str),
     (&'static str, &'static str, &'static str),
 );
 
-pub(crate) const STORAGE_ALIASES: &[StorageAlias] =
-    &[(("events.k8s.io", "events"), ("", "v1", "Event"))];
+pub(crate) const STORAGE_ALIASES: &[StorageAlias] = &[
+    (("events.k8s.io", "events"), ("", "v1", "Event")),
+    (
+        ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+        (
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicy",
+        ),
+    ),
+    (
+        (
+            "admissionregistration.k8s.io",
+            "mutatingadmissionpolicybindings",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicyBinding",
+        ),
+    ),
+    (
+        ("resource.k8s.io", "devicetaintrules"),
+        ("resource.k8s.io", "v1alpha3", "DeviceTaintRule"),
+    ),
+];
 
 /// Resources that are never persisted: discovery gives them no `storageVersionHash`.
 pub(crate) fn is_virtual(verbs: &[&str]) -> bool {

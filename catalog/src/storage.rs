@@ -24,6 +24,15 @@ pub(crate) fn prefix(group: &str, plural: &str) -> String {
     format!("/{group}/{plural}/")
 }
 
+/// The group whose key space holds `group`/`plural`'s objects (another group's for a
+/// resource stored as that group's: `events.k8s.io` events are core events).
+pub(crate) fn stored_group(group: &'static str, plural: &str) -> &'static str {
+    data::STORAGE_ALIASES
+        .iter()
+        .find(|((g, p), _)| *g == group && *p == plural)
+        .map_or(group, |(_, (sg, _, _))| sg)
+}
+
 /// The storage version of each built-in group/resource: its most preferred known version
 /// (served or not: `--runtime-config` does not move data), unless the resource is stored as
 /// another group's resource.

@@ -52,7 +52,7 @@ impl Resource {
         };
         let versions = match &custom {
             Some(c) => c.versions.clone(),
-            None => None,
+            None => Versions::of_builtin(info).map(Arc::new),
         };
         Resource {
             loc: Location::of(catalog, info),

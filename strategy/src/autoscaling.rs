@@ -35,14 +35,13 @@ fn is_v1(obj: &Value) -> bool {
     obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1")
 }
 
-/// Applies upstream's defaults: `minReplicas` 1; a CPU target of 80 % when no metric is set;
-/// for v2, a `behavior` given gets its missing directions' and fields' defaults.
+/// Applies upstream's defaults: `minReplicas` 1; for v2, a CPU target of 80 % when no metric
+/// is set, and a `behavior` given gets its missing directions' and fields' defaults.
 ///
-/// Upstream's autoscaling/v1 defaulting sets only `minReplicas`: its 80 % CPU target comes
-/// from the v1 -> v2 conversion, and only when the `autoscaling.alpha.kubernetes.io/metrics`
-/// annotation carries no metric either. Once v1 objects are converted to v2 for storage
-/// (`crate::convert`), the v1 `targetCPUUtilizationPercentage` default here must go, or a v1
-/// write whose annotation holds other metrics gains a CPU metric upstream does not add.
+/// Upstream's autoscaling/v1 defaulting sets only `minReplicas`: a v1 object's 80 % CPU target
+/// comes from its conversion to v2 for storage (`crate::convert`), and only when the
+/// `autoscaling.alpha.kubernetes.io/metrics` annotation carries no metric either; the v2
+/// defaults are applied to what that conversion makes.
 pub fn apply_defaults(obj: &mut Value) {
     let v1 = is_v1(obj);
     let Some(spec) = obj.as_object_mut().and_then(|m| child(m, "spec")) else {
@@ -50,11 +49,6 @@ pub fn apply_defaults(obj: &mut Value) {
     };
     default(spec, "minReplicas", json!(MIN_REPLICAS_DEFAULT));
     if v1 {
-        default(
-            spec,
-            "targetCPUUtilizationPercentage",
-            json!(CPU_UTILIZATION_DEFAULT),
-        );
         return;
     }
     let no_metrics = match spec.get("metrics") {
@@ -511,7 +505,8 @@ mod tests {
         let mut v1 = hpa("v1", base());
         apply_defaults(&mut v1);
         assert_eq!(spec_of(&v1)["minReplicas"], json!(1));
-        assert_eq!(spec_of(&v1)["targetCPUUtilizationPercentage"], json!(80));
+        // v1's CPU target comes from its conversion to v2 (crate::convert), not defaulting.
+        assert_eq!(spec_of(&v1).get("targetCPUUtilizationPercentage"), None);
 
         let mut v2 = hpa("v2", with("behavior", json!({})));
         apply_defaults(&mut v2);

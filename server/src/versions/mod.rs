@@ -11,6 +11,9 @@
 //! How objects convert:
 //! - a custom resource whose definition says `conversion.strategy: None`: only `apiVersion`
 //!   changes (upstream's "nop" converter);
+//! - a built-in resource upstream stores in one version of several (HorizontalPodAutoscalers,
+//!   Events of both groups, the beta and alpha versions `--runtime-config` turns on): as
+//!   `keel_strategy::convert` maps their fields;
 //! - `strategy: Webhook`: the definition's conversion webhook converts them ([`webhook`]), one
 //!   review per object, or per list page for its items in other versions. Watches of such a
 //!   resource convert their events after selecting them (`handlers::watch`), since a feed's
@@ -43,6 +46,11 @@ enum How {
     ApiVersion,
     /// The definition's conversion webhook.
     Webhook(Arc<webhook::Webhook>),
+    /// A built-in resource's conversion (`keel_strategy::convert`).
+    Builtin {
+        group: &'static str,
+        resource: &'static str,
+    },
 }
 
 impl Versions {
@@ -71,10 +79,24 @@ impl Versions {
         })
     }
 
+    /// The conversion of a built-in resource served as `info`, if upstream stores it in
+    /// one version and converts (`keel_strategy::storage_api_version`).
+    pub fn of_builtin(info: &keel_catalog::ResourceInfo) -> Option<Versions> {
+        let storage = keel_strategy::storage_api_version(info.group, info.plural)?;
+        Some(Versions {
+            storage: storage.to_owned(),
+            request: info.api_version(),
+            how: How::Builtin {
+                group: info.group,
+                resource: info.plural,
+            },
+        })
+    }
+
     /// Whether objects convert without waiting (no webhook): what a watch feed's encoder
     /// can do as it encodes.
     pub fn converts_at_once(&self) -> bool {
-        matches!(self.how, How::ApiVersion)
+        !matches!(self.how, How::Webhook(_))
     }
 
     /// `objects` converted to `to` (an `apiVersion`); those in `to` already are left as they
@@ -90,6 +112,12 @@ impl Versions {
             How::ApiVersion => {
                 for o in objects.iter_mut().filter(|o| differs(o)) {
                     set_api_version(o, to);
+                }
+                Ok(())
+            }
+            How::Builtin { group, resource } => {
+                for o in objects.iter_mut().filter(|o| differs(o)) {
+                    *o = builtin(group, resource, std::mem::take(o), to)?;
                 }
                 Ok(())
             }
@@ -134,7 +162,18 @@ impl Versions {
         if obj.get("apiVersion").and_then(Value::as_str) == Some(to) {
             return Some(());
         }
-        self.converts_at_once().then(|| set_api_version(obj, to))
+        match &self.how {
+            How::ApiVersion => set_api_version(obj, to),
+            How::Builtin { group, resource } => {
+                // A conversion that fails leaves the object as it is (callers that must not
+                // serve it unconverted use `convert`).
+                if let Ok(o) = builtin(group, resource, obj.clone(), to) {
+                    *obj = o;
+                }
+            }
+            How::Webhook(_) => return None,
+        }
+        Some(())
     }
 
     /// A written object (in the request's version) as it is stored.
@@ -175,9 +214,15 @@ impl Versions {
         if !self.converts_at_once() {
             return None;
         }
-        Some(crate::objects::parse_stored(stored).map(|mut obj| {
-            set_api_version(&mut obj, &self.request);
-            Cow::Owned(crate::objects::to_canonical_json(&obj))
+        let request = self.request.clone();
+        Some(crate::objects::parse_stored(stored).and_then(|mut obj| {
+            match &self.how {
+                How::Builtin { group, resource } => {
+                    obj = builtin(group, resource, obj, &request)?;
+                }
+                _ => set_api_version(&mut obj, &request),
+            }
+            Ok(Cow::Owned(crate::objects::to_canonical_json(&obj)))
         }))
     }
 
@@ -213,6 +258,12 @@ impl Versions {
         }
         Ok(out)
     }
+}
+
+/// A built-in object converted; a failure is a 500 (the object is as stored, its
+/// annotations are what does not decode).
+fn builtin(group: &str, resource: &str, obj: Value, to: &str) -> Result<Value, ApiError> {
+    keel_strategy::convert(group, resource, obj, to).map_err(ApiError::internal)
 }
 
 fn set_api_version(obj: &mut Value, to: &str) {

@@ -176,7 +176,15 @@ pub fn convert(group: &str, resource: &str, obj: Value, to: &str) -> Result<Valu
         return Ok(obj);
     }
     match (group, resource) {
-        ("autoscaling", "horizontalpodautoscalers") => hpa::convert(obj, &from, to),
+        // What a v1 object becomes gets the v2 defaults (upstream defaults the v2 object it
+        // decodes from storage).
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let mut obj = hpa::convert(obj, &from, to)?;
+            if to == "autoscaling/v2" {
+                crate::autoscaling::apply_defaults(&mut obj);
+            }
+            Ok(obj)
+        }
         ("" | "events.k8s.io", "events") => event::convert(obj, &from, to),
         ("resource.k8s.io", "resourceclaims" | "resourceclaimtemplates" | "resourceslices") => {
             let mut obj = identical(group, resource, obj, &from, to)?;

@@ -205,10 +205,15 @@ fn hpa_v1_bad_metrics_annotation_fails_and_bad_behavior_is_ignored() {
     let ann = json!({"autoscaling.alpha.kubernetes.io/behavior":
         r#"{"scaleDown":{"stabilizationWindowSeconds":30,"policies":[{"type":"Pods","value":1,"periodSeconds":9}]}}"#});
     let got = hpa(v1_hpa(ann, json!({})), "autoscaling/v2");
+    // With the v2 defaults upstream applies to what it reads back.
     assert_eq!(
         got["spec"]["behavior"],
         json!({"scaleDown": {"stabilizationWindowSeconds": 30,
-               "policies": [{"type": "Pods", "value": 1, "periodSeconds": 9}]}})
+               "policies": [{"type": "Pods", "value": 1, "periodSeconds": 9}],
+               "selectPolicy": "Max"},
+               "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+               "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15},
+                            {"type": "Percent", "value": 100, "periodSeconds": 15}]}})
     );
 }
 
