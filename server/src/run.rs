@@ -218,7 +218,7 @@ pub fn run(opts: Options) -> Result<(), String> {
 
     // Bootstrap on a helper runtime, then report readiness.
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
     let synced = rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;

@@ -862,10 +862,18 @@ fn autoscalers_are_defaulted_and_validated() {
         &ns,
         "--image=nginx:1.25",
     ]);
-    // kubectl 1.32's autoscale writes autoscaling/v1 without a CPU target: the target and
-    // the minimum are defaulted, and a new autoscaler starts with Go's zero status of v1.
+    // kubectl 1.32's autoscale writes autoscaling/v1 without a CPU target: the minimum is
+    // defaulted, the 80 % target comes from its conversion to v2 for storage, and a new
+    // autoscaler reads with Go's zero status of v1.
     s.ok(&["autoscale", "deployment", "web", "-n", &ns, "--max=4"]);
-    let v1 = s.json(&["get", "hpa.v1.autoscaling", "web", "-n", &ns]);
+    // (The full name: kubectl expands the short name `hpa` to the preferred version, v2.)
+    let v1 = s.json(&[
+        "get",
+        "horizontalpodautoscalers.v1.autoscaling",
+        "web",
+        "-n",
+        &ns,
+    ]);
     assert_eq!(v1["spec"]["minReplicas"], 1, "{v1}");
     assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 80, "{v1}");
     assert_eq!(

@@ -60,8 +60,9 @@ where
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
+            // IO too: a controller's registry calls may reach a conversion webhook.
             let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
+                .enable_all()
                 .build()
                 .expect("controller runtime");
             let local = tokio::task::LocalSet::new();
