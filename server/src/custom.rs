@@ -41,6 +41,10 @@ pub struct Custom {
     pub selectable: Vec<String>,
     /// How objects convert between the definition's versions (`None`: it has one).
     pub versions: Option<Arc<crate::versions::Versions>>,
+    /// Objects last written at or before this revision may predate this schema: reads
+    /// prune and default them as upstream's do on every read ([`Custom::decodes_read`]);
+    /// objects written since were pruned and defaulted by it when written.
+    pub decode_through: keel_engine::Revision,
 }
 
 /// A process-unique id for a new [`Custom`].
@@ -160,6 +164,20 @@ impl Custom {
         }
         causes.extend(self.validate_scale(new, subresource != "status"));
         causes
+    }
+
+    /// Whether a stored object last written at `mod_revision` is pruned and defaulted when
+    /// read (it may predate the schema).
+    pub fn decodes_read(&self, mod_revision: keel_engine::Revision) -> bool {
+        self.compiled.is_some() && mod_revision <= self.decode_through
+    }
+
+    /// A stored object as a read gives it: pruned and defaulted by the schema (the stored
+    /// bytes are not changed, as upstream's reads do not write back).
+    pub fn decode_stored(&self, bytes: &[u8]) -> Result<Vec<u8>, keel_api::status::ApiError> {
+        let mut obj = crate::objects::parse_stored(bytes)?;
+        self.decode(&mut obj);
+        Ok(crate::objects::to_canonical_json(&obj))
     }
 
     /// Prunes what the schema does not know and applies its defaults, as upstream decodes a
@@ -560,6 +578,7 @@ impl Served<'_> {
                 .collect(),
             versions: crate::versions::Versions::of_custom(self.crd, &self.spec.version)
                 .map(Arc::new),
+            decode_through: keel_engine::Revision::ZERO,
         }
     }
 }
@@ -639,6 +658,7 @@ mod tests {
             deprecation_warning: None,
             selectable: Vec::new(),
             versions: None,
+            decode_through: keel_engine::Revision::ZERO,
         }
     }
 

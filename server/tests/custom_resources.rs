@@ -908,3 +908,58 @@ fn a_conversion_webhook_converts_between_versions() {
     );
     assert!(message.starts_with(&prefix), "{message}");
 }
+
+/// Objects stored before their schema changed are read as the schema now says: unknown
+/// fields pruned and defaults applied (as upstream v1.36.2 answered the same steps), without
+/// rewriting them.
+#[test]
+fn objects_older_than_the_schema_are_pruned_and_defaulted_when_read() {
+    let s = server();
+    let mut crd: Value = serde_json::from_str(&definition(
+        "cr12.example.com",
+        "bolts",
+        "Bolt",
+        &[],
+        "Namespaced",
+    ))
+    .unwrap();
+    let spec_schema = "/spec/versions/0/schema/openAPIV3Schema/properties/spec";
+    crd.pointer_mut(spec_schema).unwrap()["x-kubernetes-preserve-unknown-fields"] = json!(true);
+    apply(s, &crd.to_string());
+    established(s, "bolts.cr12.example.com");
+    let ns = s.namespace("bolts");
+    let out = s.kubectl_stdin(
+        &["create", "-n", &ns, "-f", "-"],
+        &json!({"apiVersion": "cr12.example.com/v1", "kind": "Bolt",
+                "metadata": {"name": "b1"}, "spec": {"size": 1, "extra": "x"}})
+        .to_string(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = s.json(&["get", "-n", &ns, "bolts", "b1", "-o", "json"]);
+    assert_eq!(before["spec"], json!({"size": 1, "extra": "x"}));
+    let schema = crd.pointer_mut(spec_schema).unwrap();
+    schema
+        .as_object_mut()
+        .unwrap()
+        .remove("x-kubernetes-preserve-unknown-fields");
+    schema["properties"]["length"] = json!({"type": "integer", "default": 5});
+    apply(s, &crd.to_string());
+    let path = format!("/apis/cr12.example.com/v1/namespaces/{ns}/bolts");
+    assert!(
+        eventually(WAIT, || s.get(&format!("{path}/b1")).json()["spec"]
+            == json!({"size": 1, "length": 5})),
+        "{}",
+        s.get(&format!("{path}/b1")).text()
+    );
+    let list = s.get(&path).json();
+    assert_eq!(list["items"][0]["spec"], json!({"size": 1, "length": 5}));
+    // Read as it is now, not rewritten: the same resourceVersion.
+    assert_eq!(
+        list["items"][0]["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
+    );
+}

@@ -364,10 +364,24 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
         remove: remove.clone(),
         add: add.iter().map(|s| s.spec.clone()).collect(),
     };
-    // Only versions served anew have their definitions made (schemas compiled).
+    // Only versions served anew have their definitions made (schemas compiled). Objects
+    // stored until now may predate a changed schema: reads prune and default them (a
+    // definition served anew with the same schema keeps what its predecessor decodes).
+    let routes = st.routes.load();
+    let now = st.registry.current_revision();
     let defined: Vec<(ResourceId, Arc<custom::Custom>)> = add
         .iter()
-        .map(|s| (s.spec.id(), Arc::new(s.custom())))
+        .map(|s| {
+            let mut c = s.custom();
+            let before = routes
+                .lookup(&s.spec.group, &s.spec.version, &s.spec.plural)
+                .and_then(|r| r.custom.as_ref());
+            c.decode_through = match before {
+                Some(b) if b.schema == c.schema => b.decode_through,
+                _ => now,
+            };
+            (s.spec.id(), Arc::new(c))
+        })
         .collect();
     match st.routes.apply_custom(&change, defined.clone()) {
         Ok(_) => {

@@ -196,10 +196,24 @@ impl Registry {
 }
 
 /// A stored object as the requests of `res` see it: in their version (`crate::versions`).
+/// A custom resource stored before its schema changed is pruned and defaulted as read
+/// (`Custom::decodes_read`).
 async fn as_request(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> {
-    match &res.versions {
+    let kv = match &res.versions {
         Some(v) if v.converts(kv.value()) => {
             let bytes = v.bytes_to_request(kv.value()).await?;
+            KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision)
+        }
+        _ => kv,
+    };
+    decoded(res, kv)
+}
+
+/// A custom resource's stored object pruned and defaulted if it may predate the schema.
+fn decoded(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> {
+    match &res.custom {
+        Some(c) if c.decodes_read(kv.mod_revision) => {
+            let bytes = c.decode_stored(kv.value())?;
             Ok(KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision))
         }
         _ => Ok(kv),
@@ -208,20 +222,26 @@ async fn as_request(res: &Resource, kv: KeyValue) -> Result<KeyValue, ApiError> 
 
 /// Stored objects as the requests of `res` see them (one conversion for all of them).
 async fn all_as_request(res: &Resource, items: Vec<KeyValue>) -> Result<Vec<KeyValue>, ApiError> {
-    let Some(v) = &res.versions else {
-        return Ok(items);
+    let items = match &res.versions {
+        None => items,
+        Some(v) => {
+            let converted = v
+                .items_to_request(items.iter().map(KeyValue::value).collect())
+                .await?;
+            items
+                .into_iter()
+                .zip(converted)
+                .map(|(kv, c)| match c {
+                    Some(bytes) => KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision),
+                    None => kv,
+                })
+                .collect()
+        }
     };
-    let converted = v
-        .items_to_request(items.iter().map(KeyValue::value).collect())
-        .await?;
-    Ok(items
-        .into_iter()
-        .zip(converted)
-        .map(|(kv, c)| match c {
-            Some(bytes) => KeyValue::from_parts(kv.key(), &bytes, kv.mod_revision),
-            None => kv,
-        })
-        .collect())
+    if res.custom.is_none() {
+        return Ok(items);
+    }
+    items.into_iter().map(|kv| decoded(res, kv)).collect()
 }
 
 /// An answer's stored bytes as the request sees them.

@@ -106,9 +106,13 @@ impl Registry {
             };
             let cur_rev = current.mod_revision;
             let mut old = objects::parse_stored(current.value())?;
-            // The update is decided in the request's version, stored in the storage version.
+            // The update is decided in the request's version, stored in the storage version;
+            // a custom resource older than its schema is pruned and defaulted first.
             if let Some(v) = &res.versions {
                 v.to_request(&mut old).await?;
+            }
+            if let Some(c) = res.custom.as_ref().filter(|c| c.decodes_read(cur_rev)) {
+                c.decode(&mut old);
             }
             let mut new = try_update(Some(&old))?;
             // A uid in a whole new object is a precondition (checked before the
@@ -168,7 +172,7 @@ impl Registry {
             // stored bytes use an old encryption key: then they are rewritten, as upstream).
             if same_object(&new, &old) && !stale && same_managed_fields(&new, current.value())? {
                 return Ok(Updated {
-                    bytes: current.value().to_vec(),
+                    bytes: super::decoded(res, current)?.value().to_vec(),
                     created: false,
                 });
             }
