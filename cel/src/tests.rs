@@ -103,3 +103,51 @@ fn ternary_syntax_error_lists_more_tokens_than_upstream() {
         "{got}"
     );
 }
+
+/// Runtime answers of upstream v1.36.2 (rules of a CRD, observed in its error messages).
+#[test]
+fn evaluation() {
+    use eval::{Program, Value};
+    use std::collections::HashMap;
+    let run = |src: &str, me: Value| Program::parse(src).unwrap().execute(&[("self", me)]);
+    let obj = Value::from(HashMap::from([("a", Value::Int(1))]));
+    let cases: &[(&str, Value, Result<Value, &str>)] = &[
+        ("self.b == 1", obj.clone(), Err("no such key: b")),
+        ("self.a == 1", obj.clone(), Ok(Value::Bool(true))),
+        (
+            "int(self) > 0",
+            Value::from("abc"),
+            Err("type conversion error from 'string' to 'int'"),
+        ),
+        ("string(self)", Value::Float(2.0), Ok(Value::from("2"))),
+        (
+            "self.matches('^a+$')",
+            Value::from("aa"),
+            Ok(Value::Bool(true)),
+        ),
+        (
+            "self.lowerAscii().split('-').join('.')",
+            Value::from("A-B"),
+            Ok(Value::from("a.b")),
+        ),
+        (
+            "self.all(x, x > 0) && self.exists_one(x, x == 2)",
+            Value::from(vec![1i64, 2]),
+            Ok(Value::Bool(true)),
+        ),
+        (
+            "self.map(x, x * 2).filter(x, x > 2)",
+            Value::from(vec![1i64, 2]),
+            Ok(Value::from(vec![4i64])),
+        ),
+        (
+            "type(self) == double",
+            Value::Float(2.0),
+            Ok(Value::Bool(true)),
+        ),
+    ];
+    for (src, me, want) in cases {
+        let got = run(src, me.clone());
+        assert_eq!(got, want.clone().map_err(str::to_string), "{src}");
+    }
+}

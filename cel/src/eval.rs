@@ -1,0 +1,150 @@
+//! Evaluation of compiled expressions with the `cel` crate's interpreter, in an environment
+//! with the standard library, the strings, lists and math extensions, and upstream's macros
+//! (so a program parses exactly as [`crate::compile`] checked it).
+//!
+//! Errors are rendered as cel-go words them where the two differ in the common cases
+//! (`no such key: x`, `type conversion error from 'string' to 'int'`); others keep the
+//! interpreter's own text.
+//!
+//! Not done: upstream's Kubernetes list library (`isSorted`, `sum`, `min`, `max`, list
+//! `indexOf`/`lastIndexOf`), `quantity()`, `url()`, `ip()`/`cidr()`, `format.*`, and
+//! upstream's runtime cost accounting (callers bound work instead, see
+//! [`work_bound`]).
+
+use cel::common::ast::Expr;
+use std::sync::{Arc, LazyLock};
+
+pub use cel::Value;
+
+/// The interpreter's environment: parse and run with the same macros and functions.
+static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
+    let mut env = cel::Env::stdlib().with_optional_support(true);
+    for m in crate::macros::all() {
+        env.add_macro(m).expect("macros are distinct");
+    }
+    env.add_extension(cel::extensions::strings)
+        .expect("strings extension declares distinct overloads");
+    env.add_extension(cel::extensions::lists)
+        .expect("lists extension declares distinct overloads");
+    env.add_extension(cel::extensions::math)
+        .expect("math extension declares distinct overloads");
+    // cel-go keeps the last of repeated map literal keys.
+    env.set_error_on_duplicate_map_keys(false);
+    Arc::new(env)
+});
+
+/// A parsed expression, ready to run.
+#[derive(Debug)]
+pub struct Program {
+    inner: cel::Program,
+    /// Nesting depth of comprehensions (`all`, `exists`, `map`...): with the largest
+    /// collection's size, what bounds the work one run does.
+    comprehension_depth: u32,
+    /// Expression nodes.
+    nodes: u64,
+}
+
+impl Program {
+    /// Parses `source` (which [`crate::compile`] accepted) for evaluation.
+    pub fn parse(source: &str) -> Result<Program, String> {
+        let inner = EXEC_ENV
+            .compile(source)
+            .map_err(|e| format!("{:?}", e.errors.first().map(|e| &e.msg)))?;
+        let (comprehension_depth, nodes) = shape(&inner.expression().expr, 0);
+        Ok(Program {
+            inner,
+            comprehension_depth,
+            nodes,
+        })
+    }
+
+    /// Whether the expression refers to variable `name` (`oldSelf` makes a transition rule).
+    pub fn references(&self, name: &str) -> bool {
+        self.inner.references().has_variable(name)
+    }
+
+    /// An upper bound of the steps one run takes when no collection or string it ranges over
+    /// is larger than `size_max`: every node once per iteration of each enclosing
+    /// comprehension. Saturates instead of overflowing.
+    pub fn work_bound(&self, size_max: u64) -> u64 {
+        let per = size_max.max(1);
+        let mut bound = self.nodes;
+        for _ in 0..self.comprehension_depth {
+            bound = bound.saturating_mul(per);
+        }
+        bound
+    }
+
+    /// Runs with `vars` bound: the value, or the error text as cel-go words it.
+    pub fn execute(&self, vars: &[(&str, Value)]) -> Result<Value, String> {
+        let mut ctx = cel::Context::with_env(EXEC_ENV.clone());
+        for (name, v) in vars {
+            ctx.add_variable_from_value(*name, v.clone());
+        }
+        self.inner.execute(&ctx).map_err(|e| error_text(&e))
+    }
+}
+
+/// Comprehension nesting depth and node count of an expression.
+fn shape(e: &Expr, depth: usize) -> (u32, u64) {
+    if depth > 256 {
+        return (u32::MAX / 2, u64::MAX / 2);
+    }
+    let sub = |es: &mut dyn Iterator<Item = &Expr>| -> (u32, u64) {
+        es.map(|x| shape(x, depth + 1))
+            .fold((0, 0), |(d, n), (d2, n2)| (d.max(d2), n.saturating_add(n2)))
+    };
+    let (d, n) = match e {
+        Expr::Call(c) => sub(&mut c
+            .target
+            .iter()
+            .map(|t| &t.expr)
+            .chain(c.args.iter().map(|a| &a.expr))),
+        Expr::Comprehension(c) => {
+            let (rd, rn) = sub(&mut [&c.iter_range.expr, &c.accu_init.expr].into_iter());
+            let (bd, bn) =
+                sub(&mut [&c.loop_cond.expr, &c.loop_step.expr, &c.result.expr].into_iter());
+            (rd.max(bd + 1), rn.saturating_add(bn))
+        }
+        Expr::List(l) => sub(&mut l.elements.iter().map(|x| &x.expr)),
+        Expr::Map(m) => sub(&mut m.entries.iter().flat_map(|en| match &en.expr {
+            cel::common::ast::EntryExpr::MapEntry(me) => vec![&me.key.expr, &me.value.expr],
+            cel::common::ast::EntryExpr::StructField(f) => vec![&f.value.expr],
+        })),
+        Expr::Select(s) => sub(&mut std::iter::once(&s.operand.expr)),
+        Expr::Struct(s) => sub(&mut s.entries.iter().flat_map(|en| match &en.expr {
+            cel::common::ast::EntryExpr::MapEntry(me) => vec![&me.key.expr, &me.value.expr],
+            cel::common::ast::EntryExpr::StructField(f) => vec![&f.value.expr],
+        })),
+        _ => (0, 0),
+    };
+    (d, n.saturating_add(1))
+}
+
+/// cel-go's wording of the common runtime errors.
+fn error_text(e: &cel::ExecutionError) -> String {
+    use cel::ExecutionError as E;
+    match e {
+        E::NoSuchKey(k) => format!("no such key: {k}"),
+        E::DivisionByZero(_) => "division by zero".into(),
+        E::RemainderByZero(_) => "modulus by zero".into(),
+        E::IndexOutOfBounds(v) => format!("index out of bounds: {}", plain(v)),
+        E::Overflow(..) => "integer overflow".into(),
+        E::FunctionError { function, message }
+            if matches!(function.as_str(), "int" | "uint" | "double") =>
+        {
+            let _ = message;
+            format!("type conversion error from 'string' to '{function}'")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
