@@ -68,6 +68,9 @@ pub struct Node {
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
     pub map_type: Option<String>,
+    /// `x-kubernetes-validations`, in order; rules that do not parse are left out (the CRD's
+    /// validation refuses them, so only schemas stored by an older server have any).
+    pub rules: Vec<crate::celrules::Rule>,
 }
 
 impl Node {
@@ -327,6 +330,12 @@ impl Compiler {
                 .collect();
         }
         n.map_type = get_str(m, "x-kubernetes-map-type");
+        if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+            n.rules = rules
+                .iter()
+                .filter_map(crate::celrules::Rule::compile)
+                .collect();
+        }
         Ok(n)
     }
 }
