@@ -927,3 +927,19 @@ fn cel_transition_rules_on_update() {
         assert_eq!(causes(s.validate_update(&obj(spec), &old)), want, "row {i}");
     }
 }
+
+/// Ratcheting: a rule added after an object was stored does not fail an update that leaves
+/// the offending value unchanged (upstream v1.36: the second update is accepted).
+#[test]
+fn cel_rules_ratchet_unchanged_values() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "s": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "int(self) > 0"}, {"rule": "self.size() < 2"}]},
+        "n": {"type": "integer"}}}));
+    let old = obj(json!({"s": "55", "n": 10}));
+    assert_eq!(
+        causes(s.validate_update(&obj(json!({"s": "66", "n": 11})), &old)),
+        vec!["spec.s|FieldValueInvalid|Invalid value: \"66\": failed rule: self.size() < 2"]
+    );
+    assert!(s.validate_update(&obj(json!({"s": "55", "n": 11})), &old).is_empty());
+}
