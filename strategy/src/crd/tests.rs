@@ -781,3 +781,122 @@ fn unpruned_defaults_are_kept_on_update_only() {
     new["metadata"]["labels"] = json!({"a": "b"});
     assert_eq!(update(new, &old), Vec::<String>::new());
 }
+
+/// CEL compilation of `x-kubernetes-validations`: every answer observed on an upstream v1.36
+/// server, except that upstream's object type names carry a random number
+/// (`selfType136486209`) where keel's say `selfType0`.
+#[test]
+fn validation_rules_compile() {
+    const S: &str = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let bad = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.replicas"},
+            {"rule": "self.nope == 1", "reason": "FieldValueForbidden", "optionalOldSelf": true},
+            {"rule": "self.replicas > 1", "messageExpression": "self.replicas"},
+            {"rule": "self.replicas > 1", "messageExpression": "'a' +"},
+            {"rule": "foo > 1"},
+            {"rule": "self.replicas == oldSelf.replicas"},
+            {"rule": "self.m.exists(k, self.m[k] == 'x') && self.l.all(x, x.a > 0) && self.ios == 1 && self.p.anything == 1"},
+            {"rule": "self.l[0].a == 'x'"},
+            {"rule": "1 +"},
+            {"rule": "self.m.x == 'y' && self.m['x'] == 1"}],
+        "properties": {
+            "replicas": {"type": "integer"},
+            "m": {"type": "object", "maxProperties": 5, "additionalProperties": {"type": "string", "maxLength": 5}},
+            "l": {"type": "array", "maxItems": 5, "items": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+            "ios": {"x-kubernetes-int-or-string": true},
+            "p": {"x-kubernetes-preserve-unknown-fields": true}}}}});
+    let want = [
+        format!(r#"{S}[0].rule: Invalid value: {{"Rule":"self.replicas","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: cel expression must evaluate to a bool"#),
+        format!(r#"{S}[1].rule: Invalid value: {{"Rule":"self.nope == 1","Message":"","MessageExpression":"","Reason":"FieldValueForbidden","FieldPath":"","OptionalOldSelf":true}}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'
+ | self.nope == 1
+ | ....^"#),
+        format!("{S}[1].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+        format!(r#"{S}[2].messageExpression: Invalid value: {{"Rule":"self.replicas \u003e 1","Message":"","MessageExpression":"self.replicas","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: messageExpression must evaluate to a string"#),
+        format!(r#"{S}[3].messageExpression: Invalid value: {{"Rule":"self.replicas \u003e 1","Message":"","MessageExpression":"'a' +","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: messageExpression compilation failed: ERROR: <input>:1:6: Syntax error: mismatched input '<EOF>' expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}
+ | 'a' +
+ | .....^"#),
+        format!(r#"{S}[4].rule: Invalid value: {{"Rule":"foo \u003e 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')
+ | foo > 1
+ | ^"#),
+        format!(r#"{S}[6].rule: Invalid value: {{"Rule":"self.m.exists(k, self.m[k] == 'x') \u0026\u0026 self.l.all(x, x.a \u003e 0) \u0026\u0026 self.ios == 1 \u0026\u0026 self.p.anything == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:86: undefined field 'p'
+ | self.m.exists(k, self.m[k] == 'x') && self.l.all(x, x.a > 0) && self.ios == 1 && self.p.anything == 1
+ | .....................................................................................^"#),
+        format!(r#"{S}[7].rule: Invalid value: {{"Rule":"self.l[0].a == 'x'","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:13: found no matching overload for '_==_' applied to '(int, string)'
+ | self.l[0].a == 'x'
+ | ............^"#),
+        format!(r#"{S}[8].rule: Invalid value: {{"Rule":"1 +","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>' expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}
+ | 1 +
+ | ...^"#),
+        format!(r#"{S}[9].rule: Invalid value: {{"Rule":"self.m.x == 'y' \u0026\u0026 self.m['x'] == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:32: found no matching overload for '_==_' applied to '(string, int)'
+ | self.m.x == 'y' && self.m['x'] == 1
+ | ...............................^"#),
+    ];
+    assert_eq!(create(schema(bad)), want);
+
+    let typed = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self == 1"},
+            {"rule": "self.l[0] == 1"},
+            {"rule": "self.e == 1"},
+            {"rule": "self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1"}],
+        "properties": {
+            "l": {"type": "array", "maxItems": 5, "items": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+            "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+            "p": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
+    let want = [
+        format!(
+            r#"{S}[0].rule: Invalid value: {{"Rule":"self == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(selfType0, int)'
+ | self == 1
+ | .....^"#
+        ),
+        format!(
+            r#"{S}[1].rule: Invalid value: {{"Rule":"self.l[0] == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(selfType0.l.@idx, int)'
+ | self.l[0] == 1
+ | ..........^"#
+        ),
+        format!(
+            r#"{S}[2].rule: Invalid value: {{"Rule":"self.e == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(selfType0.e, int)'
+ | self.e == 1
+ | .......^"#
+        ),
+        format!(
+            r#"{S}[3].rule: Invalid value: {{"Rule":"self.p.a == 1 \u0026\u0026 self.e.kind == 'x' \u0026\u0026 self.e.metadata.name == 'a' \u0026\u0026 self.e.spec == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:7: undefined field 'a'
+ | self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1
+ | ......^
+ERROR: <input>:1:77: undefined field 'spec'
+ | self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1
+ | ............................................................................^"#
+        ),
+    ];
+    assert_eq!(create(schema(typed)), want);
+}
+
+/// Upstream compiles the rules only when the schema has no other error (a bad `pattern`, a
+/// rule's static error), and names nested nodes' rules by their schema path.
+#[test]
+fn validation_rules_compile_only_in_an_error_free_schema() {
+    const R: &str = "spec.validation.openAPIV3Schema";
+    let rows = [
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}], "properties": {
+            "a": {"type": "string", "pattern": "("},
+            "b": {"type": "array", "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self.y"}]}}}}),
+         vec![format!("{R}.properties[a].pattern: Invalid value: \"(\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(`")]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}, {"rule": "y", "reason": "Nope"}]}),
+         vec![format!("{R}.x-kubernetes-validations[1].reason: Unsupported value: \"Nope\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"")]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}, {"rule": "y", "fieldPath": ".q"}]}),
+         vec![format!("{R}.x-kubernetes-validations[1].fieldPath: Invalid value: \".q\": must be a valid path")]),
+        (json!({"type": "object", "properties": {"a": {"type": "object", "additionalProperties": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.z == oldSelf"}]}}}}),
+         vec![format!(r#"{R}.properties[a].additionalProperties.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"self.z == oldSelf","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:5: undefined field 'z'
+ | self.z == oldSelf
+ | ....^"#)]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}], "properties": {"a": {"type": "string", "minLength": -1}}}),
+         vec![format!(r#"{R}.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"x","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' (in container '')
+ | x
+ | ^"#)]),
+    ];
+    for (i, (s, want)) in rows.into_iter().enumerate() {
+        assert_eq!(create(schema(s)), want, "row {i}");
+    }
+}
