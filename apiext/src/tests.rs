@@ -941,5 +941,7 @@ fn cel_rules_ratchet_unchanged_values() {
         causes(s.validate_update(&obj(json!({"s": "66", "n": 11})), &old)),
         vec!["spec.s|FieldValueInvalid|Invalid value: \"66\": failed rule: self.size() < 2"]
     );
-    assert!(s.validate_update(&obj(json!({"s": "55", "n": 11})), &old).is_empty());
+    assert!(s
+        .validate_update(&obj(json!({"s": "55", "n": 11})), &old)
+        .is_empty());
 }
