@@ -6,10 +6,12 @@
 //! (`no such key: x`, `type conversion error from 'string' to 'int'`); others keep the
 //! interpreter's own text.
 //!
-//! Not done: upstream's Kubernetes list library (`isSorted`, `sum`, `min`, `max`, list
-//! `indexOf`/`lastIndexOf`), `quantity()`, `url()`, `ip()`/`cidr()`, `format.*`, and
-//! upstream's runtime cost accounting (callers bound work instead, see
-//! [`work_bound`]).
+//! Upstream's Kubernetes list library (`isSorted`, `sum`, `min`, `max`, list
+//! `indexOf`/`lastIndexOf`) is added here.
+//!
+//! Not done: `quantity()`, `url()`, `ip()`/`cidr()`, `format.*`, `authz`, the regex library's
+//! `find`/`findAll`, and upstream's runtime cost accounting (callers bound the work instead,
+//! see [`Program::work_bound`]).
 
 use cel::common::ast::Expr;
 use std::sync::{Arc, LazyLock};
@@ -28,6 +30,7 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
         .expect("lists extension declares distinct overloads");
     env.add_extension(cel::extensions::math)
         .expect("math extension declares distinct overloads");
+    lists::declare(&mut env).expect("Kubernetes list functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
@@ -136,6 +139,7 @@ fn error_text(e: &cel::ExecutionError) -> String {
             let _ = message;
             format!("type conversion error from 'string' to '{function}'")
         }
+        E::FunctionError { message, .. } => message.clone(),
         other => other.to_string(),
     }
 }
@@ -146,5 +150,156 @@ fn plain(v: &Value) -> String {
         Value::UInt(u) => u.to_string(),
         Value::String(s) => s.to_string(),
         other => format!("{other:?}"),
+    }
+}
+
+/// Upstream's Kubernetes list library, on any list.
+mod lists {
+    use cel::common::types::{DYN_TYPE, LIST_TYPE};
+    use cel::common::value::{CowVal, Val};
+    use cel::{DeclarationError, Env, ExecutionError, Value};
+    use std::cmp::Ordering;
+
+    pub fn declare(env: &mut Env) -> Result<(), DeclarationError> {
+        env.add_member_overload("isSorted", "list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
+        env.add_member_overload("sum", "list_sum", LIST_TYPE, vec![], sum)?;
+        env.add_member_overload("min", "list_min", LIST_TYPE, vec![], min)?;
+        env.add_member_overload("max", "list_max", LIST_TYPE, vec![], max)?;
+        env.add_member_overload(
+            "indexOf",
+            "list_index_of",
+            LIST_TYPE,
+            vec![DYN_TYPE],
+            index_of,
+        )?;
+        env.add_member_overload(
+            "lastIndexOf",
+            "list_last_index_of",
+            LIST_TYPE,
+            vec![DYN_TYPE],
+            last_index_of,
+        )
+    }
+
+    fn items(args: &[CowVal<'_, '_>], want: usize, f: &str) -> Result<Vec<Value>, ExecutionError> {
+        if args.len() != want {
+            return Err(ExecutionError::invalid_argument_count(want, args.len()));
+        }
+        match Value::try_from(args[0].as_ref()) {
+            Ok(Value::List(l)) => Ok(l.as_ref().clone()),
+            _ => Err(ExecutionError::function_error(f, "receiver is not a list")),
+        }
+    }
+
+    fn out<'b, 'v>(v: Value) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        Box::<dyn Val>::try_from(v)
+            .map(CowVal::Owned)
+            .map_err(|_| ExecutionError::function_error("list", "unrepresentable value"))
+    }
+
+    fn order(a: &Value, b: &Value, f: &str) -> Result<Ordering, ExecutionError> {
+        a.partial_cmp(b)
+            .ok_or_else(|| ExecutionError::function_error(f, "list elements are not comparable"))
+    }
+
+    fn is_sorted<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let l = items(&args, 1, "isSorted")?;
+        for w in l.windows(2) {
+            if order(&w[0], &w[1], "isSorted")? == Ordering::Greater {
+                return out(Value::Bool(false));
+            }
+        }
+        out(Value::Bool(true))
+    }
+
+    fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let l = items(&args, 1, "sum")?;
+        let overflow = || ExecutionError::function_error("sum", "integer overflow");
+        let total = match l.first() {
+            None | Some(Value::Int(_)) => {
+                let mut t: i64 = 0;
+                for v in &l {
+                    let Value::Int(i) = v else {
+                        return Err(ExecutionError::function_error("sum", "mixed types"));
+                    };
+                    t = t.checked_add(*i).ok_or_else(overflow)?;
+                }
+                Value::Int(t)
+            }
+            Some(Value::UInt(_)) => {
+                let mut t: u64 = 0;
+                for v in &l {
+                    let Value::UInt(u) = v else {
+                        return Err(ExecutionError::function_error("sum", "mixed types"));
+                    };
+                    t = t.checked_add(*u).ok_or_else(overflow)?;
+                }
+                Value::UInt(t)
+            }
+            Some(Value::Float(_)) => {
+                let mut t = 0.0;
+                for v in &l {
+                    let Value::Float(f) = v else {
+                        return Err(ExecutionError::function_error("sum", "mixed types"));
+                    };
+                    t += f;
+                }
+                Value::Float(t)
+            }
+            Some(_) => return Err(ExecutionError::function_error("sum", "no such overload")),
+        };
+        out(total)
+    }
+
+    fn extreme<'b, 'v>(
+        args: Vec<CowVal<'b, 'v>>,
+        f: &str,
+        keep: Ordering,
+    ) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let l = items(&args, 1, f)?;
+        let mut it = l.into_iter();
+        let Some(mut best) = it.next() else {
+            return Err(ExecutionError::function_error(
+                f,
+                format!("{f} called on empty list"),
+            ));
+        };
+        for v in it {
+            if order(&v, &best, f)? == keep {
+                best = v;
+            }
+        }
+        out(best)
+    }
+
+    fn min<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        extreme(args, "min", Ordering::Less)
+    }
+
+    fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        extreme(args, "max", Ordering::Greater)
+    }
+
+    fn find<'b, 'v>(
+        args: Vec<CowVal<'b, 'v>>,
+        last: bool,
+    ) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let l = items(&args, 2, "indexOf")?;
+        let x = Value::try_from(args[1].as_ref())
+            .map_err(|_| ExecutionError::function_error("indexOf", "unsupported value"))?;
+        let pos = if last {
+            l.iter().rposition(|v| *v == x)
+        } else {
+            l.iter().position(|v| *v == x)
+        };
+        out(Value::Int(pos.map_or(-1, |p| p as i64)))
+    }
+
+    fn index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        find(args, false)
+    }
+
+    fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        find(args, true)
     }
 }

@@ -900,3 +900,22 @@ fn validation_rules_compile_only_in_an_error_free_schema() {
         assert_eq!(create(schema(s)), want, "row {i}");
     }
 }
+
+/// Rules using upstream's list and string libraries, which upstream v1.36 accepts.
+#[test]
+fn validation_rules_with_library_functions_compile() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "l": {"type": "array", "maxItems": 5, "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.isSorted() && [3, 1].isSorted() == false"},
+            {"rule": "self.sum() == 4 && self.min() == 1 && self.max() == 2"},
+            {"rule": "self.indexOf(2) == 1 && self.lastIndexOf(1) == 2 && self.indexOf(9) == -1"}]},
+        "s": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [
+            {"rule": "self.lowerAscii() == 'a-b' && self.matches('^[A-Z]-') && self.replace('-', '') == 'AB'"}]},
+        "p": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [
+            {"rule": "type(self) == int ? self > 0 : self.size() > 0"}]},
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 5},
+              "x-kubernetes-validations": [{"rule": "self.all(k, k.size() < 5 && self[k] != 'x')",
+                                            "messageExpression": "self.size() > 1 ? 'bad' : 'worse'"}]}}}}});
+    let errs = create(schema(s));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
