@@ -200,6 +200,13 @@ impl Walk {
             let size = *size_max
                 .get_or_insert_with(|| largest(v, 0).max(old.map_or(0, |o| largest(o, 0))));
             let work = r.program.work_bound(size);
+            if work > limits::CEL_RULE_WORK_MAX {
+                // Upstream's wording for a run over its per-call limit (not observed on
+                // the test server: its CRD validation refuses such rules up front).
+                let msg = format!("call cost exceeds limit for rule: {}", rule_text(r));
+                self.errs.push(eval_error(n, path, &msg));
+                continue;
+            }
             if work > self.work_left {
                 self.exhausted = true;
                 self.errs.push(eval_error(
@@ -208,14 +215,6 @@ impl Walk {
                     "validation failed due to running out of cost budget, no further validation rules will be run",
                 ));
                 return;
-            }
-            if work > limits::CEL_RULE_WORK_MAX {
-                let msg = format!(
-                    "operation cancelled: actual cost limit exceeded evaluating rule: {}",
-                    rule_text(r)
-                );
-                self.errs.push(eval_error(n, path, &msg));
-                continue;
             }
             self.work_left -= work;
             match r.program.execute(&vars) {

@@ -989,3 +989,37 @@ fn cel_rules_on_maps_and_int_or_string() {
         .validate(&obj(json!({"m": {"a": "y"}, "p": 3})))
         .is_empty());
 }
+
+/// Work bounds: a nested comprehension over a 2,000-item list would take about 4 million
+/// steps, beyond `CEL_RULE_WORK_MAX`; it is refused before it runs, and the flat rule next to
+/// it still runs. (keel's own bound: upstream refuses such a rule when the CRD is written.)
+#[test]
+fn cel_rule_work_is_bounded_before_running() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.all(x, self.all(y, x == y))"},
+            {"rule": "self.all(x, x == 0)"}]}}}));
+    let l: Vec<i64> = (0..2000).collect();
+    assert_eq!(
+        causes(s.validate(&obj(json!({"l": l})))),
+        vec![
+            "spec.l|FieldValueInvalid|Invalid value: \"array\": call cost exceeds limit for rule: self.all(x, self.all(y, x == y))",
+            "spec.l|FieldValueInvalid|Invalid value: failed rule: self.all(x, x == 0)",
+        ]
+    );
+}
+
+/// The object-wide work bound: once the runs' bounds add up beyond `CEL_OBJECT_WORK_MAX`, one
+/// cause says so and no further rule runs (upstream's wording for its per-object budget).
+#[test]
+fn cel_object_work_is_bounded() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "array", "items": {"type": "integer"},
+            "x-kubernetes-validations": [
+                {"rule": "self.all(x, x > 0 && x < 10 && x != 5 && x != 6 && x != 7 && x != 8)"}]}}}}));
+    let item: Vec<i64> = vec![1; 400];
+    let l = vec![item; 1000];
+    let errs = causes(s.validate(&obj(json!({"l": l}))));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].ends_with("Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"), "{errs:?}");
+}
