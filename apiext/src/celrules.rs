@@ -26,7 +26,10 @@
 //! bound is an over-estimate, so a nested comprehension over a large list can be refused
 //! where upstream's actual cost would pass.
 //!
-//! Not done: `optionalOldSelf` rules are skipped; `format: date-time`/`duration`/`byte`
+//! `optionalOldSelf` rules run on create too, `oldSelf` an optional (none without a
+//! correlated old value). Rules at the root report at field `<nil>`, as upstream's do.
+//!
+//! Not done: `format: date-time`/`duration`/`byte`
 //! strings are plain strings (upstream: timestamp, duration, bytes); embedded resources'
 //! `metadata` is passed whole (upstream: only `name` and `generateName`).
 
@@ -111,7 +114,7 @@ pub fn blocking(errs: &[StatusCause]) -> Option<StatusCause> {
     blocks.then(|| StatusCause {
         reason: field::REASON_INVALID.into(),
         message: BLOCKED.into(),
-        field: "<nil>".into(),
+        field: NIL_PATH.into(),
     })
 }
 
@@ -190,11 +193,13 @@ impl Walk {
         let old_me = old.map(|o| to_cel(Some(n), o, 0));
         let mut size_max = None;
         for r in &n.rules {
-            if r.optional_old_self || (r.transition && old.is_none()) {
+            if r.transition && old.is_none() && !r.optional_old_self {
                 continue;
             }
             let mut vars = vec![("self", me.clone())];
-            if let (true, Some(o)) = (r.transition, &old_me) {
+            if r.optional_old_self {
+                vars.push(("oldSelf", keel_cel::eval::optional(old_me.clone())));
+            } else if let (true, Some(o)) = (r.transition, &old_me) {
                 vars.push(("oldSelf", o.clone()));
             }
             let size = *size_max
@@ -264,8 +269,12 @@ fn rule_text(r: &Rule) -> String {
     }
 }
 
+/// How upstream prints the root's (empty) field path.
+const NIL_PATH: &str = "<nil>";
+
 /// An evaluation error at the node: the value shown is the schema's type name.
 fn eval_error(n: &Node, path: &str, msg: &str) -> StatusCause {
+    let path = if path.is_empty() { NIL_PATH } else { path };
     let type_name = if n.int_or_string {
         ""
     } else {
@@ -281,6 +290,11 @@ fn failure(n: &Node, v: &Value, path: &str, r: &Rule, msg: &str) -> StatusCause 
         path.to_string()
     } else {
         join_field_path(path, &r.field_path)
+    };
+    let at = if at.is_empty() {
+        NIL_PATH.to_string()
+    } else {
+        at
     };
     // Objects, lists and fieldPath targets are not echoed.
     let shown = r.field_path.is_empty() && !matches!(v, Value::Object(_) | Value::Array(_));

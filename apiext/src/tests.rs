@@ -1023,3 +1023,33 @@ fn cel_object_work_is_bounded() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(errs[0].ends_with("Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"), "{errs:?}");
 }
+
+/// Rules at the root see `apiVersion`, `kind` and `metadata` and report at `<nil>`; an
+/// `optionalOldSelf` rule runs on create with `oldSelf` empty (upstream v1.36's answers).
+#[test]
+fn cel_rules_at_the_root() {
+    let s = schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a')"},
+            {"rule": "self.kind == 'Root' && self.apiVersion == 'c.example.com/v1'"},
+            {"rule": "!has(oldSelf.spec) || oldSelf.spec.x <= self.spec.x", "message": "x may only grow"},
+            {"rule": "oldSelf.hasValue() || self.spec.x > 0", "optionalOldSelf": true,
+             "message": "new x must be positive"}],
+        "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}}));
+    let root = |name: &str, x: i64| {
+        json!({"apiVersion": "c.example.com/v1", "kind": "Root", "metadata": {"name": name},
+               "spec": {"x": x}})
+    };
+    assert_eq!(
+        causes(s.validate(&root("x", 0))),
+        vec![
+            "<nil>|FieldValueInvalid|Invalid value: failed rule: self.metadata.name.startsWith('a')",
+            "<nil>|FieldValueInvalid|Invalid value: new x must be positive",
+        ]
+    );
+    assert!(s.validate(&root("ab", 5)).is_empty());
+    assert_eq!(
+        causes(s.validate_update(&root("ab", -1), &root("ab", 5))),
+        vec!["<nil>|FieldValueInvalid|Invalid value: x may only grow"]
+    );
+}

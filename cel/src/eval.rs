@@ -36,6 +36,15 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// An `optional_type` value: `optional.of(v)` or `optional.none()`.
+pub fn optional(v: Option<Value>) -> Value {
+    let o = match v {
+        Some(v) => cel::objects::OptionalValue::of(v),
+        None => cel::objects::OptionalValue::none(),
+    };
+    Value::Opaque(Arc::new(o))
+}
+
 /// A parsed expression, ready to run.
 #[derive(Debug)]
 pub struct Program {

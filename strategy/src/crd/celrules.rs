@@ -5,7 +5,7 @@
 //! `self`'s type: `object` with its typed properties (a property without `type`, unless
 //! `x-kubernetes-int-or-string`, is left out, as upstream leaves it out) as a named object
 //! type (plus `apiVersion`, `kind` and `metadata.name`/`generateName` for an embedded
-//! resource); `additionalProperties` as `map(string, T)`; `array` as `list(T)`; `integer`,
+//! resource and the root); `additionalProperties` as `map(string, T)`; `array` as `list(T)`; `integer`,
 //! `number`, `string`, `boolean` as int, double, string, bool; int-or-string and untyped
 //! nodes as dyn. Strings of format `byte`, `duration` and `date-time` are typed dyn (upstream:
 //! bytes, duration, timestamp; dyn accepts every rule upstream accepts).
@@ -31,7 +31,7 @@ pub(super) fn compile_tree(s: &Value, path: &str, depth: usize, errs: &mut Vec<F
     if depth > super::SCHEMA_DEPTH_MAX {
         return;
     }
-    compile_errors(s, path, errs);
+    compile_errors(s, path, depth == 0, errs);
     if let Some(props) = s.get("properties").and_then(Value::as_object) {
         for (k, p) in props {
             compile_tree(p, &format!("{path}.properties[{k}]"), depth + 1, errs);
@@ -45,13 +45,18 @@ pub(super) fn compile_tree(s: &Value, path: &str, depth: usize, errs: &mut Vec<F
     }
 }
 
-/// The compile errors of the rules at node `s` (at `path`).
-fn compile_errors(s: &Value, path: &str, errs: &mut Vec<FieldErr>) {
+/// The compile errors of the rules at node `s` (at `path`); `resource`: `s` is the root,
+/// whose `self` also has `apiVersion`, `kind` and `metadata`.
+fn compile_errors(s: &Value, path: &str, resource: bool, errs: &mut Vec<FieldErr>) {
     let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
         return;
     };
     let mut objects = Vec::new();
-    let self_type = decl_type(s, "selfType0", &mut objects, 0);
+    let self_type = if resource && str_of(s, "type") == "object" {
+        object_type(s, "selfType0", true, &mut objects, 0)
+    } else {
+        decl_type(s, "selfType0", &mut objects, 0)
+    };
     let mut base = Env::default();
     for (name, fields) in &objects {
         let fields: Vec<(&str, Type)> = fields
@@ -174,21 +179,25 @@ fn decl_type(s: &Value, name: &str, objects: &mut Objects, depth: usize) -> Type
             )),
             None => Type::list(Type::Dyn),
         },
-        "object" => object_type(s, name, objects, depth),
+        "object" => {
+            let embedded = s
+                .get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool);
+            object_type(s, name, embedded == Some(true), objects, depth)
+        }
         _ => Type::Dyn,
     }
 }
 
-fn object_type(s: &Value, name: &str, objects: &mut Objects, depth: usize) -> Type {
+/// An object node's type; `resource`: it also has `apiVersion`, `kind` and `metadata`
+/// (an embedded resource, or the root).
+fn object_type(s: &Value, name: &str, resource: bool, objects: &mut Objects, depth: usize) -> Type {
     if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
         let value = decl_type(a, &format!("{name}.@idx"), objects, depth + 1);
         return Type::map(Type::String, value);
     }
     let mut fields = Vec::new();
-    if s.get("x-kubernetes-embedded-resource")
-        .and_then(Value::as_bool)
-        == Some(true)
-    {
+    if resource {
         let meta = format!("{name}.metadata");
         objects.push((
             meta.clone(),

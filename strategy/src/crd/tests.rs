@@ -918,4 +918,14 @@ fn validation_rules_with_library_functions_compile() {
                                             "messageExpression": "self.size() > 1 ? 'bad' : 'worse'"}]}}}}});
     let errs = create(schema(s));
     assert!(errs.is_empty(), "{errs:#?}");
+    let root = json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a')"},
+            {"rule": "self.kind == 'Root' && self.apiVersion == 'c.example.com/v1'"},
+            {"rule": "!has(oldSelf.spec) || oldSelf.spec.x <= self.spec.x", "message": "x may only grow"},
+            {"rule": "oldSelf.hasValue() || self.spec.x > 0", "optionalOldSelf": true,
+             "message": "new x must be positive"}],
+        "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}});
+    let errs = create(schema(root));
+    assert!(errs.is_empty(), "{errs:#?}");
 }
