@@ -27,27 +27,52 @@ const TYPE_DEPTH_MAX: usize = 64;
 /// The compile errors of every rule in schema `s` (at `path`): the node's own, then its
 /// properties', `additionalProperties`' and `items`' (upstream checks a schema's rules only
 /// when the schema has no other error).
-pub(super) fn compile_tree(s: &Value, path: &str, depth: usize, errs: &mut Vec<FieldErr>) {
-    if depth > super::SCHEMA_DEPTH_MAX {
-        return;
-    }
-    compile_errors(s, path, depth == 0, errs);
-    if let Some(props) = s.get("properties").and_then(Value::as_object) {
-        for (k, p) in props {
-            compile_tree(p, &format!("{path}.properties[{k}]"), depth + 1, errs);
+pub(super) fn compile_tree(s: &Value, path: &str, errs: &mut Vec<FieldErr>) {
+    Tree { errs }.walk(s, path, None, 0);
+}
+
+struct Tree<'e> {
+    errs: &'e mut Vec<FieldErr>,
+}
+
+impl Tree<'_> {
+    /// `uncorrelated`: the outermost list above `s` whose items an update cannot pair with
+    /// old ones (not `listType=map`), where `oldSelf` is refused.
+    fn walk(&mut self, s: &Value, path: &str, uncorrelated: Option<&str>, depth: usize) {
+        if depth > super::SCHEMA_DEPTH_MAX {
+            return;
         }
-    }
-    if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
-        compile_tree(a, &format!("{path}.additionalProperties"), depth + 1, errs);
-    }
-    if let Some(i) = s.get("items").filter(|i| i.is_object()) {
-        compile_tree(i, &format!("{path}.items"), depth + 1, errs);
+        compile_errors(s, path, depth == 0, uncorrelated, self.errs);
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            for (k, p) in props {
+                let child = format!("{path}.properties[{k}]");
+                self.walk(p, &child, uncorrelated, depth + 1);
+            }
+        }
+        if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
+            let child = format!("{path}.additionalProperties");
+            self.walk(a, &child, uncorrelated, depth + 1);
+        }
+        if let Some(i) = s.get("items").filter(|i| i.is_object()) {
+            let child = format!("{path}.items");
+            let below = match uncorrelated {
+                None if str_of(s, "x-kubernetes-list-type") != "map" => Some(path),
+                other => other,
+            };
+            self.walk(i, &child, below, depth + 1);
+        }
     }
 }
 
 /// The compile errors of the rules at node `s` (at `path`); `resource`: `s` is the root,
 /// whose `self` also has `apiVersion`, `kind` and `metadata`.
-fn compile_errors(s: &Value, path: &str, resource: bool, errs: &mut Vec<FieldErr>) {
+fn compile_errors(
+    s: &Value,
+    path: &str,
+    resource: bool,
+    uncorrelated: Option<&str>,
+    errs: &mut Vec<FieldErr>,
+) {
     let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
         return;
     };
@@ -80,7 +105,9 @@ fn compile_errors(s: &Value, path: &str, resource: bool, errs: &mut Vec<FieldErr
         };
         let env = base.clone().variable("oldSelf", old_type);
         let shown = || Bad::Raw(rule_json(r));
-        match keel_cel::compile(&env, rule) {
+        let compiled = keel_cel::compile(&env, rule);
+        let transition = compiled.is_ok() && refers_to_old_self(rule);
+        match compiled {
             Err(issues) => errs.push(FieldErr::invalid(
                 &format!("{p}.rule"),
                 shown(),
@@ -93,7 +120,17 @@ fn compile_errors(s: &Value, path: &str, resource: bool, errs: &mut Vec<FieldErr
             )),
             Ok(_) => {}
         }
-        if optional && !refers_to_old_self(rule) {
+        if let (true, false, Some(list)) = (transition, optional, uncorrelated) {
+            errs.push(FieldErr::invalid(
+                &format!("{p}.rule"),
+                rule,
+                &format!(
+                    "oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
+                ),
+            ));
+        }
+        // Upstream knows a rule uses oldSelf only once it compiled.
+        if optional && !transition {
             errs.push(FieldErr::invalid(
                 &format!("{p}.optionalOldSelf"),
                 true,

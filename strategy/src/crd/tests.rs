@@ -929,3 +929,35 @@ fn validation_rules_with_library_functions_compile() {
     let errs = create(schema(root));
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+/// `oldSelf` below a list that is not `listType=map` (upstream v1.36's answers, including
+/// its report that an optionalOldSelf rule which failed to compile does not use oldSelf).
+#[test]
+fn validation_rules_old_self_needs_correlation() {
+    const R: &str = "spec.validation.openAPIV3Schema";
+    let s = json!({"type": "object", "properties": {
+        "a": {"type": "array", "maxItems": 4, "items": {"type": "object", "properties": {
+            "b": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf"}, {"rule": "self == oldSelf", "optionalOldSelf": true}]}},
+            "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        "s": {"type": "array", "maxItems": 4, "x-kubernetes-list-type": "set", "items": {
+            "type": "string", "maxLength": 3, "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        "m": {"type": "array", "maxItems": 4, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+            "items": {"type": "object", "required": ["k"], "properties": {
+                "k": {"type": "string", "maxLength": 3},
+                "v": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}}});
+    let mut want = vec![
+        format!("{R}.properties[a].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[a]"),
+        format!("{R}.properties[a].items.properties[b].x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[a]"),
+        format!(r#"{R}.properties[a].items.properties[b].x-kubernetes-validations[1].rule: Invalid value: {{"Rule":"self == oldSelf","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":true}}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, optional_type(int))'
+ | self == oldSelf
+ | .....^"#),
+        format!("{R}.properties[a].items.properties[b].x-kubernetes-validations[1].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+        format!("{R}.properties[s].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[s]"),
+    ];
+    let mut got = create(schema(s));
+    // Upstream's order is Go's map order; compare as sets.
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
