@@ -138,7 +138,7 @@ struct Walk {
 
 impl Walk {
     fn node(&mut self, n: &Node, v: &Value, path: &str, old: Option<&Value>, depth: usize) {
-        if depth > limits::VALUE_DEPTH_MAX || self.exhausted || v.is_null() {
+        if depth > limits::VALUE_DEPTH_MAX || self.exhausted || v.is_null() || !n.rules_below {
             return;
         }
         // Ratcheting: an unchanged value is not checked again.
@@ -202,8 +202,11 @@ impl Walk {
             } else if let (true, Some(o)) = (r.transition, &old_me) {
                 vars.push(("oldSelf", o.clone()));
             }
-            let size = *size_max
-                .get_or_insert_with(|| largest(v, 0).max(old.map_or(0, |o| largest(o, 0))));
+            let size = if r.program.ranges() {
+                *size_max.get_or_insert_with(|| largest(v, 0).max(old.map_or(0, |o| largest(o, 0))))
+            } else {
+                0
+            };
             let work = r.program.work_bound(size);
             if work > limits::CEL_RULE_WORK_MAX {
                 // Upstream's wording for a run over its per-call limit (not observed on

@@ -138,7 +138,7 @@ impl Schema {
             has_unique_lists: compile::any_node(&root, &|n| {
                 matches!(n.list_type.as_deref(), Some("set" | "map"))
             }),
-            has_rules: compile::any_node(&root, &|n| !n.rules.is_empty()),
+            has_rules: root.rules_below,
             root,
         })
     }

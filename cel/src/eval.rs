@@ -75,6 +75,12 @@ impl Program {
         self.inner.references().has_variable(name)
     }
 
+    /// Whether the expression has comprehensions, so that [`Program::work_bound`] depends on
+    /// the size of what it ranges over.
+    pub fn ranges(&self) -> bool {
+        self.comprehension_depth > 0
+    }
+
     /// An upper bound of the steps one run takes when no collection or string it ranges over
     /// is larger than `size_max`: every node once per iteration of each enclosing
     /// comprehension. Saturates instead of overflowing.
