@@ -1053,3 +1053,28 @@ fn cel_rules_at_the_root() {
         vec!["<nil>|FieldValueInvalid|Invalid value: x may only grow"]
     );
 }
+
+/// Reasons on objects and with fieldPath (the value is not echoed), and a nullable field's
+/// `null`, which no rule sees (upstream v1.36's answers).
+#[test]
+fn cel_rule_reasons_without_values() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "false", "reason": "FieldValueDuplicate", "message": "dup obj"},
+            {"rule": "false", "reason": "FieldValueDuplicate", "fieldPath": ".s"},
+            {"rule": "false", "reason": "FieldValueForbidden", "fieldPath": ".s"},
+            {"rule": "false", "fieldPath": ".l"}],
+        "properties": {
+            "s": {"type": "string", "maxLength": 5},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 3}},
+            "n": {"type": "integer", "nullable": true, "x-kubernetes-validations": [{"rule": "self > 0"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"s": "x", "l": ["a"], "n": null})))),
+        vec![
+            "spec|FieldValueDuplicate|Duplicate value",
+            "spec.s|FieldValueDuplicate|Duplicate value",
+            "spec.s|FieldValueForbidden|Forbidden: failed rule: false",
+            "spec.l|FieldValueInvalid|Invalid value: failed rule: false",
+        ]
+    );
+}
