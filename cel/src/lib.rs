@@ -3,7 +3,8 @@
 //! libraries, with cel-go's error text (`ERROR: <input>:L:C: message`, the source line and a
 //! caret under the column), so validation answers carry upstream's messages.
 //!
-//! Evaluation ([`eval`]) runs programs with the `cel` crate's interpreter.
+//! Evaluation ([`eval`]) runs programs with the `cel` crate's interpreter (what the
+//! checker accepts but the interpreter lacks is listed there).
 //!
 //! Not done: cost estimation (upstream refuses expressions whose worst-case cost exceeds a
 //! limit) and the checks upstream's validators make of literal arguments (durations,
