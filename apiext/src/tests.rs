@@ -1078,3 +1078,42 @@ fn cel_rule_reasons_without_values() {
         ]
     );
 }
+
+/// Evaluation errors in cel-go's words (upstream v1.36's answers).
+#[test]
+fn cel_rule_evaluation_errors() {
+    let rules = [
+        "self.l[5] == 'a'",
+        "self.num / 0 == 1",
+        "self.num % 0 == 1",
+        "self.m['zz'] == 'a'",
+        "self.num * 9223372036854775807 > 0",
+        "self.num + 9223372036854775807 > 0",
+        "int(self.s) > 0",
+        "double(self.s) > 0.0",
+    ];
+    let rules: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+    let s = spec_schema(json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+        "s": {"type": "string", "maxLength": 5},
+        "num": {"type": "integer"},
+        "l": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 3}},
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 3}}}}));
+    let errs: Vec<String> = s
+        .validate(&obj(json!({"s": "x", "l": ["a"], "num": 2, "m": {}})))
+        .into_iter()
+        .map(|c| c.message)
+        .collect();
+    assert_eq!(
+        errs,
+        vec![
+            "Invalid value: \"object\": index out of bounds: 5 evaluating rule: self.l[5] == 'a'",
+            "Invalid value: \"object\": division by zero evaluating rule: self.num / 0 == 1",
+            "Invalid value: \"object\": modulus by zero evaluating rule: self.num % 0 == 1",
+            "Invalid value: \"object\": no such key: zz evaluating rule: self.m['zz'] == 'a'",
+            "Invalid value: \"object\": integer overflow evaluating rule: self.num * 9223372036854775807 > 0",
+            "Invalid value: \"object\": integer overflow evaluating rule: self.num + 9223372036854775807 > 0",
+            "Invalid value: \"object\": type conversion error from 'string' to 'int' evaluating rule: int(self.s) > 0",
+            "Invalid value: \"object\": type conversion error from 'string' to 'double' evaluating rule: double(self.s) > 0.0",
+        ]
+    );
+}
