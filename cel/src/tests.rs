@@ -151,3 +151,17 @@ fn evaluation() {
         assert_eq!(got, want.clone().map_err(str::to_string), "{src}");
     }
 }
+
+/// cel-go's check of a literal `matches` pattern (upstream v1.36's answer for a CRD rule).
+#[test]
+fn literal_matches_pattern() {
+    let env = Env::default().variable("s", Type::String);
+    assert_eq!(
+        compile(&env, "s.matches('(')"),
+        Err(
+            "ERROR: <input>:1:11: invalid matches argument\n | s.matches('(')\n | ..........^"
+                .into()
+        )
+    );
+    assert_eq!(compile(&env, "s.matches('^a+$')"), Ok(Type::Bool));
+}

@@ -891,6 +891,11 @@ fn validation_rules_compile_only_in_an_error_free_schema() {
          vec![format!(r#"{R}.properties[a].additionalProperties.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"self.z == oldSelf","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:5: undefined field 'z'
  | self.z == oldSelf
  | ....^"#)]),
+        (json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}},
+            "x-kubernetes-validations": [{"rule": "self.s.matches('(')"}]}}}),
+         vec![format!(r#"{R}.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"self.s.matches('(')","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:16: invalid matches argument
+ | self.s.matches('(')
+ | ...............^"#)]),
         (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}], "properties": {"a": {"type": "string", "minLength": -1}}}),
          vec![format!(r#"{R}.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"x","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' (in container '')
  | x
