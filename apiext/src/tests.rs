@@ -1093,11 +1093,13 @@ fn cel_rule_evaluation_errors() {
         "double(self.s) > 0.0",
     ];
     let rules: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
-    let s = spec_schema(json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+    let s = spec_schema(
+        json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
         "s": {"type": "string", "maxLength": 5},
         "num": {"type": "integer"},
         "l": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 3}},
-        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 3}}}}));
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 3}}}}),
+    );
     let errs: Vec<String> = s
         .validate(&obj(json!({"s": "x", "l": ["a"], "num": 2, "m": {}})))
         .into_iter()
