@@ -1119,3 +1119,34 @@ fn cel_rule_evaluation_errors() {
         ]
     );
 }
+
+/// A schema with the kinds of rules real CRDs carry (uniqueness with exists_one, optional
+/// chaining, map/filter, two-variable exists, `in`, split): upstream v1.36's answers.
+fn realistic() -> Schema {
+    spec_schema(serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "self.listeners.all(l1, self.listeners.exists_one(l2, l1.name == l2.name))", "message": "names must be unique"}, {"rule": "has(self.port) ? self.port > 0 : true"}, {"rule": "self.mode in ['A', 'B']", "message": "mode must be A or B"}, {"rule": "self.listeners.map(l, l.name).all(n, n.size() <= 8)"}, {"rule": "self.?hostname.orValue('') == '' || self.hostname.endsWith('.example.com')"}, {"rule": "!has(self.ref) || self.ref.split('/').size() == 2"}, {"rule": "self.listeners.filter(l, l.protocol == 'HTTPS').all(l, has(l.tls))", "message": "HTTPS needs tls"}, {"rule": "has(self.mode) == has(oldSelf.mode)", "message": "mode cannot be added or removed"}, {"rule": "size(self.listeners) <= 4"}, {"rule": "self.tags.all(k, k.lowerAscii() == k)"}, {"rule": "self.labels.exists(k, v, v == 'x') == false"}], "properties": {"port": {"type": "integer"}, "mode": {"type": "string", "maxLength": 1}, "hostname": {"type": "string", "maxLength": 63}, "ref": {"type": "string", "maxLength": 63}, "tags": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "labels": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "listeners": {"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 16}, "protocol": {"type": "string", "maxLength": 8}, "tls": {"type": "object", "properties": {"mode": {"type": "string", "maxLength": 8}}}}}}}}"#).unwrap())
+}
+
+#[test]
+fn cel_rules_of_a_realistic_schema() {
+    let s = realistic();
+    let bad = json!({"port": 0, "mode": "C", "hostname": "a.other.com", "ref": "a/b/c",
+        "tags": {"Ab": "x"}, "labels": {"q": "x"},
+        "listeners": [{"name": "verylongname", "protocol": "HTTPS"}, {"name": "b"}]});
+    assert_eq!(
+        causes(s.validate(&obj(bad))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: failed rule: has(self.port) ? self.port > 0 : true",
+            "spec|FieldValueInvalid|Invalid value: mode must be A or B",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.listeners.map(l, l.name).all(n, n.size() <= 8)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.?hostname.orValue('') == '' || self.hostname.endsWith('.example.com')",
+            "spec|FieldValueInvalid|Invalid value: failed rule: !has(self.ref) || self.ref.split('/').size() == 2",
+            "spec|FieldValueInvalid|Invalid value: \"object\": no such key: protocol evaluating rule: HTTPS needs tls",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.tags.all(k, k.lowerAscii() == k)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.labels.exists(k, v, v == 'x') == false",
+        ]
+    );
+    let good = json!({"port": 1, "mode": "A", "hostname": "a.example.com", "ref": "a/b",
+        "tags": {"ab": "x"}, "labels": {"q": "y"},
+        "listeners": [{"name": "a", "protocol": "HTTPS", "tls": {}}]});
+    assert_eq!(causes(s.validate(&obj(good))), Vec::<String>::new());
+}

@@ -52,6 +52,8 @@ pub fn optional(v: Option<Value>) -> Value {
 #[derive(Debug)]
 pub struct Program {
     inner: cel::Program,
+    /// The expression as run: two-variable comprehensions rewritten (see [`two_vars`]).
+    run: cel::IdedExpr,
     /// Nesting depth of comprehensions (`all`, `exists`, `map`...): with the largest
     /// collection's size, what bounds the work one run does.
     comprehension_depth: u32,
@@ -66,7 +68,10 @@ impl Program {
             .compile(source)
             .map_err(|e| format!("{:?}", e.errors.first().map(|e| &e.msg)))?;
         let (comprehension_depth, nodes) = shape(&inner.expression().expr, 0);
+        let mut ids = REWRITE_ID_FIRST;
+        let run = two_vars::rewrite(inner.expression(), &mut ids, 0);
         Ok(Program {
+            run,
             inner,
             comprehension_depth,
             nodes,
@@ -102,7 +107,143 @@ impl Program {
         for (name, v) in vars {
             ctx.add_variable_from_value(*name, v.clone());
         }
-        self.inner.execute(&ctx).map_err(|e| error_text(&e))
+        ctx.resolve(&self.run).map_err(|e| error_text(&e))
+    }
+}
+
+/// Ids of nodes the rewrite adds: far above any the parser hands out.
+const REWRITE_ID_FIRST: u64 = 1 << 48;
+
+/// The interpreter binds only a comprehension's first variable; cel-go's two-variable forms
+/// (`m.all(k, v, ...)`, `l.exists(i, v, ...)`, `transformList(i, v, ...)`) are rewritten
+/// into one-variable ones that range over the keys (maps) or indices (lists) and bind the
+/// second variable to `range[key]` for each step, as `cel.bind` does.
+mod two_vars {
+    use cel::common::ast::{
+        CallExpr, ComprehensionExpr, EntryExpr, Expr, ListExpr, LiteralValue, SelectExpr,
+    };
+    use cel::IdedExpr;
+
+    fn node(ids: &mut u64, expr: Expr) -> IdedExpr {
+        *ids += 1;
+        IdedExpr { id: *ids, expr }
+    }
+
+    fn ident(ids: &mut u64, name: &str) -> IdedExpr {
+        node(ids, Expr::Ident(name.to_string()))
+    }
+
+    fn call(ids: &mut u64, name: &str, args: Vec<IdedExpr>) -> IdedExpr {
+        node(
+            ids,
+            Expr::Call(CallExpr {
+                func_name: name.to_string(),
+                target: None,
+                args,
+            }),
+        )
+    }
+
+    /// `cel.bind(name, init, body)` as the parser expands it.
+    fn bind(ids: &mut u64, name: &str, init: IdedExpr, body: IdedExpr) -> IdedExpr {
+        let range = node(ids, Expr::List(ListExpr::new(vec![])));
+        let cond = node(ids, Expr::Literal(LiteralValue::Boolean(false.into())));
+        let step = ident(ids, name);
+        node(
+            ids,
+            Expr::Comprehension(Box::new(ComprehensionExpr {
+                iter_range: range,
+                iter_var: "#unused".into(),
+                iter_var2: None,
+                accu_var: name.to_string(),
+                accu_init: init,
+                loop_cond: cond,
+                loop_step: step,
+                result: body,
+            })),
+        )
+    }
+
+    pub fn rewrite(e: &IdedExpr, ids: &mut u64, depth: usize) -> IdedExpr {
+        if depth > 256 {
+            return e.clone();
+        }
+        let d = depth + 1;
+        let expr = match &e.expr {
+            Expr::Comprehension(c) => {
+                let mut c = ComprehensionExpr {
+                    iter_range: rewrite(&c.iter_range, ids, d),
+                    iter_var: c.iter_var.clone(),
+                    iter_var2: c.iter_var2.clone(),
+                    accu_var: c.accu_var.clone(),
+                    accu_init: rewrite(&c.accu_init, ids, d),
+                    loop_cond: rewrite(&c.loop_cond, ids, d),
+                    loop_step: rewrite(&c.loop_step, ids, d),
+                    result: rewrite(&c.result, ids, d),
+                };
+                let Some(second) = c.iter_var2.take() else {
+                    return IdedExpr {
+                        id: e.id,
+                        expr: Expr::Comprehension(Box::new(c)),
+                    };
+                };
+                // bind(@range, R, [k in (R is a map ? R : lists.range(size(R)))] with
+                // each step in bind(v, @range[k], step)).
+                let range_var = format!("@range{}", e.id);
+                let is_map = {
+                    let r = ident(ids, &range_var);
+                    let t = call(ids, "type", vec![r]);
+                    let m = ident(ids, "map");
+                    call(ids, "_==_", vec![t, m])
+                };
+                let indices = {
+                    let r = ident(ids, &range_var);
+                    let size = call(ids, "size", vec![r]);
+                    call(ids, "lists.range", vec![size])
+                };
+                let keys = {
+                    let r = ident(ids, &range_var);
+                    call(ids, "_?_:_", vec![is_map, r, indices])
+                };
+                let element = {
+                    let r = ident(ids, &range_var);
+                    let k = ident(ids, &c.iter_var);
+                    call(ids, "_[_]", vec![r, k])
+                };
+                let range = std::mem::replace(&mut c.iter_range, keys);
+                let step = std::mem::take(&mut c.loop_step);
+                c.loop_step = bind(ids, &second, element, step);
+                let inner = node(ids, Expr::Comprehension(Box::new(c)));
+                return bind(ids, &range_var, range, inner);
+            }
+            Expr::Call(c) => Expr::Call(CallExpr {
+                func_name: c.func_name.clone(),
+                target: c.target.as_ref().map(|t| Box::new(rewrite(t, ids, d))),
+                args: c.args.iter().map(|a| rewrite(a, ids, d)).collect(),
+            }),
+            Expr::List(l) => {
+                let mut l2 = l.clone();
+                l2.elements = l.elements.iter().map(|x| rewrite(x, ids, d)).collect();
+                Expr::List(l2)
+            }
+            Expr::Map(m) => {
+                let mut m2 = m.clone();
+                for en in &mut m2.entries {
+                    if let EntryExpr::MapEntry(me) = &mut en.expr {
+                        me.key = rewrite(&me.key, ids, d);
+                        me.value = rewrite(&me.value, ids, d);
+                    }
+                }
+                Expr::Map(m2)
+            }
+            Expr::Select(sel) => Expr::Select(SelectExpr {
+                operand: Box::new(rewrite(&sel.operand, ids, d)),
+                field: sel.field.clone(),
+                test: sel.test,
+            }),
+            other => other.clone(),
+        };
+        IdedExpr { id: e.id, expr }
     }
 }
 
