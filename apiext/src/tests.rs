@@ -1150,3 +1150,32 @@ fn cel_rules_of_a_realistic_schema() {
         "listeners": [{"name": "a", "protocol": "HTTPS", "tls": {}}]});
     assert_eq!(causes(s.validate(&obj(good))), Vec::<String>::new());
 }
+
+/// Two-variable comprehensions, transformMap/transformList, `sets` and the regex library's
+/// find/findAll (upstream v1.36's answers for the same objects).
+#[test]
+fn cel_rules_with_two_variable_comprehensions_and_extensions() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.m.transformMap(k, v, v + 1) == {'a': 2}"},
+            {"rule": "sets.contains(self.l, [1]) && sets.equivalent(self.l, [2, 1, 1]) && !sets.intersects(self.l, [3])"},
+            {"rule": "self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']"},
+            {"rule": "self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)"},
+            {"rule": "self.l.transformList(i, v, i + v) == [1, 3]"}],
+        "properties": {
+            "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "integer"}},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "integer"}},
+            "s": {"type": "string", "maxLength": 10}}}));
+    assert!(s
+        .validate(&obj(json!({"m": {"a": 1}, "l": [1, 2], "s": "ab123"})))
+        .is_empty());
+    assert_eq!(
+        causes(s.validate(&obj(json!({"m": {"a": 2}, "l": [2, 1], "s": "x"})))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.m.transformMap(k, v, v + 1) == {'a': 2}",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.l.transformList(i, v, i + v) == [1, 3]",
+        ]
+    );
+}

@@ -7,12 +7,13 @@
 //! interpreter's own text.
 //!
 //! Upstream's Kubernetes list library (`isSorted`, `sum`, `min`, `max`, list
-//! `indexOf`/`lastIndexOf`) is added here.
+//! `indexOf`/`lastIndexOf`), its regex library (`find`, `findAll`), cel-go's `sets` extension
+//! and `transformMap`'s insertion are added here.
 //!
 //! Not done (the checker accepts them; a run reports an undeclared reference or no such
 //! overload): `duration`/`timestamp` values and functions (the `cel` crate's `chrono` feature
 //! is off: its time-zone dependency is not in the lock file), `quantity()`, `url()`,
-//! `ip()`/`cidr()`, `format.*`, `authz`, `semver`, the regex library's `find`/`findAll`, and
+//! `ip()`/`cidr()`, `isURL`, `format.*`, `authz`, `semver`, `base64`, and
 //! upstream's runtime cost accounting (callers bound the work instead, see
 //! [`Program::work_bound`]).
 
@@ -34,6 +35,7 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     env.add_extension(cel::extensions::math)
         .expect("math extension declares distinct overloads");
     lists::declare(&mut env).expect("Kubernetes list functions are distinct overloads");
+    more::declare(&mut env).expect("sets, regex and map-insert functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
@@ -460,5 +462,185 @@ mod lists {
 
     fn last_index_of<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
         find(args, true)
+    }
+}
+
+/// `sets.contains`/`equivalent`/`intersects`, the regex library's `find`/`findAll`, and
+/// `cel.@mapInsert` (what `transformMap` expands to).
+mod more {
+    use cel::common::types::{DYN_TYPE, INT_TYPE, LIST_TYPE, MAP_TYPE, STRING_TYPE};
+    use cel::common::value::{CowVal, Val};
+    use cel::objects::{Key, Map};
+    use cel::{DeclarationError, Env, ExecutionError, Value};
+    use std::sync::Arc;
+
+    pub fn declare(env: &mut Env) -> Result<(), DeclarationError> {
+        env.add_overload(
+            "sets.contains",
+            "sets_contains",
+            vec![LIST_TYPE, LIST_TYPE],
+            contains,
+        )?;
+        env.add_overload(
+            "sets.equivalent",
+            "sets_equivalent",
+            vec![LIST_TYPE, LIST_TYPE],
+            equivalent,
+        )?;
+        env.add_overload(
+            "sets.intersects",
+            "sets_intersects",
+            vec![LIST_TYPE, LIST_TYPE],
+            intersects,
+        )?;
+        env.add_member_overload("find", "string_find", STRING_TYPE, vec![STRING_TYPE], find)?;
+        env.add_member_overload(
+            "findAll",
+            "string_find_all",
+            STRING_TYPE,
+            vec![STRING_TYPE],
+            find_all,
+        )?;
+        env.add_member_overload(
+            "findAll",
+            "string_find_all_n",
+            STRING_TYPE,
+            vec![STRING_TYPE, INT_TYPE],
+            find_all_n,
+        )?;
+        env.add_overload(
+            "cel.@mapInsert",
+            "map_insert_key_value",
+            vec![MAP_TYPE, DYN_TYPE, DYN_TYPE],
+            map_insert,
+        )?;
+        env.add_overload(
+            "cel.@mapInsert",
+            "map_insert_map",
+            vec![MAP_TYPE, MAP_TYPE],
+            map_merge,
+        )
+    }
+
+    fn values(args: &[CowVal<'_, '_>], f: &str) -> Result<Vec<Value>, ExecutionError> {
+        args.iter()
+            .map(|a| Value::try_from(a.as_ref()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ExecutionError::function_error(f, "unsupported argument"))
+    }
+
+    fn out<'b, 'v>(v: Value) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        Box::<dyn Val>::try_from(v)
+            .map(CowVal::Owned)
+            .map_err(|_| ExecutionError::function_error("cel", "unrepresentable value"))
+    }
+
+    fn two_lists(
+        args: &[CowVal<'_, '_>],
+        f: &str,
+    ) -> Result<(Vec<Value>, Vec<Value>), ExecutionError> {
+        match values(args, f)?.as_slice() {
+            [Value::List(a), Value::List(b)] => Ok((a.as_ref().clone(), b.as_ref().clone())),
+            _ => Err(ExecutionError::function_error(f, "no such overload")),
+        }
+    }
+
+    fn contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (a, b) = two_lists(&args, "sets.contains")?;
+        out(Value::Bool(b.iter().all(|x| a.contains(x))))
+    }
+
+    fn equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (a, b) = two_lists(&args, "sets.equivalent")?;
+        out(Value::Bool(
+            b.iter().all(|x| a.contains(x)) && a.iter().all(|x| b.contains(x)),
+        ))
+    }
+
+    fn intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (a, b) = two_lists(&args, "sets.intersects")?;
+        out(Value::Bool(b.iter().any(|x| a.contains(x))))
+    }
+
+    fn pattern(args: &[CowVal<'_, '_>], f: &str) -> Result<(String, regex::Regex), ExecutionError> {
+        match values(args, f)?.as_slice() {
+            [Value::String(s), Value::String(p), ..] => {
+                let re = regex::Regex::new(p)
+                    .map_err(|e| ExecutionError::function_error(f, e.to_string()))?;
+                Ok((s.to_string(), re))
+            }
+            _ => Err(ExecutionError::function_error(f, "no such overload")),
+        }
+    }
+
+    fn find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (s, re) = pattern(&args, "find")?;
+        let found = re.find(&s).map_or("", |m| m.as_str());
+        out(Value::from(found))
+    }
+
+    fn all_matches(s: &str, re: &regex::Regex, n: i64) -> Value {
+        let limit = usize::try_from(n).unwrap_or(usize::MAX);
+        let found: Vec<Value> = re
+            .find_iter(s)
+            .take(limit)
+            .map(|m| Value::from(m.as_str()))
+            .collect();
+        Value::from(found)
+    }
+
+    fn find_all<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (s, re) = pattern(&args, "findAll")?;
+        out(all_matches(&s, &re, -1))
+    }
+
+    fn find_all_n<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let (s, re) = pattern(&args, "findAll")?;
+        let n = match values(&args, "findAll")?.get(2) {
+            Some(Value::Int(n)) => *n,
+            _ => {
+                return Err(ExecutionError::function_error(
+                    "findAll",
+                    "no such overload",
+                ))
+            }
+        };
+        out(all_matches(&s, &re, n))
+    }
+
+    fn map_insert<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let mut vs = values(&args, "cel.@mapInsert")?.into_iter();
+        let (Some(Value::Map(m)), Some(k), Some(v)) = (vs.next(), vs.next(), vs.next()) else {
+            return Err(ExecutionError::function_error(
+                "cel.@mapInsert",
+                "no such overload",
+            ));
+        };
+        let key: Key = k
+            .try_into()
+            .map_err(|_| ExecutionError::function_error("cel.@mapInsert", "unsupported key"))?;
+        let mut entries = m.map.as_ref().clone();
+        entries.insert(key, v);
+        out(Value::Map(Map {
+            map: Arc::new(entries),
+        }))
+    }
+
+    fn map_merge<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        match values(&args, "cel.@mapInsert")?.as_slice() {
+            [Value::Map(a), Value::Map(b)] => {
+                let mut entries = a.map.as_ref().clone();
+                for (k, v) in b.map.iter() {
+                    entries.insert(k.clone(), v.clone());
+                }
+                out(Value::Map(Map {
+                    map: Arc::new(entries),
+                }))
+            }
+            _ => Err(ExecutionError::function_error(
+                "cel.@mapInsert",
+                "no such overload",
+            )),
+        }
     }
 }

@@ -977,3 +977,22 @@ fn validation_rules_of_a_realistic_schema_compile() {
     ));
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+/// Two-variable comprehensions, transformMap/transformList, `sets` and find/findAll: upstream
+/// v1.36 accepts these rules.
+#[test]
+fn validation_rules_with_extensions_compile() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.m.transformMap(k, v, v + 1) == {'a': 2}"},
+            {"rule": "sets.contains(self.l, [1]) && sets.equivalent(self.l, [2, 1, 1]) && !sets.intersects(self.l, [3])"},
+            {"rule": "self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']"},
+            {"rule": "self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)"},
+            {"rule": "self.l.transformList(i, v, i + v) == [1, 3]"}],
+        "properties": {
+            "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "integer"}},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "integer"}},
+            "s": {"type": "string", "maxLength": 10}}}}});
+    let errs = create(schema(s));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
