@@ -14,9 +14,9 @@
 //! a node whose value equals its correlated old value is not checked at all.
 //!
 //! Failures: `reason` (default `FieldValueInvalid`) at the node's path (with `fieldPath`
-//! appended), message from `message`, else `messageExpression` (falling back when it fails,
-//! is blank or has a line break), else `failed rule: <rule>`; the value is shown for scalars
-//! only, as upstream does. A rule that fails to evaluate reports
+//! appended), message from `messageExpression` when it gives a usable string (not failing,
+//! blank or with a line break), else `message`, else `failed rule: <rule>`; the value is
+//! shown for scalars without `fieldPath` only, as upstream does. A rule that fails to evaluate reports
 //! `Invalid value: "<type>": <error> evaluating rule: <message or rule>` at the node's path.
 //!
 //! Work: upstream meters each run (1,000,000 units a call, 10,000,000 an object). The
@@ -29,9 +29,10 @@
 //! `optionalOldSelf` rules run on create too, `oldSelf` an optional (none without a
 //! correlated old value). Rules at the root report at field `<nil>`, as upstream's do.
 //!
-//! Not done: `format: date-time`/`duration`/`byte`
-//! strings are plain strings (upstream: timestamp, duration, bytes); embedded resources'
-//! `metadata` is passed whole (upstream: only `name` and `generateName`).
+//! Not done: `format: date-time`/`duration`/`byte` strings are plain strings (upstream:
+//! timestamp, duration, bytes); embedded resources' `metadata` is passed whole (upstream:
+//! only `name` and `generateName`; compilation refuses the rest anyway); upstream's estimated
+//! cost checks belong to CRD validation (not done there either, see keel-strategy).
 
 use crate::compile::{Additional, Node};
 use crate::limits;
@@ -229,7 +230,7 @@ impl Walk {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     let msg = self.message(r, &vars, size);
-                    self.errs.push(failure(n, v, path, r, &msg));
+                    self.errs.push(failure(v, path, r, &msg));
                 }
                 Ok(_) => {
                     let msg = format!(
@@ -287,8 +288,7 @@ fn eval_error(n: &Node, path: &str, msg: &str) -> StatusCause {
 }
 
 /// A rule that evaluated to false.
-fn failure(n: &Node, v: &Value, path: &str, r: &Rule, msg: &str) -> StatusCause {
-    let _ = n;
+fn failure(v: &Value, path: &str, r: &Rule, msg: &str) -> StatusCause {
     let at = if r.field_path.is_empty() {
         path.to_string()
     } else {
