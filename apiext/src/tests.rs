@@ -1179,3 +1179,19 @@ fn cel_rules_with_two_variable_comprehensions_and_extensions() {
         ]
     );
 }
+
+/// The quantity library (upstream v1.36's answers for `512Mi`, `2Gi` and `abc`).
+#[test]
+fn cel_rules_with_quantities() {
+    let s = spec_schema(serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))"}, {"rule": "quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0"}, {"rule": "quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).isLessThan(quantity('0'))"}, {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25"}, {"rule": "quantity(self.mem).isLessThan(quantity('1Gi'))", "message": "mem must be below 1Gi"}, {"rule": "!isQuantity(self.mem) || !quantity(self.mem).isLessThan(quantity('0'))"}], "properties": {"mem": {"type": "string", "maxLength": 10}}}"#).unwrap());
+    let run = |mem: &str| causes(s.validate(&obj(json!({"mem": mem}))));
+    assert_eq!(run("512Mi"), Vec::<String>::new());
+    assert_eq!(
+        run("2Gi"),
+        vec!["spec|FieldValueInvalid|Invalid value: mem must be below 1Gi"]
+    );
+    assert_eq!(
+        run("abc"),
+        vec!["spec|FieldValueInvalid|Invalid value: \"object\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: mem must be below 1Gi"]
+    );
+}

@@ -8,11 +8,13 @@
 //!
 //! Upstream's Kubernetes list library (`isSorted`, `sum`, `min`, `max`, list
 //! `indexOf`/`lastIndexOf`), its regex library (`find`, `findAll`), cel-go's `sets` extension
-//! and `transformMap`'s insertion are added here.
+//! `transformMap`'s insertion, and the quantity library (`quantity`, `isQuantity`,
+//! comparisons, `add`/`sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`; values
+//! held exactly to the nano unit, an error beyond about ±1.7e29) are added here.
 //!
 //! Not done (the checker accepts them; a run reports an undeclared reference or no such
 //! overload): `duration`/`timestamp` values and functions (the `cel` crate's `chrono` feature
-//! is off: its time-zone dependency is not in the lock file), `quantity()`, `url()`,
+//! is off: its time-zone dependency is not in the lock file), `url()`,
 //! `ip()`/`cidr()`, `isURL`, `format.*`, `authz`, `semver`, `base64`, and
 //! upstream's runtime cost accounting (callers bound the work instead, see
 //! [`Program::work_bound`]).
@@ -36,6 +38,7 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
         .expect("math extension declares distinct overloads");
     lists::declare(&mut env).expect("Kubernetes list functions are distinct overloads");
     more::declare(&mut env).expect("sets, regex and map-insert functions are distinct overloads");
+    quantity::declare(&mut env).expect("quantity functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
@@ -642,5 +645,242 @@ mod more {
                 "no such overload",
             )),
         }
+    }
+}
+
+/// Kubernetes quantities (`resource.Quantity`) as CEL values.
+mod quantity {
+    use cel::common::types::{Type, DYN_TYPE, STRING_TYPE};
+    use cel::common::value::{CowVal, Val};
+    use cel::objects::Opaque;
+    use cel::{DeclarationError, Env, ExecutionError, Value};
+    use std::cmp::Ordering;
+    use std::sync::Arc;
+
+    const TYPE_NAME: &str = "kubernetes.Quantity";
+    const SYNTAX: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    /// Nano units in one unit.
+    const NANO: i128 = 1_000_000_000;
+
+    /// A quantity's value in nano units (upstream keeps arbitrary precision; nano is the
+    /// finest suffix).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Quantity(i128);
+
+    impl Opaque for Quantity {
+        fn runtime_type_name(&self) -> &str {
+            TYPE_NAME
+        }
+    }
+
+    fn ty() -> Type {
+        Type::new_opaque_type(TYPE_NAME)
+    }
+
+    pub fn declare(env: &mut Env) -> Result<(), DeclarationError> {
+        env.add_overload(
+            "quantity",
+            "string_to_quantity",
+            vec![STRING_TYPE],
+            to_quantity,
+        )?;
+        env.add_overload(
+            "isQuantity",
+            "is_quantity_string",
+            vec![STRING_TYPE],
+            is_quantity,
+        )?;
+        env.add_member_overload("sign", "quantity_sign", ty(), vec![], sign)?;
+        env.add_member_overload("isInteger", "quantity_is_integer", ty(), vec![], is_integer)?;
+        env.add_member_overload("asInteger", "quantity_as_integer", ty(), vec![], as_integer)?;
+        env.add_member_overload(
+            "asApproximateFloat",
+            "quantity_as_float",
+            ty(),
+            vec![],
+            as_float,
+        )?;
+        env.add_member_overload("isGreaterThan", "quantity_gt", ty(), vec![ty()], greater)?;
+        env.add_member_overload("isLessThan", "quantity_lt", ty(), vec![ty()], less)?;
+        env.add_member_overload("compareTo", "quantity_cmp", ty(), vec![ty()], compare_to)?;
+        env.add_member_overload("add", "quantity_add", ty(), vec![DYN_TYPE], add)?;
+        env.add_member_overload("sub", "quantity_sub", ty(), vec![DYN_TYPE], sub)
+    }
+
+    /// Parses `s` (`1.5Gi`, `500m`, `1e3`) to nano units; `None` when malformed or too large.
+    fn parse(s: &str) -> Option<i128> {
+        let num_len = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+            .unwrap_or(s.len());
+        let (num, suffix) = s.split_at(num_len);
+        let (negative, digits) = match num.as_bytes().first()? {
+            b'-' => (true, &num[1..]),
+            b'+' => (false, &num[1..]),
+            _ => (false, num),
+        };
+        let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        if (whole.is_empty() && frac.is_empty())
+            || !whole
+                .bytes()
+                .chain(frac.bytes())
+                .all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let (binary_pow, decimal_exp): (u32, i32) = match suffix {
+            "" => (0, 0),
+            "Ki" => (10, 0),
+            "Mi" => (20, 0),
+            "Gi" => (30, 0),
+            "Ti" => (40, 0),
+            "Pi" => (50, 0),
+            "Ei" => (60, 0),
+            "n" => (0, -9),
+            "u" => (0, -6),
+            "m" => (0, -3),
+            "k" => (0, 3),
+            "M" => (0, 6),
+            "G" => (0, 9),
+            "T" => (0, 12),
+            "P" => (0, 15),
+            "E" => (0, 18),
+            other => {
+                let exp = other.strip_prefix(['e', 'E'])?;
+                (0, exp.parse::<i32>().ok()?)
+            }
+        };
+        let mut mantissa: i128 = 0;
+        for b in whole.bytes().chain(frac.bytes()) {
+            mantissa = mantissa
+                .checked_mul(10)?
+                .checked_add(i128::from(b - b'0'))?;
+        }
+        mantissa = mantissa.checked_mul(1i128 << binary_pow)?;
+        // value = mantissa * 10^(exp - 9) units: nano units are mantissa * 10^exp.
+        let exp = i64::from(decimal_exp) - frac.len() as i64 + 9;
+        let nano = if exp >= 0 {
+            mantissa.checked_mul(10i128.checked_pow(u32::try_from(exp).ok()?)?)?
+        } else {
+            // Finer than nano rounds up, as upstream's canonical form does.
+            match u32::try_from(-exp).ok().and_then(|e| 10i128.checked_pow(e)) {
+                Some(div) => mantissa / div + i128::from(mantissa % div != 0),
+                None => i128::from(mantissa != 0),
+            }
+        };
+        Some(if negative { -nano } else { nano })
+    }
+
+    fn out<'b, 'v>(v: Value) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        Box::<dyn Val>::try_from(v)
+            .map(CowVal::Owned)
+            .map_err(|_| ExecutionError::function_error("quantity", "unrepresentable value"))
+    }
+
+    fn value(q: i128) -> Value {
+        Value::Opaque(Arc::new(Quantity(q)))
+    }
+
+    fn arg(v: &CowVal<'_, '_>, f: &str) -> Result<i128, ExecutionError> {
+        match Value::try_from(v.as_ref()) {
+            Ok(Value::Opaque(o)) => o
+                .downcast_ref::<Quantity>()
+                .map(|q| q.0)
+                .ok_or_else(|| ExecutionError::function_error(f, "not a quantity")),
+            Ok(Value::Int(i)) => i128::from(i)
+                .checked_mul(NANO)
+                .ok_or_else(|| ExecutionError::function_error(f, "overflow")),
+            _ => Err(ExecutionError::function_error(f, "no such overload")),
+        }
+    }
+
+    fn string_arg(args: &[CowVal<'_, '_>], f: &str) -> Result<String, ExecutionError> {
+        match args.first().map(|a| Value::try_from(a.as_ref())) {
+            Some(Ok(Value::String(s))) => Ok(s.to_string()),
+            _ => Err(ExecutionError::function_error(f, "no such overload")),
+        }
+    }
+
+    fn to_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let s = string_arg(&args, "quantity")?;
+        let q = parse(&s).ok_or_else(|| ExecutionError::function_error("quantity", SYNTAX))?;
+        out(value(q))
+    }
+
+    fn is_quantity<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let s = string_arg(&args, "isQuantity")?;
+        out(Value::Bool(parse(&s).is_some()))
+    }
+
+    fn receiver(args: &[CowVal<'_, '_>], f: &str) -> Result<i128, ExecutionError> {
+        match args.first() {
+            Some(a) => arg(a, f),
+            None => Err(ExecutionError::invalid_argument_count(1, 0)),
+        }
+    }
+
+    fn other(args: &[CowVal<'_, '_>], f: &str) -> Result<i128, ExecutionError> {
+        match args.get(1) {
+            Some(a) => arg(a, f),
+            None => Err(ExecutionError::invalid_argument_count(2, args.len())),
+        }
+    }
+
+    fn sign<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        out(Value::Int(receiver(&args, "sign")?.signum() as i64))
+    }
+
+    fn is_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let q = receiver(&args, "isInteger")?;
+        out(Value::Bool(
+            q % NANO == 0 && i64::try_from(q / NANO).is_ok(),
+        ))
+    }
+
+    fn as_integer<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let q = receiver(&args, "asInteger")?;
+        match i64::try_from(q / NANO) {
+            Ok(i) if q % NANO == 0 => out(Value::Int(i)),
+            _ => Err(ExecutionError::function_error(
+                "asInteger",
+                "cannot convert value to integer",
+            )),
+        }
+    }
+
+    fn as_float<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let q = receiver(&args, "asApproximateFloat")?;
+        out(Value::Float(q as f64 / NANO as f64))
+    }
+
+    fn cmp(args: &[CowVal<'_, '_>], f: &str) -> Result<Ordering, ExecutionError> {
+        Ok(receiver(args, f)?.cmp(&other(args, f)?))
+    }
+
+    fn greater<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        out(Value::Bool(
+            cmp(&args, "isGreaterThan")? == Ordering::Greater,
+        ))
+    }
+
+    fn less<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        out(Value::Bool(cmp(&args, "isLessThan")? == Ordering::Less))
+    }
+
+    fn compare_to<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        out(Value::Int(cmp(&args, "compareTo")? as i64))
+    }
+
+    fn add<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let sum = receiver(&args, "add")?
+            .checked_add(other(&args, "add")?)
+            .ok_or_else(|| ExecutionError::function_error("add", "overflow"))?;
+        out(value(sum))
+    }
+
+    fn sub<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+        let diff = receiver(&args, "sub")?
+            .checked_sub(other(&args, "sub")?)
+            .ok_or_else(|| ExecutionError::function_error("sub", "overflow"))?;
+        out(value(diff))
     }
 }

@@ -996,3 +996,13 @@ fn validation_rules_with_extensions_compile() {
     let errs = create(schema(s));
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+/// Quantity rules upstream v1.36 accepts.
+#[test]
+fn validation_rules_with_quantities_compile() {
+    let spec: Value = serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))"}, {"rule": "quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0"}, {"rule": "quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).isLessThan(quantity('0'))"}, {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25"}, {"rule": "quantity(self.mem).isLessThan(quantity('1Gi'))", "message": "mem must be below 1Gi"}, {"rule": "!isQuantity(self.mem) || !quantity(self.mem).isLessThan(quantity('0'))"}], "properties": {"mem": {"type": "string", "maxLength": 10}}}"#).unwrap();
+    let errs = create(schema(
+        json!({"type": "object", "properties": {"spec": spec}}),
+    ));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
