@@ -23,8 +23,9 @@
 //! interpreter here cannot be metered, so each run's work is bounded beforehand
 //! ([`keel_cel::eval::Program::work_bound`] with the largest collection or string in its
 //! variables) against [`limits::CEL_RULE_WORK_MAX`] and [`limits::CEL_OBJECT_WORK_MAX`]; the
-//! bound is an over-estimate, so a nested comprehension over a large list can be refused
-//! where upstream's actual cost would pass.
+//! bound over-estimates iterations and allocations, so a nested comprehension over a large
+//! list can be refused where upstream's actual cost would pass (comparisons of large values
+//! count as one step, see `work_bound`).
 //!
 //! `optionalOldSelf` rules run on create too, `oldSelf` an optional (none without a
 //! correlated old value). Rules at the root report at field `<nil>`, as upstream's do.

@@ -64,6 +64,8 @@ pub struct Program {
     comprehension_depth: u32,
     /// Expression nodes.
     nodes: u64,
+    /// Calls that build a string or collection as large as their input ([`BUILDERS`]).
+    builders: u64,
 }
 
 impl Program {
@@ -72,7 +74,11 @@ impl Program {
         let inner = EXEC_ENV
             .compile(source)
             .map_err(|e| format!("{:?}", e.errors.first().map(|e| &e.msg)))?;
-        let (comprehension_depth, nodes) = shape(&inner.expression().expr, 0);
+        let Shape {
+            depth: comprehension_depth,
+            nodes,
+            builders,
+        } = shape(&inner.expression().expr, 0);
         let mut ids = REWRITE_ID_FIRST;
         let run = two_vars::rewrite(inner.expression(), &mut ids, 0);
         Ok(Program {
@@ -80,6 +86,7 @@ impl Program {
             inner,
             comprehension_depth,
             nodes,
+            builders,
         })
     }
 
@@ -91,15 +98,18 @@ impl Program {
     /// Whether the expression has comprehensions, so that [`Program::work_bound`] depends on
     /// the size of what it ranges over.
     pub fn ranges(&self) -> bool {
-        self.comprehension_depth > 0
+        self.comprehension_depth > 0 || self.builders > 0
     }
 
     /// An upper bound of the steps one run takes when no collection or string it ranges over
-    /// is larger than `size_max`: every node once per iteration of each enclosing
-    /// comprehension. Saturates instead of overflowing.
+    /// or builds from is larger than `size_max`: every node once, and a call that builds a
+    /// string or collection ([`BUILDERS`]) `size_max` times, per iteration of each enclosing
+    /// comprehension. Comparing or searching large values (`==`, `matches`, `contains`) is
+    /// counted as one step, though its time grows with their size (no memory grows).
+    /// Saturates instead of overflowing.
     pub fn work_bound(&self, size_max: u64) -> u64 {
         let per = size_max.max(1);
-        let mut bound = self.nodes;
+        let mut bound = self.nodes.saturating_add(self.builders.saturating_mul(per));
         for _ in 0..self.comprehension_depth {
             bound = bound.saturating_mul(per);
         }
@@ -252,26 +262,81 @@ mod two_vars {
     }
 }
 
-/// Comprehension nesting depth and node count of an expression.
-fn shape(e: &Expr, depth: usize) -> (u32, u64) {
-    if depth > 256 {
-        return (u32::MAX / 2, u64::MAX / 2);
+/// Functions whose result can be as large as their input (or larger): what a rule could use
+/// to grow memory inside a comprehension. `_+_` appending to a comprehension's accumulator
+/// (`map`, `filter`) is not among them: the interpreter appends in place.
+const BUILDERS: &[&str] = &[
+    "_+_",
+    "split",
+    "join",
+    "replace",
+    "format",
+    "sort",
+    "distinct",
+    "flatten",
+    "reverse",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "substring",
+    "slice",
+    "findAll",
+    "lists.range",
+    "cel.@mapInsert",
+    "@sortByAssociatedKeys",
+];
+
+/// What [`Program::work_bound`] is computed from.
+#[derive(Default)]
+struct Shape {
+    /// Comprehension nesting depth.
+    depth: u32,
+    nodes: u64,
+    builders: u64,
+}
+
+impl Shape {
+    fn join(self, o: Shape) -> Shape {
+        Shape {
+            depth: self.depth.max(o.depth),
+            nodes: self.nodes.saturating_add(o.nodes),
+            builders: self.builders.saturating_add(o.builders),
+        }
     }
-    let sub = |es: &mut dyn Iterator<Item = &Expr>| -> (u32, u64) {
+}
+
+fn shape(e: &Expr, depth: usize) -> Shape {
+    if depth > 256 {
+        return Shape {
+            depth: u32::MAX / 2,
+            nodes: u64::MAX / 2,
+            builders: 0,
+        };
+    }
+    let sub = |es: &mut dyn Iterator<Item = &Expr>| -> Shape {
         es.map(|x| shape(x, depth + 1))
-            .fold((0, 0), |(d, n), (d2, n2)| (d.max(d2), n.saturating_add(n2)))
+            .fold(Shape::default(), Shape::join)
     };
-    let (d, n) = match e {
-        Expr::Call(c) => sub(&mut c
-            .target
-            .iter()
-            .map(|t| &t.expr)
-            .chain(c.args.iter().map(|a| &a.expr))),
+    let mut out = match e {
+        Expr::Call(c) => {
+            let mut inner = sub(&mut c
+                .target
+                .iter()
+                .map(|t| &t.expr)
+                .chain(c.args.iter().map(|a| &a.expr)));
+            let appends_to_accumulator = c.func_name == "_+_"
+                && matches!(c.args.first().map(|a| &a.expr), Some(Expr::Ident(n)) if n.starts_with('@'));
+            if BUILDERS.contains(&c.func_name.as_str()) && !appends_to_accumulator {
+                inner.builders = inner.builders.saturating_add(1);
+            }
+            inner
+        }
         Expr::Comprehension(c) => {
-            let (rd, rn) = sub(&mut [&c.iter_range.expr, &c.accu_init.expr].into_iter());
-            let (bd, bn) =
+            let range = sub(&mut [&c.iter_range.expr, &c.accu_init.expr].into_iter());
+            let mut body =
                 sub(&mut [&c.loop_cond.expr, &c.loop_step.expr, &c.result.expr].into_iter());
-            (rd.max(bd + 1), rn.saturating_add(bn))
+            body.depth += 1;
+            range.join(body)
         }
         Expr::List(l) => sub(&mut l.elements.iter().map(|x| &x.expr)),
         Expr::Map(m) => sub(&mut m.entries.iter().flat_map(|en| match &en.expr {
@@ -283,9 +348,10 @@ fn shape(e: &Expr, depth: usize) -> (u32, u64) {
             cel::common::ast::EntryExpr::MapEntry(me) => vec![&me.key.expr, &me.value.expr],
             cel::common::ast::EntryExpr::StructField(f) => vec![&f.value.expr],
         })),
-        _ => (0, 0),
+        _ => Shape::default(),
     };
-    (d, n.saturating_add(1))
+    out.nodes = out.nodes.saturating_add(1);
+    out
 }
 
 /// cel-go's wording of the common runtime errors.

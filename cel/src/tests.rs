@@ -185,3 +185,17 @@ fn literal_matches_pattern() {
     );
     assert_eq!(compile(&env, "s.matches('^a+$')"), Ok(Type::Bool));
 }
+
+/// The work bound: nodes times the size per comprehension level, and the size again for
+/// each call that builds from its input (`map` and `filter` append in place: not charged).
+#[test]
+fn work_bounds() {
+    use eval::Program;
+    let bound = |src: &str, size: u64| Program::parse(src).unwrap().work_bound(size);
+    assert_eq!(bound("self.x == 1", 1000), bound("self.x == 1", 1));
+    assert!(bound("self.all(x, x > 0)", 1000) < 20_000);
+    assert!(bound("self.map(x, x * 2).size() > 0", 1000) < 50_000);
+    assert!(bound("self.all(x, self.all(y, x == y))", 1000) > 1_000_000);
+    assert!(bound("self.all(x, (self + self).size() > 0)", 1000) > 1_000_000);
+    assert!(bound("self.split(',').size() > 0", 1000) >= 1000);
+}
