@@ -329,6 +329,18 @@ fn shape(e: &Expr, depth: usize) -> Shape {
             if BUILDERS.contains(&c.func_name.as_str()) && !appends_to_accumulator {
                 inner.builders = inner.builders.saturating_add(1);
             }
+            // `lists.range(n)` builds n items whatever the data: n must be a small literal.
+            let namespaced_range = c.func_name == "range"
+                && matches!(c.target.as_deref().map(|t| &t.expr), Some(Expr::Ident(n)) if n == "lists");
+            if c.func_name == "lists.range" || namespaced_range {
+                let n = match c.args.first().map(|a| &a.expr) {
+                    Some(Expr::Literal(cel::common::ast::LiteralValue::Int(n))) => {
+                        u64::try_from(**n).unwrap_or(0)
+                    }
+                    _ => u64::MAX / 2,
+                };
+                inner.nodes = inner.nodes.saturating_add(n);
+            }
             inner
         }
         Expr::Comprehension(c) => {

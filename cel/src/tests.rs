@@ -198,4 +198,7 @@ fn work_bounds() {
     assert!(bound("self.all(x, self.all(y, x == y))", 1000) > 1_000_000);
     assert!(bound("self.all(x, (self + self).size() > 0)", 1000) > 1_000_000);
     assert!(bound("self.split(',').size() > 0", 1000) >= 1000);
+    assert!(bound("lists.range(1000000000).size() > 0", 1) > 1_000_000);
+    assert!(bound("lists.range(self.size()).size() > 0", 1) > 1_000_000);
+    assert!(bound("lists.range(3).size() > 0", 1) < 100);
 }
