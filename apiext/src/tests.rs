@@ -1195,3 +1195,24 @@ fn cel_rules_with_quantities() {
         vec!["spec|FieldValueInvalid|Invalid value: \"object\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: mem must be below 1Gi"]
     );
 }
+
+/// Schema errors that leave `self` well typed (pattern, minimum) do not stop the rules, which
+/// report after them (upstream v1.36's answer; its sibling order is Go's map order).
+#[test]
+fn cel_rules_run_after_non_blocking_schema_errors() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.a > 100"}],
+        "properties": {
+            "a": {"type": "integer", "minimum": 5, "x-kubernetes-validations": [{"rule": "self > 50"}]},
+            "b": {"type": "string", "pattern": "^x", "x-kubernetes-validations": [{"rule": "self.size() > 5"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"a": 1, "b": "y"})))),
+        vec![
+            "spec.a|FieldValueInvalid|Invalid value: 1: spec.a in body should be greater than or equal to 5",
+            "spec.b|FieldValueInvalid|Invalid value: \"y\": spec.b in body should match '^x'",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.a > 100",
+            "spec.a|FieldValueInvalid|Invalid value: 1: failed rule: self > 50",
+            "spec.b|FieldValueInvalid|Invalid value: \"y\": failed rule: self.size() > 5",
+        ]
+    );
+}
