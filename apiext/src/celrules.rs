@@ -30,8 +30,10 @@
 //! `optionalOldSelf` rules run on create too, `oldSelf` an optional (none without a
 //! correlated old value). Rules at the root report at field `<nil>`, as upstream's do.
 //!
-//! Not done: `format: date-time`/`duration`/`byte` strings are plain strings (upstream:
-//! timestamp, duration, bytes); embedded resources' `metadata` is passed whole (upstream:
+//! Strings of `format` `date-time` and `date` are timestamps, `duration` durations, `byte`
+//! bytes, as upstream types them.
+//!
+//! Not done: embedded resources' `metadata` is passed whole (upstream:
 //! only `name` and `generateName`; compilation refuses the rest anyway); upstream's estimated
 //! cost checks belong to CRD validation (not done there either, see keel-strategy).
 
@@ -378,7 +380,12 @@ fn to_cel(n: Option<&Node>, v: &Value, depth: usize) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
-        Value::String(s) => Cel::from(s.as_str()),
+        Value::String(s) => match n {
+            Some(n) if !n.format.is_empty() && !n.int_or_string => {
+                keel_cel::eval::formatted_string(&n.format, s)
+            }
+            _ => Cel::from(s.as_str()),
+        },
         Value::Number(num) => {
             let number = n.is_some_and(|n| n.has_type("number"));
             match Num::of(num) {

@@ -1216,3 +1216,32 @@ fn cel_rules_run_after_non_blocking_schema_errors() {
         ]
     );
 }
+
+/// `date-time` strings are timestamps and `duration` strings durations (upstream v1.36's
+/// answers).
+#[test]
+fn cel_rules_on_timestamps_and_durations() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.start < self.end", "message": "start before end"},
+            {"rule": "self.timeout <= duration('1h')", "message": "timeout at most 1h"},
+            {"rule": "self.start.getFullYear() >= 2020"},
+            {"rule": "type(self.start) == google.protobuf.Timestamp && type(self.timeout) == google.protobuf.Duration"}],
+        "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "end": {"type": "string", "format": "date-time"},
+            "timeout": {"type": "string", "format": "duration"}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"start": "2019-01-02T03:04:05Z",
+            "end": "2018-01-01T00:00:00Z", "timeout": "2h"})))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: start before end",
+            "spec|FieldValueInvalid|Invalid value: timeout at most 1h",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.start.getFullYear() >= 2020",
+        ]
+    );
+    assert!(s
+        .validate(&obj(json!({"start": "2021-01-02T03:04:05Z",
+            "end": "2022-01-01T00:00:00+01:00", "timeout": "30m"})))
+        .is_empty());
+}

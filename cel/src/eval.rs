@@ -44,6 +44,59 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     Arc::new(env)
 });
 
+/// A string of OpenAPI `format` `format` as upstream types it for CEL: `date-time` and
+/// `date` as timestamps, `duration` as a duration, `byte` as bytes (base64-decoded); other
+/// formats, and strings that do not parse, stay strings.
+pub fn formatted_string(format: &str, s: &str) -> Value {
+    static TIMESTAMP: LazyLock<Program> =
+        LazyLock::new(|| Program::parse("timestamp(s)").expect("constant expression"));
+    static DURATION: LazyLock<Program> =
+        LazyLock::new(|| Program::parse("duration(s)").expect("constant expression"));
+    let parsed = match format {
+        "date-time" | "datetime" => TIMESTAMP.execute(&[("s", Value::from(s))]).ok(),
+        "date" => TIMESTAMP
+            .execute(&[("s", Value::from(format!("{s}T00:00:00Z")))])
+            .ok(),
+        "duration" => DURATION.execute(&[("s", Value::from(s))]).ok(),
+        "byte" => base64_decode(s).map(Value::from),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| Value::from(s))
+}
+
+/// Standard base64 with padding, as Go's `encoding/base64.StdEncoding` decodes `format: byte`.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        })
+    };
+    let bytes = s.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for chunk in bytes.chunks(4) {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            n = (n << 6) | digit(c)?;
+        }
+        n <<= 6 * pad as u32;
+        let b = n.to_be_bytes();
+        out.extend_from_slice(&b[1..4 - pad]);
+    }
+    Some(out)
+}
+
 /// An `optional_type` value: `optional.of(v)` or `optional.none()`.
 pub fn optional(v: Option<Value>) -> Value {
     let o = match v {

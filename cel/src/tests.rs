@@ -202,3 +202,24 @@ fn work_bounds() {
     assert!(bound("lists.range(self.size()).size() > 0", 1) > 1_000_000);
     assert!(bound("lists.range(3).size() > 0", 1) < 100);
 }
+
+#[test]
+fn formatted_strings() {
+    use eval::{formatted_string, Program, Value};
+    let run = |src: &str, v: Value| Program::parse(src).unwrap().execute(&[("self", v)]);
+    let ts = formatted_string("date-time", "2021-01-02T03:04:05Z");
+    assert_eq!(run("self.getFullYear() == 2021", ts), Ok(Value::Bool(true)));
+    let d = formatted_string("date", "2021-01-02");
+    assert_eq!(
+        run("self == timestamp('2021-01-02T00:00:00Z')", d),
+        Ok(Value::Bool(true))
+    );
+    let dur = formatted_string("duration", "1h30m");
+    assert_eq!(run("self == duration('90m')", dur), Ok(Value::Bool(true)));
+    assert_eq!(
+        formatted_string("byte", "aGk="),
+        Value::from(b"hi".to_vec())
+    );
+    assert_eq!(formatted_string("byte", "aGk"), Value::from("aGk"));
+    assert_eq!(formatted_string("duration", "nope"), Value::from("nope"));
+}

@@ -6,9 +6,9 @@
 //! `x-kubernetes-int-or-string`, is left out, as upstream leaves it out) as a named object
 //! type (plus `apiVersion`, `kind` and `metadata.name`/`generateName` for an embedded
 //! resource and the root); `additionalProperties` as `map(string, T)`; `array` as `list(T)`; `integer`,
-//! `number`, `string`, `boolean` as int, double, string, bool; int-or-string and untyped
-//! nodes as dyn. Strings of format `byte`, `duration` and `date-time` are typed dyn (upstream:
-//! bytes, duration, timestamp; dyn accepts every rule upstream accepts).
+//! `number`, `string`, `boolean` as int, double, string, bool (strings of format `byte` as
+//! bytes, `duration` as duration, `date-time` and `date` as timestamp); int-or-string and
+//! untyped nodes as dyn.
 //!
 //! Not done: upstream names object types `selfType<random number>...` in its messages; here
 //! the number is 0. Cost estimation (upstream refuses a rule whose estimated cost exceeds its
@@ -204,7 +204,9 @@ fn decl_type(s: &Value, name: &str, objects: &mut Objects, depth: usize) -> Type
         "integer" => Type::Int,
         "number" => Type::Double,
         "string" => match str_of(s, "format") {
-            "byte" | "duration" | "date-time" | "datetime" => Type::Dyn,
+            "byte" => Type::Bytes,
+            "duration" => Type::Duration,
+            "date-time" | "datetime" | "date" => Type::Timestamp,
             _ => Type::String,
         },
         "array" => match s.get("items").filter(|i| i.is_object()) {

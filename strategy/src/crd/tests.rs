@@ -1006,3 +1006,42 @@ fn validation_rules_with_quantities_compile() {
     ));
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+/// Formatted strings are typed as upstream types them: `date-time` and `date` timestamp,
+/// `duration` duration, `byte` bytes (upstream v1.36's answers).
+#[test]
+fn validation_rules_type_formatted_strings() {
+    const S: &str = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.start == \"x\""}, {"rule": "self.timeout == 1"},
+            {"rule": "self.d == \"x\""}, {"rule": "self.b == \"x\""}],
+        "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "timeout": {"type": "string", "format": "duration"},
+            "d": {"type": "string", "format": "date"},
+            "b": {"type": "string", "format": "byte"}}}}});
+    let want = [
+        format!(
+            r#"{S}[0].rule: Invalid value: {{"Rule":"self.start == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(timestamp, string)'
+ | self.start == "x"
+ | ...........^"#
+        ),
+        format!(
+            r#"{S}[1].rule: Invalid value: {{"Rule":"self.timeout == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:14: found no matching overload for '_==_' applied to '(duration, int)'
+ | self.timeout == 1
+ | .............^"#
+        ),
+        format!(
+            r#"{S}[2].rule: Invalid value: {{"Rule":"self.d == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(timestamp, string)'
+ | self.d == "x"
+ | .......^"#
+        ),
+        format!(
+            r#"{S}[3].rule: Invalid value: {{"Rule":"self.b == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(bytes, string)'
+ | self.b == "x"
+ | .......^"#
+        ),
+    ];
+    assert_eq!(create(schema(s)), want);
+}
