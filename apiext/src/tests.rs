@@ -1245,3 +1245,15 @@ fn cel_rules_on_timestamps_and_durations() {
             "end": "2022-01-01T00:00:00+01:00", "timeout": "30m"})))
         .is_empty());
 }
+
+/// An integral float under `type: integer` passes the schema but not the node's rules
+/// (upstream v1.36's answer for `a: 60.0`).
+#[test]
+fn cel_rules_refuse_floats_under_integer() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "a": {"type": "integer", "minimum": 5, "x-kubernetes-validations": [{"rule": "self > 50"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"a": 60.0})))),
+        vec!["spec.a|FieldValueInvalid|Invalid value: \"integer\": invalid data, expected int, got float64 evaluating rule: self > 50"]
+    );
+}
