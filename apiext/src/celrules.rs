@@ -147,6 +147,10 @@ impl Walk {
         if depth > limits::VALUE_DEPTH_MAX || self.exhausted || v.is_null() || !n.rules_below {
             return;
         }
+        if self.errs.len() >= limits::ERRORS_MAX {
+            self.exhausted = true;
+            return;
+        }
         // Ratcheting: an unchanged value is not checked again.
         if let Some(o) = old {
             if deep_equal_correlated(v, o, Some(n), 0) {

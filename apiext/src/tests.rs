@@ -1257,3 +1257,13 @@ fn cel_rules_refuse_floats_under_integer() {
         vec!["spec.a|FieldValueInvalid|Invalid value: \"integer\": invalid data, expected int, got float64 evaluating rule: self > 50"]
     );
 }
+
+/// Rule failures are bounded like the schema's own errors (`ERRORS_MAX`).
+#[test]
+fn cel_rule_failures_are_bounded() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 0"}]}}}}));
+    let l = vec![1; crate::limits::ERRORS_MAX + 50];
+    let errs = s.validate(&obj(json!({"l": l})));
+    assert_eq!(errs.len(), crate::limits::ERRORS_MAX);
+}
