@@ -68,6 +68,12 @@ pub struct Node {
     pub list_type: Option<String>,
     pub list_map_keys: Vec<String>,
     pub map_type: Option<String>,
+    /// `x-kubernetes-validations`, in order; rules that do not parse are left out (the CRD's
+    /// validation refuses them, so only schemas stored by an older server have any).
+    pub rules: Vec<crate::celrules::Rule>,
+    /// This node or one below it (properties, additionalProperties, items) has `rules`: the
+    /// CEL walk skips the rest.
+    pub rules_below: bool,
 }
 
 impl Node {
@@ -327,6 +333,16 @@ impl Compiler {
                 .collect();
         }
         n.map_type = get_str(m, "x-kubernetes-map-type");
+        if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
+            n.rules = rules
+                .iter()
+                .filter_map(crate::celrules::Rule::compile)
+                .collect();
+        }
+        n.rules_below = !n.rules.is_empty()
+            || n.properties.values().any(|p| p.rules_below)
+            || matches!(&n.additional, Some(Additional::Schema(a)) if a.rules_below)
+            || n.items.as_ref().is_some_and(|i| i.rules_below);
         Ok(n)
     }
 }

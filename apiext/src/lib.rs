@@ -32,13 +32,15 @@
 //! schema's property names sorted (validation) or the object's member order (the rest).
 //!
 //! May depend on: serde_json, keel-api (field-error causes, Go quoting, ObjectMeta checks),
-//! regex (`pattern` and formats; Go's RE2 syntax, Perl classes made ASCII in `gore.rs`).
+//! regex (`pattern` and formats; Go's RE2 syntax, Perl classes made ASCII in `gore.rs`),
+//! keel-cel (evaluating `x-kubernetes-validations`).
 //!
 //! Numbers follow upstream's decoding: an integral JSON number that fits is an int64, any
 //! other (`1.0`, `1e3`, beyond int64) a float64, and messages print them as Go does (`1e+06`).
 //!
 //! Not covered (upstream differs):
-//! - `x-kubernetes-validations` (CEL) rules; scale subresource checks; root `metadata` checks.
+//! - Scale subresource checks; root `metadata` checks. `x-kubernetes-validations` (CEL) rules
+//!   are evaluated (`celrules.rs` lists what differs).
 //! - Root `metadata` is only stripped of non-ObjectMeta fields; upstream also round-trips it
 //!   through the typed ObjectMeta (empty values dropped) and fails the decode for a
 //!   malformed one (a number as `name`): the server's job. Likewise an embedded resource's
@@ -49,6 +51,7 @@
 //! - Sibling properties are validated in sorted name order; upstream's order is Go's random
 //!   map order (it varies from request to request on a real server).
 
+mod celrules;
 mod compile;
 mod defaults;
 mod embedded;
@@ -74,6 +77,8 @@ pub struct Schema {
     has_embedded: bool,
     /// Some list is a `set` or `map` (else the uniqueness walk is skipped).
     has_unique_lists: bool,
+    /// Some node has `x-kubernetes-validations` (else the CEL walk is skipped).
+    has_rules: bool,
 }
 
 /// `x-kubernetes-list-type` of a list (absent means atomic for server-side apply).
@@ -133,6 +138,7 @@ impl Schema {
             has_unique_lists: compile::any_node(&root, &|n| {
                 matches!(n.list_type.as_deref(), Some("set" | "map"))
             }),
+            has_rules: root.rules_below,
             root,
         })
     }
@@ -154,8 +160,9 @@ impl Schema {
     }
 
     /// Validates a new object: schema value validations, then embedded resources, then list
-    /// types, as upstream's strategy orders them. Root `metadata` is left to the server; CEL
-    /// rules (`x-kubernetes-validations`) are not evaluated here.
+    /// types, then the CEL rules (`x-kubernetes-validations`) unless an earlier error makes
+    /// the object unfit for them, as upstream's strategy orders them. Root `metadata` is left
+    /// to the server.
     pub fn validate(&self, obj: &Value) -> Vec<StatusCause> {
         let v = validate::Validator { ratchet: false };
         let mut errs = v.root(&self.root, obj, None);
@@ -165,12 +172,31 @@ impl Schema {
         if self.has_unique_lists {
             errs.extend(listtype::validate(&self.root, obj));
         }
+        self.validate_rules(errs, obj, None)
+    }
+
+    /// Appends the CEL rules' causes to `errs`, or the one saying they did not run.
+    fn validate_rules(
+        &self,
+        mut errs: Vec<StatusCause>,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<StatusCause> {
+        if !self.has_rules {
+            return errs;
+        }
+        match celrules::blocking(&errs) {
+            Some(blocked) => errs.push(blocked),
+            None => errs.extend(celrules::validate(&self.root, obj, old)),
+        }
         errs
     }
 
     /// Validates an update's new object with ratcheting (CRDValidationRatcheting, on by
     /// default in v1.36): errors inside a property, map entry or map-list item whose value is
-    /// unchanged from `old` are dropped; list-type errors are reported only if `old` had none.
+    /// unchanged from `old` are dropped; list-type errors are reported only if `old` had none;
+    /// CEL rules skip unchanged values, and transition rules (`oldSelf`) run where `old` has
+    /// a correlated value.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
         let v = validate::Validator { ratchet: true };
         let mut errs = v.root(&self.root, new, Some(old));
@@ -180,7 +206,7 @@ impl Schema {
         if self.has_unique_lists && listtype::validate(&self.root, old).is_empty() {
             errs.extend(listtype::validate(&self.root, new));
         }
-        errs
+        self.validate_rules(errs, new, Some(old))
     }
 
     /// The list type at `path` (field names; [`ITEMS`] enters a list's items), `None` when the

@@ -23,3 +23,12 @@ pub const ERRORS_MAX: usize = 1000;
 pub const REGEX_BYTES_MAX: usize = 1 << 20;
 
 const _: () = assert!(SCHEMA_DEPTH_MAX < VALUE_DEPTH_MAX);
+
+/// Work one CEL rule run may do, in expression-node visits bounded beforehand (see
+/// `celrules.rs`); upstream's per-call cost limit is 1,000,000 of its cost units.
+pub const CEL_RULE_WORK_MAX: u64 = 1_000_000;
+/// Work all CEL rule runs for one object may do; upstream's per-object runtime budget is
+/// 10,000,000 cost units.
+pub const CEL_OBJECT_WORK_MAX: u64 = 10_000_000;
+
+const _: () = assert!(CEL_RULE_WORK_MAX <= CEL_OBJECT_WORK_MAX);

@@ -800,3 +800,470 @@ fn defaults_of_embedded_resources_are_pruned_like_objects() {
         json!({"spec": {"tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}}}})
     );
 }
+
+// x-kubernetes-validations (CEL rules). Every expected cause was observed on an upstream
+// v1.36 server for the same schema and object (its order is Go's random property order;
+// here sibling properties go sorted).
+
+/// The `spec` of a Widget CRD with rules on objects, scalars, items, map values and map-list
+/// items, transition rules among them.
+fn widget() -> Schema {
+    spec_schema(serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "self.replicas <= 10", "message": "must have replicas <= 10"}, {"rule": "!has(self.name) || self.name.startsWith('a')", "messageExpression": "'name ' + self.name + ' must start with a'", "reason": "FieldValueForbidden"}, {"rule": "self.minReplicas <= self.replicas", "fieldPath": ".minReplicas"}, {"rule": "!has(oldSelf.mode) || self.mode == oldSelf.mode", "message": "mode is immutable"}], "properties": {"replicas": {"type": "integer"}, "minReplicas": {"type": "integer"}, "name": {"type": "string", "maxLength": 20}, "mode": {"type": "string", "maxLength": 10}, "ratio": {"type": "number", "x-kubernetes-validations": [{"rule": "self < 2.0"}]}, "port": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [{"rule": "type(self) == int ? self > 0 : self.size() > 0"}]}, "items": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "self != 'bad'", "message": "no bad"}]}}, "labels": {"type": "object", "maxProperties": 10, "additionalProperties": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "self.size() > 1"}]}}, "ports": {"type": "array", "maxItems": 10, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 10}, "port": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "port may only grow"}]}}}}}, "required": ["replicas", "minReplicas"]}"#).unwrap())
+}
+
+/// A Gadget CRD's `spec`: reasons, messageExpression fallbacks, evaluation errors, fieldPath.
+fn gadget() -> Schema {
+    spec_schema(serde_json::from_str(r#"{"type": "object", "properties": {"s": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "int(self) > 0"}]}, "n": {"type": "integer", "x-kubernetes-validations": [{"rule": "self > 0", "reason": "FieldValueRequired", "message": "need n"}, {"rule": "self > 1", "reason": "FieldValueDuplicate"}, {"rule": "self > 2", "messageExpression": "''"}, {"rule": "self > 3", "messageExpression": "'a' + ['x'][self]"}, {"rule": "self > 4", "messageExpression": "'x\\ny'"}]}, "f": {"type": "number", "x-kubernetes-validations": [{"rule": "self == 1.0", "messageExpression": "string(self)"}, {"rule": "type(self) == double"}]}, "l": {"type": "array", "maxItems": 5, "items": {"type": "integer"}, "x-kubernetes-validations": [{"rule": "self.all(x, x > 0)"}, {"rule": "self.size() < 2"}]}, "m": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"b": {"type": "integer"}}, "x-kubernetes-validations": [{"rule": "self.b == 1"}]}, "b": {"type": "boolean", "x-kubernetes-validations": [{"rule": "self"}]}, "o": {"type": "object", "properties": {"k": {"type": "string"}}, "x-kubernetes-validations": [{"rule": "self.k == 'z'", "fieldPath": ".k"}, {"rule": "false", "fieldPath": "['k']"}]}}}"#).unwrap())
+}
+
+fn obj(spec: Value) -> Value {
+    json!({"apiVersion": "c.example.com/v1", "kind": "Widget", "metadata": {"name": "x"}, "spec": spec})
+}
+
+#[test]
+fn cel_rules_on_create() {
+    let rows: Vec<(Schema, Value, Vec<&str>)> = vec![
+        (
+            widget(),
+            json!({"replicas": 11, "minReplicas": 12, "name": "bob", "ratio": 3, "port": 0,
+                   "items": ["ok", "bad"], "labels": {"a": "b", "c": "dd"},
+                   "ports": [{"name": "p", "port": 1}]}),
+            vec![
+                "spec|FieldValueInvalid|Invalid value: must have replicas <= 10",
+                "spec|FieldValueForbidden|Forbidden: name bob must start with a",
+                "spec.minReplicas|FieldValueInvalid|Invalid value: failed rule: self.minReplicas <= self.replicas",
+                "spec.items[1]|FieldValueInvalid|Invalid value: \"bad\": no bad",
+                "spec.labels[a]|FieldValueInvalid|Invalid value: \"b\": failed rule: self.size() > 1",
+                "spec.port|FieldValueInvalid|Invalid value: 0: failed rule: type(self) == int ? self > 0 : self.size() > 0",
+                "spec.ratio|FieldValueInvalid|Invalid value: 3: failed rule: self < 2.0",
+            ],
+        ),
+        (
+            widget(),
+            json!({"replicas": 5, "minReplicas": 1, "mode": "a", "port": "http",
+                   "ports": [{"name": "p", "port": 5}]}),
+            vec![],
+        ),
+        // Schema errors that make `self` unlike its type keep every rule from running.
+        (
+            widget(),
+            json!({"replicas": "x", "minReplicas": 12}),
+            vec![
+                "spec.replicas|FieldValueTypeInvalid|Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"",
+                "<nil>|FieldValueInvalid|Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ],
+        ),
+        (
+            widget(),
+            json!({"replicas": 11}),
+            vec![
+                "spec.minReplicas|FieldValueRequired|Required value",
+                "<nil>|FieldValueInvalid|Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ],
+        ),
+        (
+            gadget(),
+            json!({"s": "abc", "n": 0, "f": 2, "l": [1, -1, 3], "m": {"b": 2}, "b": false,
+                   "o": {"k": "y"}}),
+            vec![
+                "spec.b|FieldValueInvalid|Invalid value: false: failed rule: self",
+                "spec.f|FieldValueInvalid|Invalid value: 2: 2",
+                "spec.l|FieldValueInvalid|Invalid value: failed rule: self.all(x, x > 0)",
+                "spec.l|FieldValueInvalid|Invalid value: failed rule: self.size() < 2",
+                "spec.m|FieldValueInvalid|Invalid value: failed rule: self.b == 1",
+                "spec.n|FieldValueRequired|Required value: need n",
+                "spec.n|FieldValueDuplicate|Duplicate value: 0",
+                "spec.n|FieldValueInvalid|Invalid value: 0: failed rule: self > 2",
+                "spec.n|FieldValueInvalid|Invalid value: 0: ax",
+                "spec.n|FieldValueInvalid|Invalid value: 0: failed rule: self > 4",
+                "spec.o.k|FieldValueInvalid|Invalid value: failed rule: self.k == 'z'",
+                "spec.o.k|FieldValueInvalid|Invalid value: failed rule: false",
+                "spec.s|FieldValueInvalid|Invalid value: \"string\": type conversion error from 'string' to 'int' evaluating rule: int(self) > 0",
+            ],
+        ),
+        (
+            gadget(),
+            json!({"s": "-12", "n": 3, "f": 1, "m": {"c": 2}, "o": {}}),
+            vec![
+                "spec.m|FieldValueInvalid|Invalid value: \"object\": no such key: b evaluating rule: self.b == 1",
+                "spec.n|FieldValueInvalid|Invalid value: 3: failed rule: self > 3",
+                "spec.n|FieldValueInvalid|Invalid value: 3: failed rule: self > 4",
+                "spec.o|FieldValueInvalid|Invalid value: \"object\": no such key: k evaluating rule: self.k == 'z'",
+                "spec.o.k|FieldValueInvalid|Invalid value: failed rule: false",
+                "spec.s|FieldValueInvalid|Invalid value: \"-12\": failed rule: int(self) > 0",
+            ],
+        ),
+    ];
+    for (i, (s, spec, want)) in rows.into_iter().enumerate() {
+        assert_eq!(causes(s.validate(&obj(spec))), want, "row {i}");
+    }
+}
+
+#[test]
+fn cel_transition_rules_on_update() {
+    let s = widget();
+    let old = obj(json!({"replicas": 5, "minReplicas": 1, "mode": "a",
+                         "ports": [{"name": "p", "port": 5}]}));
+    let rows: Vec<(Value, Vec<&str>)> = vec![
+        (
+            json!({"replicas": 5, "minReplicas": 1, "mode": "b",
+                   "ports": [{"name": "p", "port": 4}, {"name": "q", "port": 1}]}),
+            vec![
+                "spec|FieldValueInvalid|Invalid value: mode is immutable",
+                "spec.ports[0].port|FieldValueInvalid|Invalid value: 4: port may only grow",
+            ],
+        ),
+        (
+            json!({"replicas": 5, "minReplicas": 1, "ports": [{"name": "p", "port": 5}]}),
+            vec!["spec|FieldValueInvalid|Invalid value: \"object\": no such key: mode evaluating rule: mode is immutable"],
+        ),
+        (
+            json!({"replicas": 6, "minReplicas": 1, "mode": "a",
+                   "ports": [{"name": "q", "port": 1}, {"name": "p", "port": 6}]}),
+            vec![],
+        ),
+    ];
+    for (i, (spec, want)) in rows.into_iter().enumerate() {
+        assert_eq!(causes(s.validate_update(&obj(spec), &old)), want, "row {i}");
+    }
+}
+
+/// Ratcheting: a rule added after an object was stored does not fail an update that leaves
+/// the offending value unchanged (upstream v1.36: the second update is accepted).
+#[test]
+fn cel_rules_ratchet_unchanged_values() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "s": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "int(self) > 0"}, {"rule": "self.size() < 2"}]},
+        "n": {"type": "integer"}}}));
+    let old = obj(json!({"s": "55", "n": 10}));
+    assert_eq!(
+        causes(s.validate_update(&obj(json!({"s": "66", "n": 11})), &old)),
+        vec!["spec.s|FieldValueInvalid|Invalid value: \"66\": failed rule: self.size() < 2"]
+    );
+    assert!(s
+        .validate_update(&obj(json!({"s": "55", "n": 11})), &old)
+        .is_empty());
+}
+
+/// Upstream's list and string libraries, observed on a v1.36 server: `[1, 2, 1]` is not
+/// sorted (its other functions hold), and `min` of an empty list is an evaluation error.
+#[test]
+fn cel_rules_library_functions() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "maxItems": 5, "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.isSorted() && [3, 1].isSorted() == false"},
+            {"rule": "self.sum() == 4 && self.min() == 1 && self.max() == 2"},
+            {"rule": "self.indexOf(2) == 1 && self.lastIndexOf(1) == 2 && self.indexOf(9) == -1"}]},
+        "e": {"type": "array", "maxItems": 5, "items": {"type": "integer"},
+              "x-kubernetes-validations": [{"rule": "self.min() > 0"}]},
+        "s": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [
+            {"rule": "self.lowerAscii() == 'a-b' && self.matches('^[A-Z]-') && self.replace('-', '') == 'AB'"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"l": [1, 2, 1], "e": [], "s": "A-B"})))),
+        vec![
+            "spec.e|FieldValueInvalid|Invalid value: \"array\": min called on empty list evaluating rule: self.min() > 0",
+            "spec.l|FieldValueInvalid|Invalid value: failed rule: self.isSorted() && [3, 1].isSorted() == false",
+        ]
+    );
+}
+
+/// A map's rule ranging over its keys, a messageExpression's value, and an int-or-string
+/// given as a string (upstream v1.36's answer).
+#[test]
+fn cel_rules_on_maps_and_int_or_string() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "p": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [
+            {"rule": "type(self) == int ? self > 0 : self.size() > 0"}]},
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 5},
+              "x-kubernetes-validations": [{"rule": "self.all(k, k.size() < 5 && self[k] != 'x')",
+                                            "messageExpression": "self.size() > 1 ? 'bad' : 'worse'"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"m": {"a": "x"}, "p": ""})))),
+        vec![
+            "spec.m|FieldValueInvalid|Invalid value: worse",
+            "spec.p|FieldValueInvalid|Invalid value: \"\": failed rule: type(self) == int ? self > 0 : self.size() > 0",
+        ]
+    );
+    assert!(s
+        .validate(&obj(json!({"m": {"a": "y"}, "p": 3})))
+        .is_empty());
+}
+
+/// Work bounds: a nested comprehension over a 2,000-item list would take about 4 million
+/// steps, beyond `CEL_RULE_WORK_MAX`; it is refused before it runs, and the flat rule next to
+/// it still runs. (keel's own bound: upstream refuses such a rule when the CRD is written.)
+#[test]
+fn cel_rule_work_is_bounded_before_running() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.all(x, self.all(y, x == y))"},
+            {"rule": "self.all(x, x == 0)"}]}}}));
+    let l: Vec<i64> = (0..2000).collect();
+    assert_eq!(
+        causes(s.validate(&obj(json!({"l": l})))),
+        vec![
+            "spec.l|FieldValueInvalid|Invalid value: \"array\": call cost exceeds limit for rule: self.all(x, self.all(y, x == y))",
+            "spec.l|FieldValueInvalid|Invalid value: failed rule: self.all(x, x == 0)",
+        ]
+    );
+}
+
+/// The object-wide work bound: once the runs' bounds add up beyond `CEL_OBJECT_WORK_MAX`, one
+/// cause says so and no further rule runs (upstream's wording for its per-object budget).
+#[test]
+fn cel_object_work_is_bounded() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "array", "items": {"type": "integer"},
+            "x-kubernetes-validations": [
+                {"rule": "self.all(x, x > 0 && x < 10 && x != 5 && x != 6 && x != 7 && x != 8)"}]}}}}));
+    let item: Vec<i64> = vec![1; 400];
+    let l = vec![item; 1000];
+    let errs = causes(s.validate(&obj(json!({"l": l}))));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].ends_with("Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"), "{errs:?}");
+}
+
+/// Rules at the root see `apiVersion`, `kind` and `metadata` and report at `<nil>`; an
+/// `optionalOldSelf` rule runs on create with `oldSelf` empty (upstream v1.36's answers).
+#[test]
+fn cel_rules_at_the_root() {
+    let s = schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a')"},
+            {"rule": "self.kind == 'Root' && self.apiVersion == 'c.example.com/v1'"},
+            {"rule": "!has(oldSelf.spec) || oldSelf.spec.x <= self.spec.x", "message": "x may only grow"},
+            {"rule": "oldSelf.hasValue() || self.spec.x > 0", "optionalOldSelf": true,
+             "message": "new x must be positive"}],
+        "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}}));
+    let root = |name: &str, x: i64| {
+        json!({"apiVersion": "c.example.com/v1", "kind": "Root", "metadata": {"name": name},
+               "spec": {"x": x}})
+    };
+    assert_eq!(
+        causes(s.validate(&root("x", 0))),
+        vec![
+            "<nil>|FieldValueInvalid|Invalid value: failed rule: self.metadata.name.startsWith('a')",
+            "<nil>|FieldValueInvalid|Invalid value: new x must be positive",
+        ]
+    );
+    assert!(s.validate(&root("ab", 5)).is_empty());
+    assert_eq!(
+        causes(s.validate_update(&root("ab", -1), &root("ab", 5))),
+        vec!["<nil>|FieldValueInvalid|Invalid value: x may only grow"]
+    );
+}
+
+/// Reasons on objects and with fieldPath (the value is not echoed), and a nullable field's
+/// `null`, which no rule sees (upstream v1.36's answers).
+#[test]
+fn cel_rule_reasons_without_values() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "false", "reason": "FieldValueDuplicate", "message": "dup obj"},
+            {"rule": "false", "reason": "FieldValueDuplicate", "fieldPath": ".s"},
+            {"rule": "false", "reason": "FieldValueForbidden", "fieldPath": ".s"},
+            {"rule": "false", "fieldPath": ".l"}],
+        "properties": {
+            "s": {"type": "string", "maxLength": 5},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 3}},
+            "n": {"type": "integer", "nullable": true, "x-kubernetes-validations": [{"rule": "self > 0"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"s": "x", "l": ["a"], "n": null})))),
+        vec![
+            "spec|FieldValueDuplicate|Duplicate value",
+            "spec.s|FieldValueDuplicate|Duplicate value",
+            "spec.s|FieldValueForbidden|Forbidden: failed rule: false",
+            "spec.l|FieldValueInvalid|Invalid value: failed rule: false",
+        ]
+    );
+}
+
+/// Evaluation errors in cel-go's words (upstream v1.36's answers).
+#[test]
+fn cel_rule_evaluation_errors() {
+    let rules = [
+        "self.l[5] == 'a'",
+        "self.num / 0 == 1",
+        "self.num % 0 == 1",
+        "self.m['zz'] == 'a'",
+        "self.num * 9223372036854775807 > 0",
+        "self.num + 9223372036854775807 > 0",
+        "int(self.s) > 0",
+        "double(self.s) > 0.0",
+    ];
+    let rules: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+    let s = spec_schema(
+        json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+        "s": {"type": "string", "maxLength": 5},
+        "num": {"type": "integer"},
+        "l": {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 3}},
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 3}}}}),
+    );
+    let errs: Vec<String> = s
+        .validate(&obj(json!({"s": "x", "l": ["a"], "num": 2, "m": {}})))
+        .into_iter()
+        .map(|c| c.message)
+        .collect();
+    assert_eq!(
+        errs,
+        vec![
+            "Invalid value: \"object\": index out of bounds: 5 evaluating rule: self.l[5] == 'a'",
+            "Invalid value: \"object\": division by zero evaluating rule: self.num / 0 == 1",
+            "Invalid value: \"object\": modulus by zero evaluating rule: self.num % 0 == 1",
+            "Invalid value: \"object\": no such key: zz evaluating rule: self.m['zz'] == 'a'",
+            "Invalid value: \"object\": integer overflow evaluating rule: self.num * 9223372036854775807 > 0",
+            "Invalid value: \"object\": integer overflow evaluating rule: self.num + 9223372036854775807 > 0",
+            "Invalid value: \"object\": type conversion error from 'string' to 'int' evaluating rule: int(self.s) > 0",
+            "Invalid value: \"object\": type conversion error from 'string' to 'double' evaluating rule: double(self.s) > 0.0",
+        ]
+    );
+}
+
+/// A schema with the kinds of rules real CRDs carry (uniqueness with exists_one, optional
+/// chaining, map/filter, two-variable exists, `in`, split): upstream v1.36's answers.
+fn realistic() -> Schema {
+    spec_schema(serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "self.listeners.all(l1, self.listeners.exists_one(l2, l1.name == l2.name))", "message": "names must be unique"}, {"rule": "has(self.port) ? self.port > 0 : true"}, {"rule": "self.mode in ['A', 'B']", "message": "mode must be A or B"}, {"rule": "self.listeners.map(l, l.name).all(n, n.size() <= 8)"}, {"rule": "self.?hostname.orValue('') == '' || self.hostname.endsWith('.example.com')"}, {"rule": "!has(self.ref) || self.ref.split('/').size() == 2"}, {"rule": "self.listeners.filter(l, l.protocol == 'HTTPS').all(l, has(l.tls))", "message": "HTTPS needs tls"}, {"rule": "has(self.mode) == has(oldSelf.mode)", "message": "mode cannot be added or removed"}, {"rule": "size(self.listeners) <= 4"}, {"rule": "self.tags.all(k, k.lowerAscii() == k)"}, {"rule": "self.labels.exists(k, v, v == 'x') == false"}], "properties": {"port": {"type": "integer"}, "mode": {"type": "string", "maxLength": 1}, "hostname": {"type": "string", "maxLength": 63}, "ref": {"type": "string", "maxLength": 63}, "tags": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "labels": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "listeners": {"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 16}, "protocol": {"type": "string", "maxLength": 8}, "tls": {"type": "object", "properties": {"mode": {"type": "string", "maxLength": 8}}}}}}}}"#).unwrap())
+}
+
+#[test]
+fn cel_rules_of_a_realistic_schema() {
+    let s = realistic();
+    let bad = json!({"port": 0, "mode": "C", "hostname": "a.other.com", "ref": "a/b/c",
+        "tags": {"Ab": "x"}, "labels": {"q": "x"},
+        "listeners": [{"name": "verylongname", "protocol": "HTTPS"}, {"name": "b"}]});
+    assert_eq!(
+        causes(s.validate(&obj(bad))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: failed rule: has(self.port) ? self.port > 0 : true",
+            "spec|FieldValueInvalid|Invalid value: mode must be A or B",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.listeners.map(l, l.name).all(n, n.size() <= 8)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.?hostname.orValue('') == '' || self.hostname.endsWith('.example.com')",
+            "spec|FieldValueInvalid|Invalid value: failed rule: !has(self.ref) || self.ref.split('/').size() == 2",
+            "spec|FieldValueInvalid|Invalid value: \"object\": no such key: protocol evaluating rule: HTTPS needs tls",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.tags.all(k, k.lowerAscii() == k)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.labels.exists(k, v, v == 'x') == false",
+        ]
+    );
+    let good = json!({"port": 1, "mode": "A", "hostname": "a.example.com", "ref": "a/b",
+        "tags": {"ab": "x"}, "labels": {"q": "y"},
+        "listeners": [{"name": "a", "protocol": "HTTPS", "tls": {}}]});
+    assert_eq!(causes(s.validate(&obj(good))), Vec::<String>::new());
+}
+
+/// Two-variable comprehensions, transformMap/transformList, `sets` and the regex library's
+/// find/findAll (upstream v1.36's answers for the same objects).
+#[test]
+fn cel_rules_with_two_variable_comprehensions_and_extensions() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.m.transformMap(k, v, v + 1) == {'a': 2}"},
+            {"rule": "sets.contains(self.l, [1]) && sets.equivalent(self.l, [2, 1, 1]) && !sets.intersects(self.l, [3])"},
+            {"rule": "self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']"},
+            {"rule": "self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)"},
+            {"rule": "self.l.transformList(i, v, i + v) == [1, 3]"}],
+        "properties": {
+            "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "integer"}},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "integer"}},
+            "s": {"type": "string", "maxLength": 10}}}));
+    assert!(s
+        .validate(&obj(json!({"m": {"a": 1}, "l": [1, 2], "s": "ab123"})))
+        .is_empty());
+    assert_eq!(
+        causes(s.validate(&obj(json!({"m": {"a": 2}, "l": [2, 1], "s": "x"})))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.m.transformMap(k, v, v + 1) == {'a': 2}",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.l.transformList(i, v, i + v) == [1, 3]",
+        ]
+    );
+}
+
+/// The quantity library (upstream v1.36's answers for `512Mi`, `2Gi` and `abc`).
+#[test]
+fn cel_rules_with_quantities() {
+    let s = spec_schema(serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))"}, {"rule": "quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0"}, {"rule": "quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).isLessThan(quantity('0'))"}, {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25"}, {"rule": "quantity(self.mem).isLessThan(quantity('1Gi'))", "message": "mem must be below 1Gi"}, {"rule": "!isQuantity(self.mem) || !quantity(self.mem).isLessThan(quantity('0'))"}], "properties": {"mem": {"type": "string", "maxLength": 10}}}"#).unwrap());
+    let run = |mem: &str| causes(s.validate(&obj(json!({"mem": mem}))));
+    assert_eq!(run("512Mi"), Vec::<String>::new());
+    assert_eq!(
+        run("2Gi"),
+        vec!["spec|FieldValueInvalid|Invalid value: mem must be below 1Gi"]
+    );
+    assert_eq!(
+        run("abc"),
+        vec!["spec|FieldValueInvalid|Invalid value: \"object\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: mem must be below 1Gi"]
+    );
+}
+
+/// Schema errors that leave `self` well typed (pattern, minimum) do not stop the rules, which
+/// report after them (upstream v1.36's answer; its sibling order is Go's map order).
+#[test]
+fn cel_rules_run_after_non_blocking_schema_errors() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.a > 100"}],
+        "properties": {
+            "a": {"type": "integer", "minimum": 5, "x-kubernetes-validations": [{"rule": "self > 50"}]},
+            "b": {"type": "string", "pattern": "^x", "x-kubernetes-validations": [{"rule": "self.size() > 5"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"a": 1, "b": "y"})))),
+        vec![
+            "spec.a|FieldValueInvalid|Invalid value: 1: spec.a in body should be greater than or equal to 5",
+            "spec.b|FieldValueInvalid|Invalid value: \"y\": spec.b in body should match '^x'",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.a > 100",
+            "spec.a|FieldValueInvalid|Invalid value: 1: failed rule: self > 50",
+            "spec.b|FieldValueInvalid|Invalid value: \"y\": failed rule: self.size() > 5",
+        ]
+    );
+}
+
+/// `date-time` strings are timestamps and `duration` strings durations (upstream v1.36's
+/// answers).
+#[test]
+fn cel_rules_on_timestamps_and_durations() {
+    let s = spec_schema(json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.start < self.end", "message": "start before end"},
+            {"rule": "self.timeout <= duration('1h')", "message": "timeout at most 1h"},
+            {"rule": "self.start.getFullYear() >= 2020"},
+            {"rule": "type(self.start) == google.protobuf.Timestamp && type(self.timeout) == google.protobuf.Duration"}],
+        "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "end": {"type": "string", "format": "date-time"},
+            "timeout": {"type": "string", "format": "duration"}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"start": "2019-01-02T03:04:05Z",
+            "end": "2018-01-01T00:00:00Z", "timeout": "2h"})))),
+        vec![
+            "spec|FieldValueInvalid|Invalid value: start before end",
+            "spec|FieldValueInvalid|Invalid value: timeout at most 1h",
+            "spec|FieldValueInvalid|Invalid value: failed rule: self.start.getFullYear() >= 2020",
+        ]
+    );
+    assert!(s
+        .validate(&obj(json!({"start": "2021-01-02T03:04:05Z",
+            "end": "2022-01-01T00:00:00+01:00", "timeout": "30m"})))
+        .is_empty());
+}
+
+/// An integral float under `type: integer` passes the schema but not the node's rules
+/// (upstream v1.36's answer for `a: 60.0`).
+#[test]
+fn cel_rules_refuse_floats_under_integer() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "a": {"type": "integer", "minimum": 5, "x-kubernetes-validations": [{"rule": "self > 50"}]}}}));
+    assert_eq!(
+        causes(s.validate(&obj(json!({"a": 60.0})))),
+        vec!["spec.a|FieldValueInvalid|Invalid value: \"integer\": invalid data, expected int, got float64 evaluating rule: self > 50"]
+    );
+}
+
+/// Rule failures are bounded like the schema's own errors (`ERRORS_MAX`).
+#[test]
+fn cel_rule_failures_are_bounded() {
+    let s = spec_schema(json!({"type": "object", "properties": {
+        "l": {"type": "array", "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 0"}]}}}}));
+    let l = vec![1; crate::limits::ERRORS_MAX + 50];
+    let errs = s.validate(&obj(json!({"l": l})));
+    assert_eq!(errs.len(), crate::limits::ERRORS_MAX);
+}

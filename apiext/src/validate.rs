@@ -781,7 +781,11 @@ fn go_slice(values: &[Value]) -> String {
 }
 
 /// For a map list, the old item with the same keys as each new item.
-fn correlate_items<'a>(n: &Node, items: &[Value], old: Old<'a>) -> Vec<Option<&'a Value>> {
+pub(crate) fn correlate_items<'a>(
+    n: &Node,
+    items: &[Value],
+    old: Old<'a>,
+) -> Vec<Option<&'a Value>> {
     let Some(Value::Array(old_items)) = old else {
         return Vec::new();
     };
@@ -816,7 +820,12 @@ fn find_by_keys<'a>(keys: &[String], item: &Value, olds: &'a [Value]) -> Option<
 /// Upstream's `CachedDeepEqual`: maps compare member by member through the schema (a member
 /// without schema makes them unequal), map lists item by item matched on their keys, anything
 /// else with `DeepEqual`.
-fn deep_equal_correlated(new: &Value, old: &Value, s: Option<&Node>, depth: usize) -> bool {
+pub(crate) fn deep_equal_correlated(
+    new: &Value,
+    old: &Value,
+    s: Option<&Node>,
+    depth: usize,
+) -> bool {
     if depth > limits::VALUE_DEPTH_MAX {
         return false;
     }

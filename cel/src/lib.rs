@@ -3,11 +3,15 @@
 //! libraries, with cel-go's error text (`ERROR: <input>:L:C: message`, the source line and a
 //! caret under the column), so validation answers carry upstream's messages.
 //!
+//! Evaluation ([`eval`]) runs programs with the `cel` crate's interpreter (what the
+//! checker accepts but the interpreter lacks is listed there).
+//!
 //! Not done: cost estimation (upstream refuses expressions whose worst-case cost exceeds a
-//! limit) and the checks upstream's validators make of literal arguments (durations,
-//! timestamps, regular expressions).
+//! limit) and the checks upstream's validators make of literal arguments other than a
+//! `matches` pattern (durations, timestamps).
 
 mod check;
+pub mod eval;
 mod macros;
 mod stdlib;
 pub mod types;
@@ -79,6 +83,10 @@ pub fn compile(env: &Env, source: &str) -> Result<Type, String> {
     let mut checker = check::Checker::new(env);
     let output = checker.check_root(&expr);
     if checker.errors.is_empty() {
+        // cel-go's validators run on a program that type-checked.
+        literal_patterns(&expr, &mut checker.errors, 0);
+    }
+    if checker.errors.is_empty() {
         return Ok(output);
     }
     let issues = checker
@@ -87,6 +95,65 @@ pub fn compile(env: &Env, source: &str) -> Result<Type, String> {
         .map(|(id, msg)| (position(source, &info, *id), msg.clone()))
         .collect();
     Err(render(source, issues))
+}
+
+/// cel-go's check of `matches` calls with a literal pattern: it must compile (RE2 syntax,
+/// which the `regex` crate implements).
+fn literal_patterns(e: &cel::IdedExpr, errors: &mut Vec<(u64, String)>, depth: usize) {
+    use cel::common::ast::{EntryExpr, Expr, LiteralValue};
+    if depth > 256 {
+        return;
+    }
+    let d = depth + 1;
+    match &e.expr {
+        Expr::Call(c) => {
+            if c.func_name == "matches" {
+                if let Some(Expr::Literal(LiteralValue::String(p))) = c.args.last().map(|a| &a.expr)
+                {
+                    if regex::Regex::new(p.as_ref()).is_err() {
+                        let id = c.args.last().map_or(e.id, |a| a.id);
+                        errors.push((id, "invalid matches argument".into()));
+                    }
+                }
+            }
+            for x in c.target.iter().map(|t| t.as_ref()).chain(&c.args) {
+                literal_patterns(x, errors, d);
+            }
+        }
+        Expr::Comprehension(c) => {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                literal_patterns(x, errors, d);
+            }
+        }
+        Expr::List(l) => l
+            .elements
+            .iter()
+            .for_each(|x| literal_patterns(x, errors, d)),
+        Expr::Map(_) | Expr::Struct(_) => {
+            let entries = match &e.expr {
+                Expr::Map(m) => &m.entries,
+                Expr::Struct(st) => &st.entries,
+                _ => unreachable!("matched above"),
+            };
+            for en in entries {
+                match &en.expr {
+                    EntryExpr::MapEntry(me) => {
+                        literal_patterns(&me.key, errors, d);
+                        literal_patterns(&me.value, errors, d);
+                    }
+                    EntryExpr::StructField(f) => literal_patterns(&f.value, errors, d),
+                }
+            }
+        }
+        Expr::Select(sel) => literal_patterns(&sel.operand, errors, d),
+        _ => {}
+    }
 }
 
 fn syntax_expecting(what: &str) -> String {

@@ -103,3 +103,123 @@ fn ternary_syntax_error_lists_more_tokens_than_upstream() {
         "{got}"
     );
 }
+
+/// Runtime answers of upstream v1.36.2 (rules of a CRD, observed in its error messages).
+#[test]
+fn evaluation() {
+    use eval::{Program, Value};
+    use std::collections::HashMap;
+    let run = |src: &str, me: Value| Program::parse(src).unwrap().execute(&[("self", me)]);
+    let obj = Value::from(HashMap::from([("a", Value::Int(1))]));
+    let cases: &[(&str, Value, Result<Value, &str>)] = &[
+        ("self.b == 1", obj.clone(), Err("no such key: b")),
+        ("self.a == 1", obj.clone(), Ok(Value::Bool(true))),
+        (
+            "int(self) > 0",
+            Value::from("abc"),
+            Err("type conversion error from 'string' to 'int'"),
+        ),
+        ("string(self)", Value::Float(2.0), Ok(Value::from("2"))),
+        (
+            "self.matches('^a+$')",
+            Value::from("aa"),
+            Ok(Value::Bool(true)),
+        ),
+        (
+            "self.lowerAscii().split('-').join('.')",
+            Value::from("A-B"),
+            Ok(Value::from("a.b")),
+        ),
+        (
+            "self.all(x, x > 0) && self.exists_one(x, x == 2)",
+            Value::from(vec![1i64, 2]),
+            Ok(Value::Bool(true)),
+        ),
+        (
+            "self.map(x, x * 2).filter(x, x > 2)",
+            Value::from(vec![1i64, 2]),
+            Ok(Value::from(vec![4i64])),
+        ),
+        (
+            "type(self) == double",
+            Value::Float(2.0),
+            Ok(Value::Bool(true)),
+        ),
+        ("self.isSorted() && [3, 1].isSorted() == false", Value::from(vec![1i64, 2]), Ok(Value::Bool(true))),
+        ("self.sum() == 3 && self.min() == 1 && self.max() == 2", Value::from(vec![1i64, 2]), Ok(Value::Bool(true))),
+        ("self.indexOf(2) == 1 && self.lastIndexOf(1) == 2 && self.indexOf(9) == -1", Value::from(vec![1i64, 2, 1]), Ok(Value::Bool(true))),
+        ("'abc'.indexOf('c') == 2", Value::Null, Ok(Value::Bool(true))),
+        ("[1.5, 2.5].sum() == 4.0 && [].sum() == 0", Value::Null, Ok(Value::Bool(true))),
+        ("{'a': 'x', 'b': 'y'}.exists(k, v, v == 'y' && k == 'b')", Value::Null, Ok(Value::Bool(true))),
+        ("{'a': 'x'}.all(k, v, v == 'y')", Value::Null, Ok(Value::Bool(false))),
+        ("['a', 'b'].exists(i, v, i == 1 && v == 'b')", Value::Null, Ok(Value::Bool(true))),
+        ("[1, 2].existsOne(i, v, i == v)", Value::Null, Ok(Value::Bool(false))),
+        ("[5, 6].transformList(i, v, i + v)", Value::Null, Ok(Value::from(vec![5i64, 7]))),
+        ("self.all(x, self.exists(i, v, v == x))", Value::from(vec![1i64, 2]), Ok(Value::Bool(true))),
+        ("{'a': 1}.transformMap(k, v, v + 1) == {'a': 2}", Value::Null, Ok(Value::Bool(true))),
+        ("{'a': 1}.transformMapEntry(k, v, {k + 'x': v}) == {'ax': 1}", Value::Null, Ok(Value::Bool(true))),
+        ("sets.contains([1, 2], [1]) && sets.equivalent([1, 2], [2, 1, 1]) && !sets.intersects([1], [2])", Value::Null, Ok(Value::Bool(true))),
+        ("'abc123'.find('[0-9]+') == '123' && 'a1b2'.findAll('[0-9]') == ['1', '2'] && 'a1b2'.findAll('[0-9]', 1) == ['1']", Value::Null, Ok(Value::Bool(true))),
+        ("[].min()", Value::Null, Err("min called on empty list")),
+        ("quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))", Value::Null, Ok(Value::Bool(true))),
+        ("quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0", Value::Null, Ok(Value::Bool(true))),
+        ("quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).sign() == -1", Value::Null, Ok(Value::Bool(true))),
+        ("isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25", Value::Null, Ok(Value::Bool(true))),
+    ];
+    for (src, me, want) in cases {
+        let got = run(src, me.clone());
+        assert_eq!(got, want.clone().map_err(str::to_string), "{src}");
+    }
+}
+
+/// cel-go's check of a literal `matches` pattern (upstream v1.36's answer for a CRD rule).
+#[test]
+fn literal_matches_pattern() {
+    let env = Env::default().variable("s", Type::String);
+    assert_eq!(
+        compile(&env, "s.matches('(')"),
+        Err(
+            "ERROR: <input>:1:11: invalid matches argument\n | s.matches('(')\n | ..........^"
+                .into()
+        )
+    );
+    assert_eq!(compile(&env, "s.matches('^a+$')"), Ok(Type::Bool));
+}
+
+/// The work bound: nodes times the size per comprehension level, and the size again for
+/// each call that builds from its input (`map` and `filter` append in place: not charged).
+#[test]
+fn work_bounds() {
+    use eval::Program;
+    let bound = |src: &str, size: u64| Program::parse(src).unwrap().work_bound(size);
+    assert_eq!(bound("self.x == 1", 1000), bound("self.x == 1", 1));
+    assert!(bound("self.all(x, x > 0)", 1000) < 20_000);
+    assert!(bound("self.map(x, x * 2).size() > 0", 1000) < 50_000);
+    assert!(bound("self.all(x, self.all(y, x == y))", 1000) > 1_000_000);
+    assert!(bound("self.all(x, (self + self).size() > 0)", 1000) > 1_000_000);
+    assert!(bound("self.split(',').size() > 0", 1000) >= 1000);
+    assert!(bound("lists.range(1000000000).size() > 0", 1) > 1_000_000);
+    assert!(bound("lists.range(self.size()).size() > 0", 1) > 1_000_000);
+    assert!(bound("lists.range(3).size() > 0", 1) < 100);
+}
+
+#[test]
+fn formatted_strings() {
+    use eval::{formatted_string, Program, Value};
+    let run = |src: &str, v: Value| Program::parse(src).unwrap().execute(&[("self", v)]);
+    let ts = formatted_string("date-time", "2021-01-02T03:04:05Z");
+    assert_eq!(run("self.getFullYear() == 2021", ts), Ok(Value::Bool(true)));
+    let d = formatted_string("date", "2021-01-02");
+    assert_eq!(
+        run("self == timestamp('2021-01-02T00:00:00Z')", d),
+        Ok(Value::Bool(true))
+    );
+    let dur = formatted_string("duration", "1h30m");
+    assert_eq!(run("self == duration('90m')", dur), Ok(Value::Bool(true)));
+    assert_eq!(
+        formatted_string("byte", "aGk="),
+        Value::from(b"hi".to_vec())
+    );
+    assert_eq!(formatted_string("byte", "aGk"), Value::from("aGk"));
+    assert_eq!(formatted_string("duration", "nope"), Value::from("nope"));
+}

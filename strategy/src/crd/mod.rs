@@ -19,6 +19,7 @@
 //! Also left out: a conversion webhook's `caBundle` is not parsed (upstream refuses an
 //! invalid one only when an established CRD changes it).
 
+mod celrules;
 mod defaults;
 mod gojson;
 mod schema;

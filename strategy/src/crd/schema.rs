@@ -2,8 +2,8 @@
 //! with the structural-schema checks (`NewStructural`, `ValidateStructural`) and the
 //! CRD-specific keyword rules (`ValidateCustomResourceDefinitionOpenAPISchema`).
 //!
-//! Not checked here (upstream does): CEL compilation and cost of `x-kubernetes-validations`
-//! (their static rules and `fieldPath` resolution are), most of `ValidateDefaults` (see
+//! Not checked here (upstream does): the cost of `x-kubernetes-validations` (their static
+//! rules, `fieldPath` resolution and CEL compilation are, see [`super::celrules`]), most of `ValidateDefaults` (see
 //! [`super::defaults`]), the rarer Go regular-expression errors of a `pattern` (see
 //! [`go_regexp_error`]), and the final "error building validator" check.
 //!
@@ -215,6 +215,10 @@ pub(super) fn validation_rules(
     openapi_schema(schema, &root, &ssv, true, opts, 0, &mut errs);
     if errs.is_empty() {
         errs = init_errs;
+    }
+    // Upstream compiles the rules only for a schema without any other error.
+    if errs.is_empty() && structural_error(schema, 0).is_none() {
+        super::celrules::compile_tree(schema, &root, &mut errs);
     }
     errs
 }
@@ -1070,7 +1074,8 @@ fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
 }
 
-/// The static rules of `x-kubernetes-validations` entries (CEL compilation is not done).
+/// The static rules of `x-kubernetes-validations` entries (their CEL compilation follows
+/// once the whole schema is free of errors, see [`validation_rules`]).
 fn rule_rules(s: &Value, path: &str, errs: &mut Vec<FieldErr>) {
     for (i, r) in list(s, "x-kubernetes-validations").iter().enumerate() {
         let p = format!("{path}.x-kubernetes-validations[{i}]");

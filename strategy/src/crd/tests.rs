@@ -781,3 +781,267 @@ fn unpruned_defaults_are_kept_on_update_only() {
     new["metadata"]["labels"] = json!({"a": "b"});
     assert_eq!(update(new, &old), Vec::<String>::new());
 }
+
+/// CEL compilation of `x-kubernetes-validations`: every answer observed on an upstream v1.36
+/// server, except that upstream's object type names carry a random number
+/// (`selfType136486209`) where keel's say `selfType0`.
+#[test]
+fn validation_rules_compile() {
+    const S: &str = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let bad = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.replicas"},
+            {"rule": "self.nope == 1", "reason": "FieldValueForbidden", "optionalOldSelf": true},
+            {"rule": "self.replicas > 1", "messageExpression": "self.replicas"},
+            {"rule": "self.replicas > 1", "messageExpression": "'a' +"},
+            {"rule": "foo > 1"},
+            {"rule": "self.replicas == oldSelf.replicas"},
+            {"rule": "self.m.exists(k, self.m[k] == 'x') && self.l.all(x, x.a > 0) && self.ios == 1 && self.p.anything == 1"},
+            {"rule": "self.l[0].a == 'x'"},
+            {"rule": "1 +"},
+            {"rule": "self.m.x == 'y' && self.m['x'] == 1"}],
+        "properties": {
+            "replicas": {"type": "integer"},
+            "m": {"type": "object", "maxProperties": 5, "additionalProperties": {"type": "string", "maxLength": 5}},
+            "l": {"type": "array", "maxItems": 5, "items": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+            "ios": {"x-kubernetes-int-or-string": true},
+            "p": {"x-kubernetes-preserve-unknown-fields": true}}}}});
+    let want = [
+        format!(r#"{S}[0].rule: Invalid value: {{"Rule":"self.replicas","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: cel expression must evaluate to a bool"#),
+        format!(r#"{S}[1].rule: Invalid value: {{"Rule":"self.nope == 1","Message":"","MessageExpression":"","Reason":"FieldValueForbidden","FieldPath":"","OptionalOldSelf":true}}: compilation failed: ERROR: <input>:1:5: undefined field 'nope'
+ | self.nope == 1
+ | ....^"#),
+        format!("{S}[1].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+        format!(r#"{S}[2].messageExpression: Invalid value: {{"Rule":"self.replicas \u003e 1","Message":"","MessageExpression":"self.replicas","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: messageExpression must evaluate to a string"#),
+        format!(r#"{S}[3].messageExpression: Invalid value: {{"Rule":"self.replicas \u003e 1","Message":"","MessageExpression":"'a' +","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: messageExpression compilation failed: ERROR: <input>:1:6: Syntax error: mismatched input '<EOF>' expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}
+ | 'a' +
+ | .....^"#),
+        format!(r#"{S}[4].rule: Invalid value: {{"Rule":"foo \u003e 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')
+ | foo > 1
+ | ^"#),
+        format!(r#"{S}[6].rule: Invalid value: {{"Rule":"self.m.exists(k, self.m[k] == 'x') \u0026\u0026 self.l.all(x, x.a \u003e 0) \u0026\u0026 self.ios == 1 \u0026\u0026 self.p.anything == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:86: undefined field 'p'
+ | self.m.exists(k, self.m[k] == 'x') && self.l.all(x, x.a > 0) && self.ios == 1 && self.p.anything == 1
+ | .....................................................................................^"#),
+        format!(r#"{S}[7].rule: Invalid value: {{"Rule":"self.l[0].a == 'x'","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:13: found no matching overload for '_==_' applied to '(int, string)'
+ | self.l[0].a == 'x'
+ | ............^"#),
+        format!(r#"{S}[8].rule: Invalid value: {{"Rule":"1 +","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:4: Syntax error: mismatched input '<EOF>' expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}
+ | 1 +
+ | ...^"#),
+        format!(r#"{S}[9].rule: Invalid value: {{"Rule":"self.m.x == 'y' \u0026\u0026 self.m['x'] == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:32: found no matching overload for '_==_' applied to '(string, int)'
+ | self.m.x == 'y' && self.m['x'] == 1
+ | ...............................^"#),
+    ];
+    assert_eq!(create(schema(bad)), want);
+
+    let typed = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self == 1"},
+            {"rule": "self.l[0] == 1"},
+            {"rule": "self.e == 1"},
+            {"rule": "self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1"}],
+        "properties": {
+            "l": {"type": "array", "maxItems": 5, "items": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+            "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+            "p": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
+    let want = [
+        format!(
+            r#"{S}[0].rule: Invalid value: {{"Rule":"self == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(selfType0, int)'
+ | self == 1
+ | .....^"#
+        ),
+        format!(
+            r#"{S}[1].rule: Invalid value: {{"Rule":"self.l[0] == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(selfType0.l.@idx, int)'
+ | self.l[0] == 1
+ | ..........^"#
+        ),
+        format!(
+            r#"{S}[2].rule: Invalid value: {{"Rule":"self.e == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(selfType0.e, int)'
+ | self.e == 1
+ | .......^"#
+        ),
+        format!(
+            r#"{S}[3].rule: Invalid value: {{"Rule":"self.p.a == 1 \u0026\u0026 self.e.kind == 'x' \u0026\u0026 self.e.metadata.name == 'a' \u0026\u0026 self.e.spec == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:7: undefined field 'a'
+ | self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1
+ | ......^
+ERROR: <input>:1:77: undefined field 'spec'
+ | self.p.a == 1 && self.e.kind == 'x' && self.e.metadata.name == 'a' && self.e.spec == 1
+ | ............................................................................^"#
+        ),
+    ];
+    assert_eq!(create(schema(typed)), want);
+}
+
+/// Upstream compiles the rules only when the schema has no other error (a bad `pattern`, a
+/// rule's static error), and names nested nodes' rules by their schema path.
+#[test]
+fn validation_rules_compile_only_in_an_error_free_schema() {
+    const R: &str = "spec.validation.openAPIV3Schema";
+    let rows = [
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}], "properties": {
+            "a": {"type": "string", "pattern": "("},
+            "b": {"type": "array", "items": {"type": "integer", "x-kubernetes-validations": [{"rule": "self.y"}]}}}}),
+         vec![format!("{R}.properties[a].pattern: Invalid value: \"(\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(`")]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}, {"rule": "y", "reason": "Nope"}]}),
+         vec![format!("{R}.x-kubernetes-validations[1].reason: Unsupported value: \"Nope\": supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"")]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}, {"rule": "y", "fieldPath": ".q"}]}),
+         vec![format!("{R}.x-kubernetes-validations[1].fieldPath: Invalid value: \".q\": must be a valid path")]),
+        (json!({"type": "object", "properties": {"a": {"type": "object", "additionalProperties": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.z == oldSelf"}]}}}}),
+         vec![format!(r#"{R}.properties[a].additionalProperties.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"self.z == oldSelf","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:5: undefined field 'z'
+ | self.z == oldSelf
+ | ....^"#)]),
+        (json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5}},
+            "x-kubernetes-validations": [{"rule": "self.s.matches('(')"}]}}}),
+         vec![format!(r#"{R}.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"self.s.matches('(')","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:16: invalid matches argument
+ | self.s.matches('(')
+ | ...............^"#)]),
+        (json!({"type": "object", "x-kubernetes-validations": [{"rule": "x"}], "properties": {"a": {"type": "string", "minLength": -1}}}),
+         vec![format!(r#"{R}.x-kubernetes-validations[0].rule: Invalid value: {{"Rule":"x","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'x' (in container '')
+ | x
+ | ^"#)]),
+    ];
+    for (i, (s, want)) in rows.into_iter().enumerate() {
+        assert_eq!(create(schema(s)), want, "row {i}");
+    }
+}
+
+/// Rules using upstream's list and string libraries, which upstream v1.36 accepts.
+#[test]
+fn validation_rules_with_library_functions_compile() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "l": {"type": "array", "maxItems": 5, "items": {"type": "integer"}, "x-kubernetes-validations": [
+            {"rule": "self.isSorted() && [3, 1].isSorted() == false"},
+            {"rule": "self.sum() == 4 && self.min() == 1 && self.max() == 2"},
+            {"rule": "self.indexOf(2) == 1 && self.lastIndexOf(1) == 2 && self.indexOf(9) == -1"}]},
+        "s": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [
+            {"rule": "self.lowerAscii() == 'a-b' && self.matches('^[A-Z]-') && self.replace('-', '') == 'AB'"}]},
+        "p": {"x-kubernetes-int-or-string": true, "x-kubernetes-validations": [
+            {"rule": "type(self) == int ? self > 0 : self.size() > 0"}]},
+        "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "string", "maxLength": 5},
+              "x-kubernetes-validations": [{"rule": "self.all(k, k.size() < 5 && self[k] != 'x')",
+                                            "messageExpression": "self.size() > 1 ? 'bad' : 'worse'"}]}}}}});
+    let errs = create(schema(s));
+    assert!(errs.is_empty(), "{errs:#?}");
+    let root = json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('a')"},
+            {"rule": "self.kind == 'Root' && self.apiVersion == 'c.example.com/v1'"},
+            {"rule": "!has(oldSelf.spec) || oldSelf.spec.x <= self.spec.x", "message": "x may only grow"},
+            {"rule": "oldSelf.hasValue() || self.spec.x > 0", "optionalOldSelf": true,
+             "message": "new x must be positive"}],
+        "properties": {"spec": {"type": "object", "properties": {"x": {"type": "integer"}}}}});
+    let errs = create(schema(root));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+/// `oldSelf` below a list that is not `listType=map` (upstream v1.36's answers, including
+/// its report that an optionalOldSelf rule which failed to compile does not use oldSelf).
+#[test]
+fn validation_rules_old_self_needs_correlation() {
+    const R: &str = "spec.validation.openAPIV3Schema";
+    let s = json!({"type": "object", "properties": {
+        "a": {"type": "array", "maxItems": 4, "items": {"type": "object", "properties": {
+            "b": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf"}, {"rule": "self == oldSelf", "optionalOldSelf": true}]}},
+            "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        "s": {"type": "array", "maxItems": 4, "x-kubernetes-list-type": "set", "items": {
+            "type": "string", "maxLength": 3, "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        "m": {"type": "array", "maxItems": 4, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+            "items": {"type": "object", "required": ["k"], "properties": {
+                "k": {"type": "string", "maxLength": 3},
+                "v": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}}}});
+    let mut want = vec![
+        format!("{R}.properties[a].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[a]"),
+        format!("{R}.properties[a].items.properties[b].x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[a]"),
+        format!(r#"{R}.properties[a].items.properties[b].x-kubernetes-validations[1].rule: Invalid value: {{"Rule":"self == oldSelf","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":true}}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, optional_type(int))'
+ | self == oldSelf
+ | .....^"#),
+        format!("{R}.properties[a].items.properties[b].x-kubernetes-validations[1].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"),
+        format!("{R}.properties[s].items.x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {R}.properties[s]"),
+    ];
+    let mut got = create(schema(s));
+    // Upstream's order is Go's map order; compare as sets.
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// The realistic schema of keel-apiext's `cel_rules_of_a_realistic_schema`: upstream v1.36
+/// accepts every rule.
+#[test]
+fn validation_rules_of_a_realistic_schema_compile() {
+    let spec: Value = serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "self.listeners.all(l1, self.listeners.exists_one(l2, l1.name == l2.name))", "message": "names must be unique"}, {"rule": "has(self.port) ? self.port > 0 : true"}, {"rule": "self.mode in ['A', 'B']", "message": "mode must be A or B"}, {"rule": "self.listeners.map(l, l.name).all(n, n.size() <= 8)"}, {"rule": "self.?hostname.orValue('') == '' || self.hostname.endsWith('.example.com')"}, {"rule": "!has(self.ref) || self.ref.split('/').size() == 2"}, {"rule": "self.listeners.filter(l, l.protocol == 'HTTPS').all(l, has(l.tls))", "message": "HTTPS needs tls"}, {"rule": "has(self.mode) == has(oldSelf.mode)", "message": "mode cannot be added or removed"}, {"rule": "size(self.listeners) <= 4"}, {"rule": "self.tags.all(k, k.lowerAscii() == k)"}, {"rule": "self.labels.exists(k, v, v == 'x') == false"}], "properties": {"port": {"type": "integer"}, "mode": {"type": "string", "maxLength": 1}, "hostname": {"type": "string", "maxLength": 63}, "ref": {"type": "string", "maxLength": 63}, "tags": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "labels": {"type": "object", "maxProperties": 4, "additionalProperties": {"type": "string", "maxLength": 8}}, "listeners": {"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 16}, "protocol": {"type": "string", "maxLength": 8}, "tls": {"type": "object", "properties": {"mode": {"type": "string", "maxLength": 8}}}}}}}}"#).unwrap();
+    let errs = create(schema(
+        json!({"type": "object", "properties": {"spec": spec}}),
+    ));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+/// Two-variable comprehensions, transformMap/transformList, `sets` and find/findAll: upstream
+/// v1.36 accepts these rules.
+#[test]
+fn validation_rules_with_extensions_compile() {
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.m.transformMap(k, v, v + 1) == {'a': 2}"},
+            {"rule": "sets.contains(self.l, [1]) && sets.equivalent(self.l, [2, 1, 1]) && !sets.intersects(self.l, [3])"},
+            {"rule": "self.s.find('[0-9]+') == '123' && self.s.findAll('[a-z]') == ['a', 'b'] && self.s.findAll('[0-9]', 1) == ['1']"},
+            {"rule": "self.m.all(k, v, v == 1) && self.l.exists(i, v, i == 1 && v == 2)"},
+            {"rule": "self.l.transformList(i, v, i + v) == [1, 3]"}],
+        "properties": {
+            "m": {"type": "object", "maxProperties": 3, "additionalProperties": {"type": "integer"}},
+            "l": {"type": "array", "maxItems": 3, "items": {"type": "integer"}},
+            "s": {"type": "string", "maxLength": 10}}}}});
+    let errs = create(schema(s));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+/// Quantity rules upstream v1.36 accepts.
+#[test]
+fn validation_rules_with_quantities_compile() {
+    let spec: Value = serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))"}, {"rule": "quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0"}, {"rule": "quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).isLessThan(quantity('0'))"}, {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25"}, {"rule": "quantity(self.mem).isLessThan(quantity('1Gi'))", "message": "mem must be below 1Gi"}, {"rule": "!isQuantity(self.mem) || !quantity(self.mem).isLessThan(quantity('0'))"}], "properties": {"mem": {"type": "string", "maxLength": 10}}}"#).unwrap();
+    let errs = create(schema(
+        json!({"type": "object", "properties": {"spec": spec}}),
+    ));
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
+/// Formatted strings are typed as upstream types them: `date-time` and `date` timestamp,
+/// `duration` duration, `byte` bytes (upstream v1.36's answers).
+#[test]
+fn validation_rules_type_formatted_strings() {
+    const S: &str = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.start == \"x\""}, {"rule": "self.timeout == 1"},
+            {"rule": "self.d == \"x\""}, {"rule": "self.b == \"x\""}],
+        "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "timeout": {"type": "string", "format": "duration"},
+            "d": {"type": "string", "format": "date"},
+            "b": {"type": "string", "format": "byte"}}}}});
+    let want = [
+        format!(
+            r#"{S}[0].rule: Invalid value: {{"Rule":"self.start == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:12: found no matching overload for '_==_' applied to '(timestamp, string)'
+ | self.start == "x"
+ | ...........^"#
+        ),
+        format!(
+            r#"{S}[1].rule: Invalid value: {{"Rule":"self.timeout == 1","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:14: found no matching overload for '_==_' applied to '(duration, int)'
+ | self.timeout == 1
+ | .............^"#
+        ),
+        format!(
+            r#"{S}[2].rule: Invalid value: {{"Rule":"self.d == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(timestamp, string)'
+ | self.d == "x"
+ | .......^"#
+        ),
+        format!(
+            r#"{S}[3].rule: Invalid value: {{"Rule":"self.b == \"x\"","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}}: compilation failed: ERROR: <input>:1:8: found no matching overload for '_==_' applied to '(bytes, string)'
+ | self.b == "x"
+ | .......^"#
+        ),
+    ];
+    assert_eq!(create(schema(s)), want);
+}
