@@ -23,6 +23,8 @@ struct Series {
     resource: String,
     subresource: String,
     scope: &'static str,
+    dry_run: &'static str,
+    system_client: &'static str,
     code: u16,
 }
 
@@ -35,6 +37,8 @@ impl Series {
             resource: l.resource.into(),
             subresource: l.subresource.into(),
             scope: l.scope,
+            dry_run: l.dry_run,
+            system_client: l.system_client,
             code,
         }
     }
@@ -47,6 +51,8 @@ impl Series {
             && self.version == l.version
             && self.group == l.group
             && self.scope == l.scope
+            && self.dry_run == l.dry_run
+            && self.system_client == l.system_client
     }
 }
 
@@ -88,7 +94,18 @@ impl Hist {
 /// Open watches per (group, resource).
 type WatchGauges = BTreeMap<(String, String), Arc<AtomicI64>>;
 /// Request histograms merged over response codes.
-type Merged = BTreeMap<(&'static str, String, String, String, String, &'static str), Hist>;
+type Merged = BTreeMap<
+    (
+        &'static str,
+        &'static str,
+        String,
+        String,
+        String,
+        String,
+        &'static str,
+    ),
+    Hist,
+>;
 
 /// One slot's series, bucketed by a hash of their labels.
 #[derive(Default)]
@@ -162,6 +179,34 @@ pub struct RequestLabels<'a> {
     pub resource: &'a str,
     pub subresource: &'a str,
     pub scope: &'static str,
+    /// The request's `dryRun` values as upstream reports them ([`dry_run_label`]).
+    pub dry_run: &'static str,
+    /// The component that sent it, for upstream's own ([`system_client`]).
+    pub system_client: &'static str,
+}
+
+/// The `dry_run` label: empty without `dryRun`, `All` for `dryRun=All` (however often
+/// given), `invalid` for anything else (the request is refused too), as upstream's.
+pub fn dry_run_label(values: &[String]) -> &'static str {
+    match values {
+        [] => "",
+        v if v.iter().all(|x| x == "All") => "All",
+        _ => "invalid",
+    }
+}
+
+/// The `system_client` label: the User-Agent's program when it is one of upstream's own
+/// control-plane components, else empty.
+pub fn system_client(user_agent: Option<&str>) -> &'static str {
+    let program = user_agent
+        .and_then(|ua| ua.split_once('/'))
+        .map_or("", |(p, _)| p);
+    match program {
+        "kube-apiserver" => "kube-apiserver",
+        "kube-controller-manager" => "kube-controller-manager",
+        "kube-scheduler" => "kube-scheduler",
+        _ => "",
+    }
 }
 
 /// The `verb` label as upstream reports it: the route's action (`POST`, `PUT`, `LIST`...).
@@ -198,6 +243,8 @@ fn label_hash(l: &RequestLabels<'_>, code: u16) -> u64 {
         l.resource,
         l.subresource,
         l.scope,
+        l.dry_run,
+        l.system_client,
         code,
     ))
 }
@@ -270,21 +317,31 @@ impl Metrics {
     /// Renders every metric. `objects` gives stored object counts per (group, resource).
     pub fn render(&self, objects: &[(String, String, u64)]) -> String {
         let mut out = String::new();
-        out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
+        out.push_str("# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.\n# TYPE apiserver_request_total counter\n");
         let map = self.snapshot();
         for (s, h) in map.iter() {
             let _ = writeln!(
                 out,
-                "apiserver_request_total{{code=\"{}\",component=\"apiserver\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",verb=\"{}\",version=\"{}\"}} {}",
-                s.code, s.group, s.resource, s.scope, s.subresource, s.verb, s.version, h.count
+                "apiserver_request_total{{code=\"{}\",component=\"apiserver\",dry_run=\"{}\",group=\"{}\",resource=\"{}\",scope=\"{}\",subresource=\"{}\",system_client=\"{}\",verb=\"{}\",version=\"{}\"}} {}",
+                s.code,
+                s.dry_run,
+                s.group,
+                s.resource,
+                s.scope,
+                s.subresource,
+                s.system_client,
+                s.verb,
+                s.version,
+                h.count
             );
         }
-        out.push_str("# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
+        out.push_str("# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.\n# TYPE apiserver_request_duration_seconds histogram\n");
         let mut merged: Merged = BTreeMap::new();
         for (s, h) in map.iter() {
             merged
                 .entry((
                     s.verb,
+                    s.dry_run,
                     s.group.clone(),
                     s.version.clone(),
                     s.resource.clone(),
@@ -294,9 +351,9 @@ impl Metrics {
                 .and_modify(|m| m.merge(h))
                 .or_insert_with(|| h.clone());
         }
-        for ((verb, group, version, resource, sub, scope), h) in merged {
+        for ((verb, dry_run, group, version, resource, sub, scope), h) in merged {
             let (count, sum, buckets) = (h.count, h.sum, h.buckets);
-            let labels = format!("component=\"apiserver\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\"");
+            let labels = format!("component=\"apiserver\",dry_run=\"{dry_run}\",group=\"{group}\",resource=\"{resource}\",scope=\"{scope}\",subresource=\"{sub}\",verb=\"{verb}\",version=\"{version}\"");
             for (i, b) in LATENCY_BUCKETS.iter().enumerate() {
                 let _ = writeln!(
                     out,
@@ -317,7 +374,7 @@ impl Metrics {
                 "apiserver_request_duration_seconds_count{{{labels}}} {count}"
             );
         }
-        out.push_str("# HELP apiserver_storage_objects Number of stored objects at the time of last check split by kind.\n# TYPE apiserver_storage_objects gauge\n");
+        out.push_str("# HELP apiserver_storage_objects [STABLE] (Deprecated since 1.34.0) [DEPRECATED, consider using apiserver_resource_objects instead] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.\n# TYPE apiserver_storage_objects gauge\n");
         for (group, resource, n) in objects {
             let name = if group.is_empty() {
                 resource.clone()
@@ -326,7 +383,14 @@ impl Metrics {
             };
             let _ = writeln!(out, "apiserver_storage_objects{{resource=\"{name}\"}} {n}");
         }
-        out.push_str("# HELP apiserver_longrunning_requests Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.\n# TYPE apiserver_longrunning_requests gauge\n");
+        out.push_str("# HELP apiserver_resource_objects [ALPHA] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.\n# TYPE apiserver_resource_objects gauge\n");
+        for (group, resource, n) in objects {
+            let _ = writeln!(
+                out,
+                "apiserver_resource_objects{{group=\"{group}\",resource=\"{resource}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP apiserver_longrunning_requests [STABLE] Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.\n# TYPE apiserver_longrunning_requests gauge\n");
         for ((group, resource), g) in self.watches.lock().iter() {
             let _ = writeln!(
                 out,
@@ -401,12 +465,12 @@ pub fn render_store(out: &mut String, st: &keel_engine::Stats) {
     for (name, kind, help, v) in metrics {
         let _ = writeln!(
             out,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+            "# HELP {name} [ALPHA] {help}\n# TYPE {name} {kind}\n{name} {v}"
         );
     }
     let _ = writeln!(
         out,
-        "# HELP keel_storage_watchers Open engine watchers.\n# TYPE keel_storage_watchers gauge\nkeel_storage_watchers {}",
+        "# HELP keel_storage_watchers [ALPHA] Open engine watchers.\n# TYPE keel_storage_watchers gauge\nkeel_storage_watchers {}",
         st.watchers
     );
 }
@@ -416,7 +480,7 @@ pub fn render_store(out: &mut String, st: &keel_engine::Stats) {
 pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
     use crate::flowcontrol::WAIT_BUCKETS;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-    out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total Number of requests rejected by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
+    out.push_str("# HELP apiserver_flowcontrol_rejected_requests_total [BETA] Number of requests rejected by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n");
     for (fs, pl, st) in &s.schemas {
         for (i, reason) in ["queue-full", "concurrency-limit", "time-out"]
             .iter()
@@ -428,23 +492,23 @@ pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
             }
         }
     }
-    out.push_str("# HELP apiserver_flowcontrol_dispatched_requests_total Number of requests executed by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_dispatched_requests_total counter\n");
+    out.push_str("# HELP apiserver_flowcontrol_dispatched_requests_total [BETA] Number of requests executed by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_dispatched_requests_total counter\n");
     for (fs, pl, st) in &s.schemas {
         let _ = writeln!(out, "apiserver_flowcontrol_dispatched_requests_total{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", load(&st.dispatched));
     }
-    out.push_str("# HELP apiserver_flowcontrol_current_inqueue_requests Number of requests currently pending in queues of the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\n");
+    out.push_str("# HELP apiserver_flowcontrol_current_inqueue_requests [BETA] Number of requests currently pending in queues of the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_inqueue_requests gauge\n");
     for (fs, pl, st) in &s.schemas {
         let _ = writeln!(out, "apiserver_flowcontrol_current_inqueue_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.inqueue.load(Ordering::Relaxed));
     }
-    out.push_str("# HELP apiserver_flowcontrol_current_executing_requests Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_requests gauge\n");
+    out.push_str("# HELP apiserver_flowcontrol_current_executing_requests [BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_requests gauge\n");
     for (fs, pl, st) in &s.schemas {
         let _ = writeln!(out, "apiserver_flowcontrol_current_executing_requests{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing.load(Ordering::Relaxed));
     }
-    out.push_str("# HELP apiserver_flowcontrol_current_executing_seats Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_seats gauge\n");
+    out.push_str("# HELP apiserver_flowcontrol_current_executing_seats [BETA] Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_current_executing_seats gauge\n");
     for (fs, pl, st) in &s.schemas {
         let _ = writeln!(out, "apiserver_flowcontrol_current_executing_seats{{flow_schema=\"{fs}\",priority_level=\"{pl}\"}} {}", st.executing_seats.load(Ordering::Relaxed));
     }
-    out.push_str("# HELP apiserver_flowcontrol_request_wait_duration_seconds Length of time a request spent waiting in its queue\n# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram\n");
+    out.push_str("# HELP apiserver_flowcontrol_request_wait_duration_seconds [BETA] Length of time a request spent waiting in its queue\n# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram\n");
     for (fs, pl, st) in &s.schemas {
         let labels = format!("execute=\"true\",flow_schema=\"{fs}\",priority_level=\"{pl}\"");
         let mut cumulative = 0;
@@ -464,7 +528,7 @@ pub fn render_flowcontrol(out: &mut String, s: &crate::flowcontrol::Snapshot) {
             "apiserver_flowcontrol_request_wait_duration_seconds_count{{{labels}}} {count}"
         );
     }
-    out.push_str("# HELP apiserver_flowcontrol_nominal_limit_seats Nominal number of execution seats configured for each priority level\n# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\n");
+    out.push_str("# HELP apiserver_flowcontrol_nominal_limit_seats [BETA] Nominal number of execution seats configured for each priority level\n# TYPE apiserver_flowcontrol_nominal_limit_seats gauge\n");
     for (pl, n) in &s.levels {
         let _ = writeln!(
             out,
@@ -495,6 +559,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dry_run_and_system_client_labels_as_upstream() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(dry_run_label(&[]), "");
+        assert_eq!(dry_run_label(&s(&["All"])), "All");
+        assert_eq!(dry_run_label(&s(&["All", "All"])), "All");
+        assert_eq!(dry_run_label(&s(&["All", "x"])), "invalid");
+        assert_eq!(dry_run_label(&s(&[""])), "invalid");
+        for (ua, want) in [
+            (
+                Some("kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/abc"),
+                "kube-controller-manager",
+            ),
+            (Some("kube-scheduler/v1.36.2"), "kube-scheduler"),
+            (Some("kube-apiserver/v1.36.2"), "kube-apiserver"),
+            (Some("kubectl/v1.32.0 (linux/amd64)"), ""),
+            (Some("kube-scheduler"), ""),
+            (None, ""),
+        ] {
+            assert_eq!(system_client(ua), want, "{ua:?}");
+        }
+        let m = Metrics::default();
+        let l = RequestLabels {
+            verb: "create",
+            group: "",
+            version: "v1",
+            resource: "configmaps",
+            subresource: "",
+            scope: "resource",
+            dry_run: "All",
+            system_client: "kube-scheduler",
+        };
+        m.observe(&l, 201, Duration::from_millis(3));
+        let text = m.render(&[]);
+        assert!(text.contains("apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"All\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",system_client=\"kube-scheduler\",verb=\"POST\",version=\"v1\"} 1"), "{text}");
+        assert!(text.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",dry_run=\"All\",group=\"\",resource=\"configmaps\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"} 1"), "{text}");
+    }
+
+    #[test]
     fn counts_and_gauges() {
         let m = Metrics::default();
         let l = RequestLabels {
@@ -504,14 +606,16 @@ mod tests {
             resource: "pods",
             subresource: "",
             scope: "resource",
+            dry_run: "",
+            system_client: "",
         };
         m.observe(&l, 200, Duration::from_millis(3));
         m.observe(&l, 404, Duration::from_millis(30));
         let g = m.watch_opened("", "pods");
         let text = m.render(&[("".into(), "pods".into(), 7)]);
-        assert!(text.contains("apiserver_request_total{code=\"200\",component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 1"), "{text}");
+        assert!(text.contains("apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"GET\",version=\"v1\"} 1"), "{text}");
         assert!(text.contains("le=\"0.005\"} 1"));
-        assert!(text.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 2"));
+        assert!(text.contains("apiserver_request_duration_seconds_count{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 2"));
         assert!(text.contains("apiserver_storage_objects{resource=\"pods\"} 7"));
         assert!(text.contains("verb=\"WATCH\"} 1"));
         drop(g);
@@ -532,6 +636,8 @@ mod tests {
                         resource: "deployments",
                         subresource: "",
                         scope: "resource",
+                        dry_run: "",
+                        system_client: "",
                     };
                     m.observe(&l, 201, Duration::from_millis(1));
                     m.observe(&l, 201, Duration::from_secs(2));
@@ -543,7 +649,7 @@ mod tests {
         }
         let text = m.render(&[]);
         let n = 2 * (SLOTS + 3);
-        assert!(text.contains(&format!("code=\"201\",component=\"apiserver\",group=\"apps\",resource=\"deployments\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"}} {n}")), "{text}");
+        assert!(text.contains(&format!("code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"apps\",resource=\"deployments\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"POST\",version=\"v1\"}} {n}")), "{text}");
         assert!(
             text.contains(&format!(
                 "verb=\"POST\",version=\"v1\",le=\"0.005\"}} {}",
@@ -566,6 +672,8 @@ mod tests {
                 resource: &resource,
                 subresource: "status",
                 scope: "resource",
+                dry_run: "",
+                system_client: "",
             };
             m.observe(&l, 404, Duration::from_millis(1));
         }
@@ -578,7 +686,7 @@ mod tests {
             .sum();
         assert_eq!(held, SERIES_MAX + 1);
         let text = m.render(&[]);
-        assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
+        assert!(text.contains("group=\"example.com\",resource=\"other\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"GET\",version=\"v1\"} 5"), "folded series missing");
     }
     /// The wait histogram counts each request once and renders cumulative buckets; the
     /// executing seats are rendered per schema.

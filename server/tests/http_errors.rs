@@ -227,8 +227,9 @@ fn counter(metrics: &str, series: &str) -> u64 {
 fn metrics_count_requests() {
     let s = server();
     let ns = s.namespace("errors-metrics");
-    let created = "apiserver_request_total{code=\"201\",component=\"apiserver\",group=\"\",resource=\"secrets\",scope=\"resource\",subresource=\"\",verb=\"POST\",version=\"v1\"}";
-    let missing = "apiserver_request_total{code=\"404\",component=\"apiserver\",group=\"\",resource=\"secrets\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"}";
+    let created = "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"secrets\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"POST\",version=\"v1\"}";
+    let dry = "apiserver_request_total{code=\"201\",component=\"apiserver\",dry_run=\"All\",group=\"\",resource=\"secrets\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"POST\",version=\"v1\"}";
+    let missing = "apiserver_request_total{code=\"404\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"secrets\",scope=\"resource\",subresource=\"\",system_client=\"\",verb=\"GET\",version=\"v1\"}";
     let before = s.get("/metrics");
     assert_eq!(before.status, 200);
     assert!(before
@@ -239,8 +240,20 @@ fn metrics_count_requests() {
     for i in 0..3 {
         s.ok(&["create", "secret", "generic", &format!("s{i}"), "-n", &ns]);
     }
+    s.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "dry",
+        "-n",
+        &ns,
+        "--dry-run=server",
+    ]);
     let _ = s.get(&format!("/api/v1/namespaces/{ns}/secrets/none"));
     let after = s.get("/metrics").text();
+    // Stability levels as upstream's HELP texts give them.
+    assert!(after.contains("# HELP apiserver_request_total [STABLE] Counter of apiserver requests"));
+    assert_eq!(counter(&after, dry), counter(&before, dry) + 1, "{after}");
     assert_eq!(
         counter(&after, created),
         counter(&before, created) + 3,

@@ -44,6 +44,11 @@ impl Query {
         }
     }
 
+    /// Every `dryRun` value given.
+    pub fn dry_run_values(&self) -> Vec<String> {
+        self.dry_run.clone()
+    }
+
     pub fn get(&self, k: &str) -> Option<&str> {
         self.values.get(k).map(String::as_str)
     }

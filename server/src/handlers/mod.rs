@@ -111,6 +111,11 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     }
     if let Some(l) = labels {
         let code = resp.status;
+        let dry_run = if req.query.contains("dryRun") {
+            crate::metrics::dry_run_label(&Query::from_request(&req).dry_run_values())
+        } else {
+            ""
+        };
         st.metrics.observe(
             &RequestLabels {
                 verb: l.0,
@@ -119,6 +124,8 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
                 resource: &l.3,
                 subresource: &l.4,
                 scope: l.5,
+                dry_run,
+                system_client: crate::metrics::system_client(req.headers.get("user-agent")),
             },
             code,
             start.elapsed(),
