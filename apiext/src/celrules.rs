@@ -59,6 +59,9 @@ pub struct Rule {
     field_path: String,
     transition: bool,
     optional_old_self: bool,
+    /// The fields of `self` the rule and its message expression read, when they read it
+    /// only by field (`Program::fields_of`): `self` is then built with those alone.
+    self_fields: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Rule {
@@ -76,7 +79,16 @@ impl Rule {
             r if r.is_empty() => field::REASON_INVALID.to_string(),
             r => r,
         };
+        let self_fields = match (program.fields_of("self"), &message_expression) {
+            (Some(f), None) => Some(f),
+            (Some(mut f), Some(m)) => m.fields_of("self").map(|g| {
+                f.extend(g);
+                f
+            }),
+            (None, _) => None,
+        };
         Some(Rule {
+            self_fields,
             transition: program.references("oldSelf"),
             source,
             program,
@@ -217,7 +229,32 @@ impl Walk {
             }
             return;
         }
-        let me = to_cel(Some(n), v, 0);
+        // `self` holds only the fields the rules read, when they read it only by field (a
+        // rule on a large object reading two of its fields converts two).
+        let runs = |r: &&Rule| !(r.transition && old.is_none() && !r.optional_old_self);
+        let mut wanted = Some(std::collections::BTreeSet::new());
+        for r in n.rules.iter().filter(runs) {
+            wanted = match (wanted, &r.self_fields) {
+                (Some(mut w), Some(f)) => {
+                    w.extend(f.iter().cloned());
+                    Some(w)
+                }
+                _ => None,
+            };
+        }
+        let me = match (wanted, v) {
+            (Some(fields), Value::Object(m)) => {
+                let mut out: HashMap<String, Cel> = HashMap::with_capacity(fields.len());
+                for k in fields {
+                    if let Some(x) = m.get(&k) {
+                        let child = n.member(&k).and_then(Result::ok);
+                        out.insert(k, to_cel(child, x, 1));
+                    }
+                }
+                Cel::from(out)
+            }
+            _ => to_cel(Some(n), v, 0),
+        };
         let old_me = old.map(|o| to_cel(Some(n), o, 0));
         let mut size_max = None;
         for r in &n.rules {

@@ -143,6 +143,15 @@ impl Program {
         })
     }
 
+    /// The fields of variable `var` the expression reads, when it reads it only through field
+    /// selections (`var.a`, `has(var.b)`): then a value of `var` holding just those fields
+    /// gives the same result as the whole value (and costs less to build). `None` if it uses
+    /// `var` otherwise (as a whole, in a call, ranged over) or a comprehension rebinds it.
+    pub fn fields_of(&self, var: &str) -> Option<std::collections::BTreeSet<String>> {
+        let mut out = std::collections::BTreeSet::new();
+        selected_fields(&self.run.expr, var, &mut out, 0).then_some(out)
+    }
+
     /// Whether the expression refers to variable `name` (`oldSelf` makes a transition rule).
     pub fn references(&self, name: &str) -> bool {
         self.inner.references().has_variable(name)
@@ -176,6 +185,58 @@ impl Program {
             ctx.add_variable_from_value(*name, v.clone());
         }
         ctx.resolve(&self.run).map_err(|e| error_text(&e))
+    }
+}
+
+/// Collects the fields of `var` that `e` selects; `false` if `e` uses `var` in any other
+/// way (see [`Program::fields_of`]).
+fn selected_fields(
+    e: &Expr,
+    var: &str,
+    out: &mut std::collections::BTreeSet<String>,
+    depth: usize,
+) -> bool {
+    if depth > 256 {
+        return false;
+    }
+    let mut each = |x: &Expr| selected_fields(x, var, out, depth + 1);
+    match e {
+        Expr::Select(s) => match &s.operand.expr {
+            Expr::Ident(name) if name == var => {
+                out.insert(s.field.clone());
+                true
+            }
+            operand => each(operand),
+        },
+        Expr::Ident(name) => name != var,
+        Expr::Call(c) => {
+            c.target.iter().all(|t| each(&t.expr)) && c.args.iter().all(|a| each(&a.expr))
+        }
+        Expr::Comprehension(c) => {
+            c.iter_var != var
+                && c.iter_var2.as_deref() != Some(var)
+                && c.accu_var != var
+                && [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ]
+                .into_iter()
+                .all(|x| each(&x.expr))
+        }
+        Expr::List(l) => l.elements.iter().all(|x| each(&x.expr)),
+        Expr::Map(m) => m.entries.iter().all(|x| entry(&x.expr, &mut each)),
+        Expr::Struct(st) => st.entries.iter().all(|x| entry(&x.expr, &mut each)),
+        Expr::Literal(_) | Expr::Unspecified => true,
+    }
+}
+
+fn entry(e: &cel::common::ast::EntryExpr, each: &mut dyn FnMut(&Expr) -> bool) -> bool {
+    match e {
+        cel::common::ast::EntryExpr::StructField(f) => each(&f.value.expr),
+        cel::common::ast::EntryExpr::MapEntry(m) => each(&m.key.expr) && each(&m.value.expr),
     }
 }
 

@@ -223,3 +223,28 @@ fn formatted_strings() {
     assert_eq!(formatted_string("byte", "aGk"), Value::from("aGk"));
     assert_eq!(formatted_string("duration", "nope"), Value::from("nope"));
 }
+
+#[test]
+fn fields_a_rule_reads_of_self() {
+    use crate::eval::Program;
+    let fields = |src: &str| {
+        Program::parse(src)
+            .unwrap()
+            .fields_of("self")
+            .map(|f| f.into_iter().collect::<Vec<_>>())
+    };
+    let some = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        fields("self.minReplicas <= self.maxReplicas"),
+        some(&["maxReplicas", "minReplicas"])
+    );
+    assert_eq!(fields("has(self.x) && self.y.z == 1"), some(&["x", "y"]));
+    assert_eq!(fields("self.l.all(i, i > 0)"), some(&["l"]));
+    assert_eq!(fields("1 == 1"), some(&[]));
+    // Any other use of self needs all of it.
+    assert_eq!(fields("size(self) > 1"), None);
+    assert_eq!(fields("[self].size() > 0"), None);
+    assert_eq!(fields("self == oldSelf"), None);
+    assert_eq!(fields("self.all(k, k != 'x')"), None);
+    assert_eq!(fields("[1].all(self, self > 0) && self.a"), None);
+}
