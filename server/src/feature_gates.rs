@@ -12,6 +12,7 @@
 //! - setting a GA or deprecated gate is accepted with a warning;
 //! - enabling an alpha gate (`AllAlpha=true` counts, and itself is alpha) is accepted with a
 //!   warning naming every enabled alpha gate;
+//! - once every setting is accepted, an enabled gate whose dependency is off refuses start;
 //! - `AllAlpha`/`AllBeta` set every gate of that stage the user did not set explicitly.
 //!
 //! Pure: no I/O; the caller logs the warnings and reports the error.
@@ -29,12 +30,14 @@ pub enum Stage {
 }
 
 /// A gate's lifecycle at v1.36.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
     pub default: bool,
     pub stage: Stage,
     /// Locked to `default`: the other value refuses start.
     pub locked: bool,
+    /// Gates that must be on while this one is.
+    pub depends_on: Vec<&'static str>,
 }
 
 const TABLE: &str = include_str!("../data/feature_gates.tsv");
@@ -60,6 +63,7 @@ pub fn known() -> &'static BTreeMap<&'static str, Spec> {
                 default: false,
                 stage,
                 locked: false,
+                depends_on: Vec::new(),
             };
             assert!(gates.insert(name, spec).is_none(), "{name} is in the table");
         }
@@ -68,6 +72,7 @@ pub fn known() -> &'static BTreeMap<&'static str, Spec> {
                 default: true,
                 stage: Stage::Deprecated,
                 locked: false,
+                depends_on: Vec::new(),
             };
             assert!(gates.insert(name, spec).is_none(), "{name} is in the table");
         }
@@ -89,8 +94,8 @@ fn parse_table(text: &'static str) -> BTreeMap<&'static str, Spec> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
     {
         let fields: Vec<&str> = line.split('\t').collect();
-        let [name, default, stage, locked] = fields[..] else {
-            panic!("feature_gates.tsv: expected 4 fields in {line:?}");
+        let [name, default, stage, locked, depends_on] = fields[..] else {
+            panic!("feature_gates.tsv: expected 5 fields in {line:?}");
         };
         let stage = match stage {
             "ALPHA" => Stage::Alpha,
@@ -103,8 +108,17 @@ fn parse_table(text: &'static str) -> BTreeMap<&'static str, Spec> {
             default: flag(default, line),
             stage,
             locked: flag(locked, line),
+            depends_on: match depends_on {
+                "-" => Vec::new(),
+                list => list.split(',').collect(),
+            },
         };
         assert!(gates.insert(name, spec).is_none(), "duplicate gate {name}");
+    }
+    for (name, spec) in &gates {
+        for dep in &spec.depends_on {
+            assert!(gates.contains_key(dep), "{name} depends on unknown {dep}");
+        }
     }
     gates
 }
@@ -156,12 +170,9 @@ impl FeatureGates {
                  featureGate=\"{name}\" value={value}"
             ));
         }
-        match errors.len() {
-            0 => {}
-            1 => return Err(errors.remove(0)),
-            _ => return Err(format!("[{}]", errors.join(", "))),
-        }
+        join_errors(errors)?;
         let gates = FeatureGates { set };
+        gates.check_dependencies()?;
         let alpha = gates.enabled_in(Stage::Alpha);
         if !alpha.is_empty() {
             warnings.push(format!(
@@ -190,6 +201,30 @@ impl FeatureGates {
         all.copied().unwrap_or(spec.default)
     }
 
+    /// Every enabled gate's dependencies must be enabled too (upstream checks this only once
+    /// every setting was accepted).
+    fn check_dependencies(&self) -> Result<(), String> {
+        let errors: Vec<String> = known()
+            .iter()
+            .filter(|(name, spec)| !spec.depends_on.is_empty() && self.enabled(name))
+            .filter_map(|(name, spec)| {
+                let off: Vec<&str> = spec
+                    .depends_on
+                    .iter()
+                    .copied()
+                    .filter(|dep| !self.enabled(dep))
+                    .collect();
+                (!off.is_empty()).then(|| {
+                    format!(
+                        "{name} is enabled, but depends on features that are disabled: [{}]",
+                        off.join(" ")
+                    )
+                })
+            })
+            .collect();
+        join_errors(errors)
+    }
+
     /// The enabled gates of one stage, by name.
     fn enabled_in(&self, stage: Stage) -> Vec<&'static str> {
         known()
@@ -197,6 +232,15 @@ impl FeatureGates {
             .filter(|(name, spec)| spec.stage == stage && self.enabled(name))
             .map(|(&name, _)| name)
             .collect()
+    }
+}
+
+/// Several errors read as upstream's aggregate: one alone, several as `[a, b]`.
+fn join_errors(mut errors: Vec<String>) -> Result<(), String> {
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
     }
 }
 
@@ -245,6 +289,7 @@ mod tests {
             default,
             stage,
             locked,
+            depends_on: Vec::new(),
         };
         let want = [
             ("AnyVolumeDataSource", spec(true, Stage::Ga, true)),
@@ -260,6 +305,10 @@ mod tests {
             assert_eq!(k.get(name), Some(&spec), "{name}");
         }
         assert!(!k.contains_key("CPUCFSQuotaPeriod"));
+        assert_eq!(
+            k["DRAWorkloadResourceClaims"].depends_on,
+            ["DynamicResourceAllocation", "GenericWorkload"]
+        );
         assert!(
             !k.contains_key("RouteExternalCertificate"),
             "OpenShift's own gate"
@@ -291,6 +340,12 @@ mod tests {
                 "invalid value of Foo=maybe, err: strconv.ParseBool: parsing \"maybe\": invalid syntax",
             ),
             ("Foo", "missing bool value for Foo"),
+            (
+                "GracefulNodeShutdown=false",
+                "[GracefulNodeShutdownBasedOnPodPriority is enabled, but depends on features that \
+                 are disabled: [GracefulNodeShutdown], WindowsGracefulNodeShutdown is enabled, but \
+                 depends on features that are disabled: [GracefulNodeShutdown]]",
+            ),
             // Form is checked before names.
             ("NoSuchGate=true,Foo", "missing bool value for Foo"),
         ];
