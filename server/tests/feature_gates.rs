@@ -1,5 +1,5 @@
 //! `--feature-gates` against the real binary: gates kube-apiserver v1.36 refuses (an unknown
-//! name, a locked gate set off) stop the server with upstream's text and exit code 1 before it
+//! name, a locked gate set off, a dependency of an enabled gate set off) stop the server with upstream's text and exit code 1 before it
 //! touches its data; known gates, including the two the documents keep, start it.
 
 mod common;
@@ -18,6 +18,11 @@ fn refused_gates_stop_the_server() {
             "cannot set feature gate AnyVolumeDataSource to false, feature is locked to true",
         ),
         ("Foo", "missing bool value for Foo"),
+        (
+            "GracefulNodeShutdown=false",
+            "GracefulNodeShutdownBasedOnPodPriority is enabled, but depends on features that are \
+             disabled: [GracefulNodeShutdown]",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_apiserver"))
             .args(["--data-dir", data.to_str().unwrap(), "--secure-port", "0"])
