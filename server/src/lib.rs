@@ -37,6 +37,7 @@ pub mod alloc;
 pub mod auth;
 pub mod controllers;
 pub mod custom;
+pub mod feature_gates;
 pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod handlers;

@@ -144,8 +144,9 @@ pub struct Options {
     #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false)]
     pub runtime_config_emulation_forward_compatible: bool,
 
-    /// Feature gates, `Name=true|false,...`. Accepted and validated for form; keel has no
-    /// gated features yet.
+    /// Feature gates, `Name=true|false,...`, checked against kube-apiserver v1.36's gates
+    /// (`feature_gates`): an unknown gate or a locked one set off refuses start. Keel has no
+    /// gated behaviour yet.
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
@@ -444,23 +445,6 @@ pub fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
-/// Validates `--feature-gates` form: `Name=bool` pairs.
-pub fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (name, value) = part
-            .split_once('=')
-            .ok_or_else(|| format!("invalid feature gate {part:?}: expected Name=true|false"))?;
-        let value = match value.trim() {
-            "true" => true,
-            "false" => false,
-            v => return Err(format!("invalid value {v:?} for feature gate {name}")),
-        };
-        out.push((name.trim().to_string(), value));
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -547,13 +531,8 @@ mod tests {
     }
 
     #[test]
-    fn port_ranges_and_gates() {
+    fn port_ranges() {
         assert_eq!(parse_port_range("30000-32767").unwrap(), (30000, 32767));
         assert!(parse_port_range("5-1").is_err());
-        assert_eq!(
-            parse_feature_gates("A=true, B=false").unwrap(),
-            vec![("A".into(), true), ("B".into(), false)]
-        );
-        assert!(parse_feature_gates("A=yes").is_err());
     }
 }

@@ -25,6 +25,10 @@ pub struct Validated {
     pub emulation: keel_catalog::Emulation,
     /// `--controllers`: which of kube-controller-manager's controllers keel runs.
     pub controllers: crate::controllers::enabled::Enabled,
+    /// `--feature-gates`, checked against the v1.36 gate lifecycle. Nothing consults it yet.
+    pub feature_gates: crate::feature_gates::FeatureGates,
+    /// What start-up should log before serving (setting GA, deprecated or alpha gates).
+    pub warnings: Vec<String>,
 }
 
 pub fn validate(opts: &Options) -> Result<Validated, String> {
@@ -58,8 +62,11 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
             opts.sync
         ));
     }
-    options::parse_feature_gates(&opts.feature_gates)
-        .map_err(|e| format!("--feature-gates: {e}"))?;
+    // Upstream's own texts, unprefixed, so a refusal reads as kube-apiserver's does.
+    let crate::feature_gates::Parsed {
+        gates: feature_gates,
+        warnings,
+    } = crate::feature_gates::FeatureGates::parse(&opts.feature_gates)?;
     let cidrs = options::parse_service_ranges(&opts.service_cluster_ip_range)?;
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
@@ -82,6 +89,8 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
         catalog,
         emulation,
         controllers,
+        feature_gates,
+        warnings,
     })
 }
 
@@ -99,7 +108,12 @@ pub fn run(opts: Options) -> Result<(), String> {
         catalog,
         emulation,
         controllers,
+        feature_gates: _feature_gates,
+        warnings,
     } = validate(&opts)?;
+    for warning in &warnings {
+        eprintln!("apiserver: {warning}");
+    }
     // Before the data directory is touched: a bad file must not leave a half-started server.
     let encryption = opts
         .encryption_provider_config
