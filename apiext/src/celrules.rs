@@ -42,76 +42,12 @@
 use crate::compile::{Additional, Node};
 use crate::limits;
 use crate::render::{bad_value, Num};
+use crate::rule::Rule;
 use crate::validate::{correlate_items, deep_equal_correlated};
 use keel_api::status::{field, StatusCause};
-use keel_cel::eval::{Program, Value as Cel};
+use keel_cel::eval::Value as Cel;
 use serde_json::Value;
 use std::collections::HashMap;
-
-/// One compiled `x-kubernetes-validations` entry.
-#[derive(Debug)]
-pub struct Rule {
-    source: String,
-    program: Program,
-    message: String,
-    message_expression: Option<Program>,
-    reason: String,
-    field_path: String,
-    transition: bool,
-    optional_old_self: bool,
-    /// The fields of `self` the rule and its message expression read, when they read it
-    /// only by field (`Program::fields_of`): `self` is then built with those alone.
-    self_fields: Option<std::collections::BTreeSet<String>>,
-}
-
-impl Rule {
-    /// The rule as stored in the CRD; `None` when it is not an object or does not parse.
-    pub fn compile(v: &Value) -> Option<Rule> {
-        let m = v.as_object()?;
-        let text = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let source = text("rule");
-        let program = Program::parse(&source).ok()?;
-        let message_expression = match text("messageExpression") {
-            e if e.is_empty() => None,
-            e => Program::parse(&e).ok(),
-        };
-        let reason = match text("reason") {
-            r if r.is_empty() => field::REASON_INVALID.to_string(),
-            r => r,
-        };
-        let self_fields = match (program.fields_of("self"), &message_expression) {
-            (Some(f), None) => Some(f),
-            (Some(mut f), Some(m)) => m.fields_of("self").map(|g| {
-                f.extend(g);
-                f
-            }),
-            (None, _) => None,
-        };
-        Some(Rule {
-            self_fields,
-            transition: program.references("oldSelf"),
-            source,
-            program,
-            message: text("message"),
-            message_expression,
-            reason,
-            field_path: text("fieldPath"),
-            optional_old_self: m
-                .get("optionalOldSelf")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        })
-    }
-
-    /// `message`, else `failed rule: <rule>`.
-    fn message_or_default(&self) -> String {
-        if self.message.is_empty() {
-            format!("failed rule: {}", self.source.trim())
-        } else {
-            self.message.clone()
-        }
-    }
-}
 
 /// The message of `errs` that stops rules from running (a type, required, enum, length or
 /// count violation makes `self` unlike its declared type).

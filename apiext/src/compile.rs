@@ -70,7 +70,7 @@ pub struct Node {
     pub map_type: Option<String>,
     /// `x-kubernetes-validations`, in order; rules that do not parse are left out (the CRD's
     /// validation refuses them, so only schemas stored by an older server have any).
-    pub rules: Vec<crate::celrules::Rule>,
+    pub rules: Vec<crate::rule::Rule>,
     /// This node or one below it (properties, additionalProperties, items) has `rules`: the
     /// CEL walk skips the rest.
     pub rules_below: bool,
@@ -336,7 +336,7 @@ impl Compiler {
         if let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") {
             n.rules = rules
                 .iter()
-                .filter_map(crate::celrules::Rule::compile)
+                .filter_map(crate::rule::Rule::compile)
                 .collect();
         }
         n.rules_below = !n.rules.is_empty()

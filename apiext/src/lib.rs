@@ -61,6 +61,7 @@ pub mod limits;
 mod listtype;
 mod prune;
 mod render;
+mod rule;
 mod validate;
 
 #[cfg(test)]

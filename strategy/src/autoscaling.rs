@@ -39,7 +39,7 @@ fn is_v1(obj: &Value) -> bool {
 /// is set, and a `behavior` given gets its missing directions' and fields' defaults.
 ///
 /// Upstream's autoscaling/v1 defaulting sets only `minReplicas`: a v1 object's 80 % CPU target
-/// comes from its conversion to v2 for storage (`crate::convert`), and only when the
+/// comes from its conversion to v2 for storage (`convert`), and only when the
 /// `autoscaling.alpha.kubernetes.io/metrics` annotation carries no metric either; the v2
 /// defaults are applied to what that conversion makes.
 pub fn apply_defaults(obj: &mut Value) {
@@ -505,7 +505,7 @@ mod tests {
         let mut v1 = hpa("v1", base());
         apply_defaults(&mut v1);
         assert_eq!(spec_of(&v1)["minReplicas"], json!(1));
-        // v1's CPU target comes from its conversion to v2 (crate::convert), not defaulting.
+        // v1's CPU target comes from its conversion to v2 (the convert module), not defaulting.
         assert_eq!(spec_of(&v1).get("targetCPUUtilizationPercentage"), None);
 
         let mut v2 = hpa("v2", with("behavior", json!({})));
