@@ -410,6 +410,36 @@ impl Metrics {
     }
 }
 
+/// `text` without the metrics named in `disabled` (`--disabled-metrics`): their HELP and
+/// TYPE lines and samples (a histogram's `_bucket`, `_sum` and `_count` too).
+pub fn without_disabled(text: String, disabled: &[String]) -> String {
+    if disabled.is_empty() {
+        return text;
+    }
+    let of = |line: &str, name: &str| {
+        let rest = line
+            .strip_prefix("# HELP ")
+            .or_else(|| line.strip_prefix("# TYPE "))
+            .unwrap_or(line);
+        let Some(after) = rest.strip_prefix(name) else {
+            return false;
+        };
+        let after = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| after.strip_prefix(s))
+            .unwrap_or(after);
+        after.starts_with(['{', ' '])
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if !disabled.iter().any(|d| of(line, d)) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Appends keel's own storage metrics (the embedded engine's counters) to `out`.
 pub fn render_store(out: &mut String, st: &keel_engine::Stats) {
     let metrics: [(&str, &str, &str, u64); 8] = [

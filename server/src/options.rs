@@ -150,6 +150,16 @@ pub struct Options {
     #[arg(long, default_value = "")]
     pub feature_gates: String,
 
+    /// Metrics `/metrics` leaves out (fully qualified names, comma-separated), as upstream's
+    /// `--disabled-metrics`.
+    #[arg(long, value_delimiter = ',')]
+    pub disabled_metrics: Vec<String>,
+
+    /// Shows the metrics hidden in this release (deprecated since the one before last): only
+    /// the previous minor version is accepted, as upstream. keel serves no hidden metric.
+    #[arg(long, default_value = "")]
+    pub show_hidden_metrics_for_version: String,
+
     /// Maximum non-mutating requests in flight. With priority and fairness it is part of the
     /// server's concurrency limit (with --max-mutating-requests-inflight) that the priority
     /// levels share; without it, the per-core in-flight cap (then 429).
@@ -445,8 +455,32 @@ pub fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
     Ok((lo, hi))
 }
 
+/// `--show-hidden-metrics-for-version`: empty or the previous minor version (`1.35` for
+/// v1.36), with upstream's refusal text otherwise.
+pub fn check_show_hidden_metrics(v: &str) -> Result<(), String> {
+    let previous = format!("1.{}", keel_catalog::BINARY_VERSION_MINOR - 1);
+    if v.is_empty() || v == previous {
+        return Ok(());
+    }
+    Err(format!(
+        "metrics.showHiddenMetricsForVersion: Invalid value: {v:?}: must be omitted or have the value '{previous}'; only the previous minor version is allowed"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hidden_metrics_version_is_the_previous_minor_only() {
+        assert_eq!(check_show_hidden_metrics(""), Ok(()));
+        assert_eq!(check_show_hidden_metrics("1.35"), Ok(()));
+        for v in ["1.36", "1.30", "abc"] {
+            assert_eq!(
+                check_show_hidden_metrics(v).unwrap_err(),
+                format!("metrics.showHiddenMetricsForVersion: Invalid value: \"{v}\": must be omitted or have the value '1.35'; only the previous minor version is allowed")
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -67,6 +67,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
         gates: feature_gates,
         warnings,
     } = crate::feature_gates::FeatureGates::parse(&opts.feature_gates)?;
+    options::check_show_hidden_metrics(&opts.show_hidden_metrics_for_version)?;
     let cidrs = options::parse_service_ranges(&opts.service_cluster_ip_range)?;
     let ports = options::parse_port_range(&opts.service_node_port_range)
         .map_err(|e| format!("--service-node-port-range: {e}"))?;
@@ -189,6 +190,7 @@ pub fn run(opts: Options) -> Result<(), String> {
             cores,
         ),
         emulation,
+        disabled_metrics: opts.disabled_metrics.clone(),
     }));
 
     // Serve.

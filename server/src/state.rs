@@ -33,6 +33,8 @@ pub struct State {
     pub flowcontrol: FlowControl,
     /// `--emulated-version`, `--min-compatibility-version` (`/version`).
     pub emulation: keel_catalog::Emulation,
+    /// `--disabled-metrics`: metric names `/metrics` leaves out.
+    pub disabled_metrics: Vec<String>,
 }
 
 /// What `State::new` needs.
@@ -48,6 +50,8 @@ pub struct StateParts {
     pub livez_grace: Duration,
     pub flowcontrol: FlowControl,
     pub emulation: keel_catalog::Emulation,
+    /// `--disabled-metrics`: metric names `/metrics` leaves out.
+    pub disabled_metrics: Vec<String>,
 }
 
 impl State {
@@ -66,6 +70,7 @@ impl State {
             lifecycle: Lifecycle::new(p.livez_grace),
             flowcontrol: p.flowcontrol,
             emulation: p.emulation,
+            disabled_metrics: p.disabled_metrics,
         }
     }
 

@@ -56,6 +56,7 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
         livez_grace: std::time::Duration::ZERO,
         flowcontrol: keel_server::flowcontrol::FlowControl::new(true, 600, 1),
         emulation: keel_catalog::Emulation::default(),
+        disabled_metrics: Vec::new(),
     }));
     run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
     st.mark_ready();

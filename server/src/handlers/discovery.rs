@@ -97,7 +97,7 @@ fn metrics_text(st: &State) -> String {
     if st.flowcontrol.enabled {
         crate::metrics::render_flowcontrol(&mut text, &st.flowcontrol.snapshot());
     }
-    text
+    crate::metrics::without_disabled(text, &st.disabled_metrics)
 }
 
 /// Stored objects per resource, for `/metrics` (each storage location counted once).
