@@ -456,7 +456,7 @@ async fn finalize(st: &State, res: &Resource, crd: &Value) -> Result<(), ApiErro
         .find(|r| r.custom.is_some() && r.info.group == group && r.info.plural == plural);
     let mut remaining = 0;
     if let Some(cr) = instances {
-        let (items, _) = st.registry.list_all(cr, "").await?;
+        let items = st.registry.list_all_stored(cr, "").await?;
         for kv in items {
             remaining += 1;
             let obj = objects::parse_stored(kv.value())?;

@@ -224,7 +224,7 @@ async fn pass(st: &State) -> Result<(), ApiError> {
     }
     let mut lookups = HashMap::new();
     for res in &resources {
-        let (items, _) = st.registry.list_all(res, "").await?;
+        let items = st.registry.list_all_stored(res, "").await?;
         for kv in items {
             if !contains(kv.value(), b"ownerReferences") {
                 continue;
@@ -252,7 +252,7 @@ async fn survey(st: &State, resources: &[&Resource]) -> Result<Survey, ApiError>
         ..Default::default()
     };
     for (i, res) in resources.iter().enumerate() {
-        let (items, _) = st.registry.list_all(res, "").await?;
+        let items = st.registry.list_all_stored(res, "").await?;
         for kv in items {
             let b = kv.value();
             let refs = contains(b, b"ownerReferences");

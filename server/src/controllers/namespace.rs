@@ -109,7 +109,7 @@ async fn delete_contents(st: &State, routes: &Routes, ns: &str) -> Result<usize,
         if !seen.insert(res.loc.prefix.clone()) {
             continue;
         }
-        let (items, _) = st.registry.list_all(res, ns).await?;
+        let items = st.registry.list_all_stored(res, ns).await?;
         for kv in items {
             remaining += 1;
             let obj = objects::parse_stored(kv.value())?;

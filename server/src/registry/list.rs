@@ -114,6 +114,22 @@ impl Registry {
         })
     }
 
+    /// Every object of `res` in `namespace` (all namespaces when empty), now, as stored (in
+    /// whatever version): for controllers that read only metadata, which no version
+    /// changes (the garbage collector, the namespace and CRD finalizers), so that they never
+    /// wait on a conversion (a conversion webhook that is down does not stall them).
+    pub async fn list_all_stored(
+        &self,
+        res: &Resource,
+        namespace: &str,
+    ) -> Result<Vec<KeyValue>, ApiError> {
+        let r = self
+            .storage
+            .list(&res.loc.list_prefix(namespace), None, 0, ReadPoint::Latest)
+            .await?;
+        Ok(r.items)
+    }
+
     /// Every object of `res` in `namespace` (all namespaces when empty), now: what the
     /// controllers and deletecollection walk.
     pub async fn list_all(
