@@ -199,6 +199,13 @@ fn unauthenticated_connections_announcing_large_bodies_hold_no_memory() {
     const GROWTH_AFTER_CLOSE_MAX: u64 = 16 << 20;
     let s = Server::start(&[]);
     let pid = s.pid();
+    // The base is the ready server's: `Server::start` returns once the server listens, while
+    // its start-up (bootstrap, controllers' first passes) may still be allocating, which
+    // counted as growth when it landed after the base was taken.
+    let readyz = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    assert!(common::eventually(Duration::from_secs(10), || {
+        status_of(&exchange(&s, None, readyz, b"")) == 200
+    }));
     let base = rss_bytes(pid);
     let head = format!(
         "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n\
@@ -240,7 +247,6 @@ fn unauthenticated_connections_announcing_large_bodies_hold_no_memory() {
     drop(conns);
     // mimalloc gives freed memory back when the thread that freed it allocates again: keep
     // the server busy with requests, as a server is, while waiting.
-    let readyz = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
     let back = common::eventually(Duration::from_secs(10), || {
         for _ in 0..4 {
             assert_eq!(status_of(&exchange(&s, None, readyz, b"")), 200);
