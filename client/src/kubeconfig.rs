@@ -19,6 +19,9 @@ pub struct Endpoint {
     pub client_key_pem: Option<Vec<u8>>,
     /// TLS server name to verify instead of the URL's host.
     pub tls_server_name: Option<String>,
+    /// Trust any server certificate (an APIService's `insecureSkipTLSVerify`); kubeconfigs
+    /// asking for it are refused.
+    pub insecure_skip_tls_verify: bool,
     /// The context's default namespace.
     pub namespace: Option<String>,
 }
@@ -157,6 +160,7 @@ pub fn resolve(
         )?,
         client_key_pem: data_or_file(&user.client_key_data, &user.client_key, &file)?,
         tls_server_name: cluster.tls_server_name.clone(),
+        insecure_skip_tls_verify: false,
         namespace: ctx.namespace.clone(),
     })
 }

@@ -48,7 +48,7 @@ pub use error::{Error, Status};
 pub use reflector::{Change, Reflector, ReflectorConfig, ReflectorStats, Store};
 pub use resource::{encode_query_value, ListParams, Patch, ResourcePath, WatchParams};
 pub use transport::{
-    status_error, BodyStream, KubeClient, Method, Response, JSON, JSON_PATCH, MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH, USER_AGENT_DEFAULT,
+    status_error, BodyStream, Forward, Forwarded, KubeClient, Method, Response, JSON, JSON_PATCH,
+    MERGE_PATCH, STRATEGIC_MERGE_PATCH, USER_AGENT_DEFAULT,
 };
 pub use watch::{WatchEvent, WatchStream};

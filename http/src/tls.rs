@@ -69,19 +69,65 @@ pub fn load_or_create(dir: &Path, hosts: &[String]) -> io::Result<TlsFiles> {
 }
 
 fn create_ca(files: &TlsFiles) -> io::Result<()> {
-    let key = KeyPair::generate().map_err(invalid)?;
-    let params = ca_params();
-    let cert = params.self_signed(&key).map_err(invalid)?;
-    write_file(&files.ca_cert, cert.pem().as_bytes(), 0o644)?;
-    write_file(&files.ca_key, key.serialize_pem().as_bytes(), 0o600)
+    write_ca(&files.ca_cert, &files.ca_key, "keel-ca")
 }
 
-fn ca_params() -> CertificateParams {
+fn write_ca(cert_path: &Path, key_path: &Path, cn: &str) -> io::Result<()> {
+    let key = KeyPair::generate().map_err(invalid)?;
+    let params = ca_params(cn);
+    let cert = params.self_signed(&key).map_err(invalid)?;
+    write_file(cert_path, cert.pem().as_bytes(), 0o644)?;
+    write_file(key_path, key.serialize_pem().as_bytes(), 0o600)
+}
+
+/// The common name of the front-proxy client certificate (upstream's kubeadm names it so, and
+/// `requestheader-allowed-names` lists it).
+pub const FRONT_PROXY_CLIENT_NAME: &str = "front-proxy-client";
+
+/// Paths of the front-proxy PEM files [`load_or_create_front_proxy`] manages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrontProxyFiles {
+    /// `front-proxy-ca.crt`: the CA extension API servers trust for request-header
+    /// authentication (`requestheader-client-ca-file`).
+    pub ca_cert: PathBuf,
+    /// `front-proxy-client.crt` and `.key`: what the API server presents when it proxies a
+    /// request to an aggregated API server.
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+/// Loads the front-proxy CA and client certificate from `dir`, creating what is missing: a
+/// CA of its own (`front-proxy-ca.crt`, `.key`; a certificate of the serving CA would also
+/// authenticate to this server) and a client certificate for [`FRONT_PROXY_CLIENT_NAME`].
+pub fn load_or_create_front_proxy(dir: &Path) -> io::Result<FrontProxyFiles> {
+    std::fs::create_dir_all(dir)?;
+    let ca_key = dir.join("front-proxy-ca.key");
+    let files = FrontProxyFiles {
+        ca_cert: dir.join("front-proxy-ca.crt"),
+        client_cert: dir.join("front-proxy-client.crt"),
+        client_key: dir.join("front-proxy-client.key"),
+    };
+    match (files.ca_cert.exists(), ca_key.exists()) {
+        (true, true) => {}
+        (false, false) => write_ca(&files.ca_cert, &ca_key, "keel-front-proxy-ca")?,
+        _ => {
+            return Err(invalid(
+                "only one of front-proxy-ca.crt and front-proxy-ca.key exists",
+            ))
+        }
+    }
+    if !(files.client_cert.exists() && files.client_key.exists()) {
+        let (cert, key) = issue_client_cert(&files.ca_cert, &ca_key, FRONT_PROXY_CLIENT_NAME, &[])?;
+        write_file(&files.client_cert, cert.as_bytes(), 0o644)?;
+        write_file(&files.client_key, key.as_bytes(), 0o600)?;
+    }
+    Ok(files)
+}
+
+fn ca_params(cn: &str) -> CertificateParams {
     let mut params = CertificateParams::default();
     params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "keel-ca");
+    params.distinguished_name.push(DnType::CommonName, cn);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

@@ -33,6 +33,7 @@
 /// quarter of create CPU in profiles.
 pub type Allocator = mimalloc::MiMalloc;
 
+pub mod aggregator;
 pub mod alloc;
 pub mod auth;
 pub mod controllers;

@@ -234,3 +234,17 @@ pub const FLOWCONTROL_OBJECT_COUNTS_MAX: usize = 4096;
 pub const CONVERSION_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// Idle keep-alive connections kept per conversion webhook.
 pub const CONVERSION_WEBHOOK_IDLE_CONNECTIONS: usize = 4;
+
+/// How often the APIService availability controller checks every aggregated API when nothing
+/// changes (upstream's controller resyncs its APIServices every 30 s)...
+pub const APISERVICE_RESYNC: Duration = Duration::from_secs(30);
+/// ...and the least time between two of its passes (an APIService, Service or EndpointSlice
+/// change wakes it at once).
+pub const APISERVICE_PASS_INTERVAL_MIN: Duration = Duration::from_millis(100);
+/// Bound of one discovery check of an aggregated API server (upstream's client timeout).
+pub const APISERVICE_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+/// Idle connections kept to one aggregated API server.
+pub const APISERVICE_IDLE_CONNECTIONS: usize = 4;
+/// Bytes of an aggregated API server's discovery document (`/apis/<group>/<version>`) its
+/// check reads; a larger one fails the check.
+pub const APISERVICE_DISCOVERY_BYTES_MAX: usize = 4 << 20;

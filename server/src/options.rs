@@ -43,6 +43,32 @@ pub struct Options {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
+    /// Client certificate (PEM) the server presents when it proxies a request to an aggregated
+    /// API server (an APIService with a service). Default: `<data-dir>/pki/front-proxy-client.crt`,
+    /// issued on first start by a front-proxy CA of its own.
+    #[arg(long)]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// Key (PEM) of --proxy-client-cert-file.
+    #[arg(long)]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// CA bundle that signs the proxy client certificate, published in `kube-system/
+    /// extension-apiserver-authentication` for aggregated API servers to trust. Default:
+    /// `<data-dir>/pki/front-proxy-ca.crt` (with the default client certificate).
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names the proxy client certificate may carry, published with the CA (empty:
+    /// any name). Default with the generated certificate: `front-proxy-client`.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Reach an aggregated API server at a ready endpoint of its Service's EndpointSlices
+    /// instead of the Service's cluster IP.
+    #[arg(long, default_value_t = false)]
+    pub enable_aggregator_routing: bool,
+
     /// Static bearer tokens, kube-apiserver format: `token,user,uid,"group1,group2"` per line.
     /// Default: `<data-dir>/tokens.csv`, created on first start with an admin token.
     #[arg(long)]

@@ -15,6 +15,61 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
+/// The client certificate the aggregator's proxy presents and the request-header trust
+/// published for aggregated API servers: the given files, or the front-proxy CA and client
+/// certificate made in `pki` on first start.
+fn front_proxy(
+    opts: &Options,
+    pki: &std::path::Path,
+) -> Result<
+    (
+        crate::aggregator::Identity,
+        crate::controllers::authtrust::RequestHeader,
+    ),
+    String,
+> {
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let (cert, key, ca, names) = match (
+        &opts.proxy_client_cert_file,
+        &opts.proxy_client_key_file,
+        &opts.requestheader_client_ca_file,
+    ) {
+        (Some(c), Some(k), Some(ca)) => (
+            c.clone(),
+            k.clone(),
+            ca.clone(),
+            opts.requestheader_allowed_names.clone(),
+        ),
+        (None, None, None) => {
+            let f = keel_http::tls::load_or_create_front_proxy(pki)
+                .map_err(|e| format!("front-proxy certificates in {}: {e}", pki.display()))?;
+            make_private(&f.client_key, false)?;
+            let names = if opts.requestheader_allowed_names.is_empty() {
+                vec![keel_http::tls::FRONT_PROXY_CLIENT_NAME.to_string()]
+            } else {
+                opts.requestheader_allowed_names.clone()
+            };
+            (f.client_cert, f.client_key, f.ca_cert, names)
+        }
+        _ => {
+            return Err("--proxy-client-cert-file, --proxy-client-key-file and \
+                 --requestheader-client-ca-file go together"
+                .into())
+        }
+    };
+    let ca_pem = String::from_utf8(read(&ca)?).map_err(|e| format!("{}: {e}", ca.display()))?;
+    Ok((
+        crate::aggregator::Identity {
+            cert_pem: read(&cert)?,
+            key_pem: read(&key)?,
+        },
+        crate::controllers::authtrust::RequestHeader {
+            ca_pem,
+            allowed_names: names,
+        },
+    ))
+}
+
 /// Checks everything that can be checked before touching the data directory.
 /// What the flags resolve to, checked before anything starts.
 pub struct Validated {
@@ -142,6 +197,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         .clone()
         .unwrap_or_else(|| tls.ca_cert.clone());
     let server_tls = keel_http::tls::server_config(&cert, &key, Some(&client_ca))?;
+    let (proxy_identity, request_header) = front_proxy(&opts, &pki)?;
     let token_path = match &opts.token_auth_file {
         Some(p) => p.clone(),
         None => {
@@ -249,10 +305,14 @@ pub fn run(opts: Options) -> Result<(), String> {
     if let Err(e) = rt.block_on(crate::controllers::authtrust::reconcile(
         &st,
         &client_ca_pem,
+        Some(&request_header),
     )) {
         eprintln!("auth trust controller: {}", e.message);
     }
-    crate::controllers::authtrust::spawn(st.clone(), client_ca_pem);
+    crate::controllers::authtrust::spawn(st.clone(), client_ca_pem, Some(request_header));
+    st.aggregator
+        .configure(proxy_identity, opts.enable_aggregator_routing);
+    crate::aggregator::spawn(st.clone());
     let served = rt.block_on(crate::controllers::crd::start(&st));
     crate::controllers::crd::spawn(st.clone(), served);
     spawn_manager_controllers(&st, &controllers);

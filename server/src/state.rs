@@ -35,6 +35,8 @@ pub struct State {
     pub emulation: keel_catalog::Emulation,
     /// `--disabled-metrics`: metric names `/metrics` leaves out.
     pub disabled_metrics: Vec<String>,
+    /// The aggregated APIs (APIServices with a service) and how to reach them.
+    pub aggregator: crate::aggregator::Aggregator,
 }
 
 /// What `State::new` needs.
@@ -71,6 +73,7 @@ impl State {
             flowcontrol: p.flowcontrol,
             emulation: p.emulation,
             disabled_metrics: p.disabled_metrics,
+            aggregator: Default::default(),
         }
     }
 

@@ -316,6 +316,7 @@ fn start_ceiling(bin: &Path, dir: &Path) -> Result<(Proc, KeelEndpoints), String
         client_cert_pem: None,
         client_key_pem: None,
         tls_server_name: None,
+        insecure_skip_tls_verify: false,
         namespace: None,
     };
     Ok((

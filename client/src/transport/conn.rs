@@ -132,9 +132,27 @@ impl Conn {
 
     /// Reads and parses the response head.
     pub async fn read_head(&mut self) -> Result<Head, Failure> {
+        self.read_head_into(None).await
+    }
+
+    /// Reads and parses the response head, its header fields into `fields`.
+    pub async fn read_head_fields(
+        &mut self,
+        fields: &mut Vec<(String, String)>,
+    ) -> Result<Head, Failure> {
+        self.read_head_into(Some(fields)).await
+    }
+
+    async fn read_head_into(
+        &mut self,
+        mut fields: Option<&mut Vec<(String, String)>>,
+    ) -> Result<Head, Failure> {
         let mut got_any = self.end > self.start;
         loop {
             if let Some((head, len)) = head::parse(&self.buf[self.start..self.end])? {
+                if let Some(f) = fields.as_mut() {
+                    **f = head::fields(&self.buf[self.start..self.start + len]);
+                }
                 self.start += len;
                 return Ok(head);
             }

@@ -89,6 +89,36 @@ fn parse_one(buf: &[u8]) -> Result<Option<(Head, usize)>, String> {
     )))
 }
 
+/// The header fields of the (complete, final) response head at the start of `buf`, names and
+/// values as sent (values not valid UTF-8 are read lossily).
+pub fn fields(buf: &[u8]) -> Vec<(String, String)> {
+    let mut headers = [httparse::EMPTY_HEADER; limits::RESPONSE_HEADERS_MAX];
+    let mut at = 0;
+    loop {
+        let mut resp = httparse::Response::new(&mut headers);
+        let Ok(httparse::Status::Complete(len)) = resp.parse(&buf[at..]) else {
+            return Vec::new();
+        };
+        if resp
+            .code
+            .is_some_and(|c| (100..200).contains(&c) && c != 101)
+        {
+            at += len;
+            continue;
+        }
+        return resp
+            .headers
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                )
+            })
+            .collect();
+    }
+}
+
 fn content_length(v: &[u8]) -> Result<u64, String> {
     let v = v.trim_ascii();
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {

@@ -95,6 +95,25 @@ pub fn status_error(status: u16, body: &[u8]) -> String {
     }
 }
 
+/// A forwarded request (a proxy's): any method the client sends, the caller's header fields
+/// (besides `Host`, `Authorization` and `User-Agent`, which are the client's own) and body.
+pub struct Forward<'a> {
+    pub method: Method,
+    /// Path and query, starting with `/`.
+    pub path: &'a str,
+    pub accept: &'a str,
+    pub headers: &'a [(&'a str, &'a str)],
+    /// Content type and bytes.
+    pub body: Option<(&'a str, &'a [u8])>,
+}
+
+/// The answer to a forwarded request: status, header fields and the body as it arrives.
+pub struct Forwarded {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: BodyStream,
+}
+
 /// A response body being received (a watch): payload bytes as they arrive.
 pub struct BodyStream {
     conn: Conn,
@@ -193,6 +212,7 @@ impl KubeClient {
             path,
             accept,
             body: body.as_ref().map(|(ct, b)| (*ct, &b[..])),
+            headers: &[],
         };
         timed(async {
             let (mut conn, head) = self.open(&req).await?;
@@ -261,6 +281,7 @@ impl KubeClient {
             path,
             accept: JSON,
             body: None,
+            headers: &[],
         };
         let (mut conn, head) = self.open(&req).await?;
         let mut dec = BodyDecoder::new(head.framing);
@@ -275,6 +296,39 @@ impl KubeClient {
             }));
         }
         Ok(Ok((conn, dec, head)))
+    }
+
+    /// Sends a forwarded request (a proxy's) on a new connection and reads the response head;
+    /// the body is the caller's to read as it arrives. The timeout covers the response head.
+    pub async fn forward(&self, f: Forward<'_>) -> Result<Forwarded, String> {
+        let req = request::Request {
+            method: f.method,
+            path: f.path,
+            accept: f.accept,
+            body: f.body,
+            headers: f.headers,
+        };
+        timed(async {
+            let mut conn = self.connect().await?;
+            let mut wbuf = std::mem::take(&mut conn.wbuf);
+            request::render(&mut wbuf, &self.inner.url.prefix, &self.inner.fixed, &req)?;
+            conn.wbuf = wbuf;
+            conn.send().await.map_err(|f| f.msg)?;
+            let mut headers = Vec::new();
+            let head = conn
+                .read_head_fields(&mut headers)
+                .await
+                .map_err(|f| f.msg)?;
+            Ok(Forwarded {
+                status: head.status,
+                headers,
+                body: BodyStream {
+                    conn,
+                    dec: BodyDecoder::new(head.framing),
+                },
+            })
+        })
+        .await
     }
 
     /// Sends `req` on a connection and reads the response head; sends it once more on a new

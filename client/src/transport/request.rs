@@ -23,6 +23,18 @@ impl Method {
         }
     }
 
+    /// The method named `name` (upper case), if the client sends it.
+    pub fn from_name(name: &str) -> Option<Method> {
+        Some(match name {
+            "GET" => Method::GET,
+            "POST" => Method::POST,
+            "PUT" => Method::PUT,
+            "PATCH" => Method::PATCH,
+            "DELETE" => Method::DELETE,
+            _ => return None,
+        })
+    }
+
     /// Idempotent (RFC 9110 9.2.2): safe to send again when a kept-alive connection turned out
     /// to be closed.
     pub fn idempotent(self) -> bool {
@@ -45,7 +57,11 @@ pub fn fixed_headers(
     for (name, value) in [
         ("Host", Some(authority.to_string())),
         ("Authorization", token.map(|t| format!("Bearer {t}"))),
-        ("User-Agent", Some(user_agent.to_string())),
+        // None: the caller sends its own (a proxy passing its client's on).
+        (
+            "User-Agent",
+            (!user_agent.is_empty()).then(|| user_agent.to_string()),
+        ),
     ] {
         let Some(value) = value else { continue };
         if value.bytes().any(|b| b < b' ' || b == 0x7f) {
@@ -67,6 +83,8 @@ pub struct Request<'a> {
     pub accept: &'a str,
     /// Content type and bytes.
     pub body: Option<(&'a str, &'a [u8])>,
+    /// More header fields (a proxied request's), written after `Accept`.
+    pub headers: &'a [(&'a str, &'a str)],
 }
 
 /// Renders the whole request (head and body) into `out`, replacing its contents. The target is
@@ -87,6 +105,18 @@ pub fn render(out: &mut Vec<u8>, prefix: &str, fixed: &[u8], req: &Request) -> R
     out.extend_from_slice(b"Accept: ");
     out.extend_from_slice(req.accept.as_bytes());
     out.extend_from_slice(b"\r\n");
+    for (name, value) in req.headers {
+        let bad = |t: &str| t.bytes().any(|b| b < b' ' && b != b'\t' || b == 0x7f);
+        if name.is_empty() || name.contains(':') || bad(name) || bad(value) {
+            return Err(format!(
+                "header {name:?} has characters not allowed in a header"
+            ));
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
     let body = match req.body {
         Some((ct, bytes)) => {
             out.extend_from_slice(b"Content-Type: ");
@@ -134,6 +164,7 @@ mod tests {
                     path: "/api/v1/pods?limit=1",
                     accept: "application/json",
                     body: None,
+                    headers: &[],
                 },
                 "",
                 "GET /api/v1/pods?limit=1 HTTP/1.1\r\nHost: h:1\r\nAuthorization: Bearer tok\r\nUser-Agent: keel-loadgen\r\nAccept: application/json\r\n\r\n",
@@ -144,6 +175,7 @@ mod tests {
                     path: "/x",
                     accept: "a/b",
                     body: Some(("application/json", b"{\"a\":1}")),
+                    headers: &[],
                 },
                 "/pre",
                 "POST /pre/x HTTP/1.1\r\nHost: h:1\r\nAuthorization: Bearer tok\r\nUser-Agent: keel-loadgen\r\nAccept: a/b\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
@@ -154,6 +186,7 @@ mod tests {
                     path: "/y",
                     accept: "a/b",
                     body: None,
+                    headers: &[],
                 },
                 "",
                 "PUT /y HTTP/1.1\r\nHost: h:1\r\nAuthorization: Bearer tok\r\nUser-Agent: keel-loadgen\r\nAccept: a/b\r\nContent-Length: 0\r\n\r\n",
@@ -171,6 +204,7 @@ mod tests {
             path: "/z",
             accept: "a",
             body: Some(("c", &body)),
+            headers: &[],
         };
         render(&mut big, "", b"", &req).unwrap();
         assert!(big.starts_with(b"PATCH /z HTTP/1.1\r\nAccept: a\r\nContent-Type: c\r\nContent-Length: 1234567\r\n\r\nxx"));
@@ -185,6 +219,7 @@ mod tests {
                 path,
                 accept: "a",
                 body: None,
+                headers: &[],
             };
             assert!(render(&mut Vec::new(), "", b"", &req).is_err(), "{path:?}");
         }

@@ -127,10 +127,16 @@ fn tls_config(ep: &Endpoint) -> Result<rustls::ClientConfig, String> {
             roots.add(cert).map_err(|e| format!("CA data: {e}"))?;
         }
     }
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots);
+        .map_err(|e| e.to_string())?;
+    let builder = if ep.insecure_skip_tls_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+    } else {
+        builder.with_root_certificates(roots)
+    };
     match (&ep.client_cert_pem, &ep.client_key_pem) {
         (Some(cert), Some(key)) => {
             let chain = CertificateDer::pem_slice_iter(cert)
@@ -143,6 +149,56 @@ fn tls_config(ep: &Endpoint) -> Result<rustls::ClientConfig, String> {
         }
         (None, None) => Ok(builder.with_no_client_auth()),
         _ => Err("a client certificate needs both the certificate and the key".into()),
+    }
+}
+
+/// Accepts any server certificate (the handshake's signatures are still checked): an
+/// endpoint's `insecure_skip_tls_verify`.
+#[derive(Debug)]
+struct AnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

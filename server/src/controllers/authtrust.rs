@@ -6,8 +6,10 @@
 //! Kept current through the registry like any client's writes: created when missing
 //! (recreated when deleted), and this server's CA added to the bundle when absent. The
 //! certificates already in the bundle stay, first and in their order, as upstream merges the
-//! CAs of every API server sharing a store. keel has no front-proxy (request-header)
-//! authentication, so the `requestheader-*` keys are not written. A watch of the object wakes
+//! CAs of every API server sharing a store. The `requestheader-*` keys name what request-header
+//! authentication trusts: the CA of the front-proxy client certificate keel presents when it
+//! proxies to an aggregated API server (`crate::aggregator`), the names that certificate may
+//! carry and upstream's default user headers (lists merged as upstream merges them). A watch of the object wakes
 //! the controller; it also checks every `AUTH_TRUST_RESYNC`.
 
 use crate::limits::{AUTH_TRUST_PASS_INTERVAL_MIN, AUTH_TRUST_RESYNC};
@@ -58,8 +60,74 @@ pub fn merge_bundle(existing: &str, ours: &str) -> String {
     out.concat()
 }
 
-/// Makes the ConfigMap hold `client_ca` in its bundle; true when it wrote something.
-pub async fn reconcile(st: &State, client_ca: &str) -> Result<bool, ApiError> {
+/// What request-header (front-proxy) authentication trusts, published under the
+/// `requestheader-*` keys: the CA of the proxy's client certificates, the names they may
+/// carry and the headers naming the user.
+#[derive(Clone, Debug, Default)]
+pub struct RequestHeader {
+    pub ca_pem: String,
+    pub allowed_names: Vec<String>,
+}
+
+/// Upstream's default headers of request-header authentication.
+pub const USERNAME_HEADERS: [&str; 1] = ["X-Remote-User"];
+pub const GROUP_HEADERS: [&str; 1] = ["X-Remote-Group"];
+pub const EXTRA_HEADER_PREFIXES: [&str; 1] = ["X-Remote-Extra-"];
+
+/// `have` (a JSON list of strings, as upstream writes them) with `ours` added, each once.
+pub fn merge_list(have: &str, ours: &[String]) -> String {
+    let mut out: Vec<String> = serde_json::from_str(have).unwrap_or_default();
+    for o in ours {
+        if !out.contains(o) {
+            out.push(o.clone());
+        }
+    }
+    serde_json::to_string(&out).expect("JSON")
+}
+
+/// The ConfigMap's data with this server's trust merged in (keys in upstream's order: Go
+/// writes a map's keys sorted).
+pub fn merged_data(
+    have: &serde_json::Map<String, Value>,
+    client_ca: &str,
+    front: Option<&RequestHeader>,
+) -> serde_json::Map<String, Value> {
+    let text = |k: &str| have.get(k).and_then(Value::as_str).unwrap_or("");
+    let mut data: std::collections::BTreeMap<String, Value> =
+        have.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    data.insert(
+        CLIENT_CA_KEY.into(),
+        merge_bundle(text(CLIENT_CA_KEY), client_ca).into(),
+    );
+    if let Some(f) = front {
+        let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let lists = [
+            ("requestheader-allowed-names", f.allowed_names.clone()),
+            (
+                "requestheader-extra-headers-prefix",
+                strings(&EXTRA_HEADER_PREFIXES),
+            ),
+            ("requestheader-group-headers", strings(&GROUP_HEADERS)),
+            ("requestheader-username-headers", strings(&USERNAME_HEADERS)),
+        ];
+        for (k, ours) in lists {
+            data.insert(k.into(), merge_list(text(k), &ours).into());
+        }
+        data.insert(
+            "requestheader-client-ca-file".into(),
+            merge_bundle(text("requestheader-client-ca-file"), &f.ca_pem).into(),
+        );
+    }
+    data.into_iter().collect()
+}
+
+/// Makes the ConfigMap hold `client_ca` (and the request-header trust) in its data; true
+/// when it wrote something.
+pub async fn reconcile(
+    st: &State,
+    client_ca: &str,
+    front: Option<&RequestHeader>,
+) -> Result<bool, ApiError> {
     let routes = st.routes.load();
     let res = routes.core("configmaps");
     let current = match st.registry.get_latest(res, NAMESPACE, NAME).await {
@@ -67,11 +135,12 @@ pub async fn reconcile(st: &State, client_ca: &str) -> Result<bool, ApiError> {
         Err(e) if e.code == 404 => None,
         Err(e) => return Err(e),
     };
+    let empty = serde_json::Map::new();
     let Some(current) = current else {
         let obj = json!({
             "kind": "ConfigMap", "apiVersion": "v1",
             "metadata": {"name": NAME, "namespace": NAMESPACE},
-            "data": {CLIENT_CA_KEY: merge_bundle("", client_ca)}
+            "data": merged_data(&empty, client_ca, front),
         });
         return match st
             .registry
@@ -85,10 +154,12 @@ pub async fn reconcile(st: &State, client_ca: &str) -> Result<bool, ApiError> {
         };
     };
     let have = current
-        .pointer(&format!("/data/{CLIENT_CA_KEY}"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if merge_bundle(have, client_ca) == merge_bundle(have, "") && !have.is_empty() {
+        .get("data")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let want = merged_data(have, client_ca, front);
+    let same = want.len() == have.len() && want.iter().all(|(k, v)| have.get(k) == Some(v));
+    if same {
         return Ok(false);
     }
     let opts = UpdateOptions {
@@ -101,14 +172,11 @@ pub async fn reconcile(st: &State, client_ca: &str) -> Result<bool, ApiError> {
         .guaranteed_update(res, NAMESPACE, NAME, &opts, &mut |cur| {
             let mut new = cur.cloned().ok_or_else(|| res.not_found(NAME))?;
             let have = new
-                .pointer(&format!("/data/{CLIENT_CA_KEY}"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            if !new.get("data").is_some_and(Value::is_object) {
-                new["data"] = json!({});
-            }
-            new["data"][CLIENT_CA_KEY] = Value::String(merge_bundle(&have, client_ca));
+                .get("data")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            new["data"] = Value::Object(merged_data(&have, client_ca, front));
             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
@@ -137,15 +205,21 @@ async fn watch(st: &State) -> Option<(Source, Selection)> {
 }
 
 /// Runs the controller on its own thread with its own single-threaded runtime.
-pub fn spawn(st: Arc<State>, client_ca: String) -> std::thread::JoinHandle<()> {
-    super::spawn_thread("keel-auth-trust-controller", move || run(st, client_ca))
+pub fn spawn(
+    st: Arc<State>,
+    client_ca: String,
+    front: Option<RequestHeader>,
+) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-auth-trust-controller", move || {
+        run(st, client_ca, front)
+    })
 }
 
-async fn run(st: Arc<State>, client_ca: String) {
+async fn run(st: Arc<State>, client_ca: String, front: Option<RequestHeader>) {
     let mut w = watch(&st).await;
     loop {
         let pass_started = tokio::time::Instant::now();
-        if let Err(e) = reconcile(&st, &client_ca).await {
+        if let Err(e) = reconcile(&st, &client_ca, front.as_ref()).await {
             eprintln!("auth trust controller: {}", e.message);
         }
         tokio::time::sleep_until(pass_started + AUTH_TRUST_PASS_INTERVAL_MIN).await;
@@ -175,5 +249,41 @@ mod tests {
         // Duplicates in what is there are dropped.
         assert_eq!(merge_bundle(&format!("{B}{B}"), ""), B);
         assert_eq!(pem_blocks("no pem here"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn request_header_trust_merges_in_sorted_keys() {
+        let mut have = serde_json::Map::new();
+        have.insert("requestheader-allowed-names".into(), r#"["other"]"#.into());
+        let front = RequestHeader {
+            ca_pem: B.into(),
+            allowed_names: vec!["front-proxy-client".into()],
+        };
+        let data = merged_data(&have, A, Some(&front));
+        let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "client-ca-file",
+                "requestheader-allowed-names",
+                "requestheader-client-ca-file",
+                "requestheader-extra-headers-prefix",
+                "requestheader-group-headers",
+                "requestheader-username-headers"
+            ]
+        );
+        assert_eq!(
+            data["requestheader-allowed-names"],
+            r#"["other","front-proxy-client"]"#
+        );
+        assert_eq!(
+            data["requestheader-username-headers"],
+            r#"["X-Remote-User"]"#
+        );
+        assert_eq!(data["requestheader-client-ca-file"], B);
+        // Merged again: unchanged.
+        assert_eq!(merged_data(&data, A, Some(&front)), data);
+        // Without request-header trust only the client CA is written.
+        assert_eq!(merged_data(&serde_json::Map::new(), A, None).len(), 1);
     }
 }

@@ -27,7 +27,7 @@ pub(super) fn authorize_path(st: &State, user: &User, path: &str) -> Result<(), 
     )
 }
 
-pub fn discovery(
+pub async fn discovery(
     st: &State,
     req: &Request,
     user: &User,
@@ -36,13 +36,24 @@ pub fn discovery(
     version: Option<&str>,
 ) -> Result<Response, ApiError> {
     authorize_path(st, user, &req.path)?;
+    if let (Some(g), Some(v)) = (group, version) {
+        if let Some(remote) = st.aggregator.remote(g, v) {
+            return Ok(crate::aggregator::proxy(st, req, user, &remote).await);
+        }
+    }
     let routes = st.routes.load();
     let catalog = &routes.catalog;
     let accept = req.headers.get("accept").unwrap_or("");
+    // Aggregated APIs join the documents of `/apis` (rarely any: the built documents are
+    // served as they are otherwise).
+    let remotes = (!core && st.aggregator.any()).then(|| st.aggregator.snapshot());
     match (group, version) {
         (None, None) => {
             if let Some(v) = aggregated_version(accept) {
-                let body = catalog.aggregated(core, v);
+                let mut body = catalog.aggregated(core, v);
+                if let Some(r) = &remotes {
+                    body = crate::aggregator::discovery::add_to_aggregated(&body, r);
+                }
                 let ct = format!(
                     "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
                 );
@@ -51,12 +62,17 @@ pub fn discovery(
             let body = if core {
                 catalog.api_versions()
             } else {
-                catalog.api_group_list()
+                let list = catalog.api_group_list();
+                match &remotes {
+                    Some(r) => crate::aggregator::discovery::add_to_group_list(&list, r),
+                    None => list,
+                }
             };
             Ok(respond::json(200, JSON, body))
         }
         (Some(g), None) => catalog
             .api_group(g)
+            .or_else(|| crate::aggregator::discovery::api_group(remotes.as_ref()?, g))
             .map(|b| respond::json(200, JSON, b))
             .ok_or_else(ApiError::route_not_found),
         (g, Some(v)) => catalog

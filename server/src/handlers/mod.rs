@@ -377,6 +377,7 @@ async fn route(
             group,
             version,
         } => discovery::discovery(st, req, &user, *core, group.as_deref(), version.as_deref())
+            .await
             .map(|r| (r, None))
             .map_err(|e| (e, None)),
         Target::NonResource if snapshot::is_snapshot_path(&req.path) => {
@@ -432,6 +433,9 @@ async fn resource(
             path: None,
         },
     )?;
+    if let Some(remote) = st.aggregator.remote(&rr.group, &rr.version) {
+        return Ok(crate::aggregator::proxy(st, req, user, &remote).await);
+    }
     let routes = st.routes.load();
     let res = routes
         .lookup(&rr.group, &rr.version, &rr.resource)

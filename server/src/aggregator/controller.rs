@@ -1,0 +1,352 @@
+//! The availability controller: each pass reads every APIService, decides its `Available`
+//! condition as upstream's does (with upstream's reasons and messages) and publishes the
+//! ones with a service to the proxy and discovery. A local APIService (no service) is
+//! `Local`; one with a service is checked in upstream's order: the Service exists
+//! (`ServiceNotFound`), and for a `ClusterIP` Service it listens on the port
+//! (`ServicePortError`) and has EndpointSlices (`EndpointsNotFound`) with a ready endpoint on
+//! that port (`MissingEndpoints`); then a discovery GET of `/apis/<group>/<version>` through
+//! the proxy's transport as `system:kube-aggregator` in `system:masters` must answer 2xx
+//! within `APISERVICE_CHECK_TIMEOUT` (`FailedDiscoveryCheck`), else `Passed`. The condition's
+//! `lastTransitionTime` moves only when its status changes; nothing is written when nothing
+//! changed. A change of any APIService, Service or EndpointSlice wakes it; it also checks
+//! every `APISERVICE_RESYNC` (a server that went away is seen within that).
+
+use super::resolve;
+use super::{proxy, Remote, ServiceRef, Trust};
+use crate::limits::{APISERVICE_CHECK_TIMEOUT, APISERVICE_PASS_INTERVAL_MIN, APISERVICE_RESYNC};
+use crate::objects;
+use crate::registry::UpdateOptions;
+use crate::routes::Resource;
+use crate::state::State;
+use base64::Engine;
+use keel_api::status::ApiError;
+use keel_client::{Forward, Method};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+pub const GROUP: &str = "apiregistration.k8s.io";
+pub const PLURAL: &str = "apiservices";
+
+/// Runs the controller on its own thread with its own single-threaded runtime.
+pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
+    crate::controllers::spawn_thread("keel-apiservice-availability", move || run(st))
+}
+
+async fn run(st: Arc<State>) {
+    let mut watches = [None, None, None];
+    loop {
+        let pass_started = tokio::time::Instant::now();
+        if let Err(e) = reconcile(&st).await {
+            eprintln!("apiservice availability controller: {}", e.message);
+        }
+        tokio::time::sleep_until(pass_started + APISERVICE_PASS_INTERVAL_MIN).await;
+        if watches.iter().any(Option::is_none) {
+            watches = open_watches(&st).await;
+        }
+        if crate::controllers::wait_for_change(&mut watches, APISERVICE_RESYNC).await {
+            watches = [None, None, None];
+        }
+    }
+}
+
+async fn open_watches(
+    st: &State,
+) -> [Option<(crate::registry::Source, crate::selection::Selection)>; 3] {
+    let routes = st.routes.load();
+    let mut out = [None, None, None];
+    let resources = [
+        routes.lookup(GROUP, "v1", PLURAL),
+        Some(routes.core("services")),
+        routes.lookup("discovery.k8s.io", "v1", "endpointslices"),
+    ];
+    for (slot, res) in out.iter_mut().zip(resources) {
+        if let Some(res) = res {
+            *slot = crate::controllers::watch_all(st, res).await;
+        }
+    }
+    out
+}
+
+/// One pass over every APIService.
+pub async fn reconcile(st: &State) -> Result<(), ApiError> {
+    let routes = st.routes.load();
+    let Some(res) = routes.lookup(GROUP, "v1", PLURAL) else {
+        return Ok(());
+    };
+    let (items, _) = st.registry.list_all(res, "").await?;
+    // Clients already made are kept for an APIService whose service and trust are the same.
+    let before = st.aggregator.snapshot();
+    let mut remotes = Vec::new();
+    for kv in items {
+        let api = objects::parse_stored(kv.value())?;
+        let spec = api.get("spec").cloned().unwrap_or(Value::Null);
+        let name = objects::name(&api).to_owned();
+        let Some(svc) = service_ref(&spec) else {
+            let cond = condition("True", "Local", "Local APIServices are always available");
+            write_if_changed(st, res, &api, cond).await;
+            continue;
+        };
+        let remote = remote_of(&name, &spec, svc, &before);
+        let (cond, resources) = check(st, &remote).await;
+        let available = cond.status == "True";
+        write_if_changed(st, res, &api, cond).await;
+        remotes.push(Remote {
+            available,
+            resources,
+            ..remote
+        });
+    }
+    st.aggregator.publish(remotes);
+    Ok(())
+}
+
+fn service_ref(spec: &Value) -> Option<ServiceRef> {
+    let svc = spec.get("service").filter(|s| s.is_object())?;
+    let text = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    Some(ServiceRef {
+        namespace: text("namespace"),
+        name: text("name"),
+        port: svc.get("port").and_then(Value::as_i64).unwrap_or(443),
+    })
+}
+
+fn remote_of(name: &str, spec: &Value, service: ServiceRef, before: &super::Remotes) -> Remote {
+    let text = |k: &str| spec.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let int = |k: &str| spec.get(k).and_then(Value::as_i64).unwrap_or(0);
+    let trust = Trust {
+        ca_pem: spec
+            .get("caBundle")
+            .and_then(Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok()),
+        insecure: spec
+            .get("insecureSkipTLSVerify")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
+    let (group, version) = (text("group"), text("version"));
+    let client = before
+        .group(&group)
+        .and_then(|rs| rs.iter().find(|r| r.name == name))
+        .filter(|r| r.service == service && r.trust == trust)
+        .map(|r| r.client.clone())
+        .unwrap_or_else(|| Arc::new(Mutex::new(None)));
+    Remote {
+        name: name.to_owned(),
+        group,
+        version,
+        service,
+        trust,
+        group_priority: int("groupPriorityMinimum"),
+        version_priority: int("versionPriority"),
+        available: false,
+        resources: None,
+        client,
+    }
+}
+
+/// An `Available` condition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+fn condition(status: &'static str, reason: &'static str, message: impl Into<String>) -> Condition {
+    Condition {
+        status,
+        reason,
+        message: message.into(),
+    }
+}
+
+/// The availability of a remote, and the APIResourceList its discovery check answered.
+async fn check(st: &State, remote: &Remote) -> (Condition, Option<Value>) {
+    let svc = &remote.service;
+    let service = match resolve::service(st, svc).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            let msg = format!("service/{} in {:?} is not present", svc.name, svc.namespace);
+            return (condition("False", "ServiceNotFound", msg), None);
+        }
+        Err(e) => {
+            let msg = format!(
+                "service/{} in {:?} cannot be checked due to: {e}",
+                svc.name, svc.namespace
+            );
+            return (condition("Unknown", "ServiceAccessError", msg), None);
+        }
+    };
+    let kind = service
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if kind == "ClusterIP" {
+        let Some(port) = resolve::service_port(&service, svc.port) else {
+            let msg = format!(
+                "service/{} in {:?} is not listening on port {}",
+                svc.name, svc.namespace, svc.port
+            );
+            return (condition("False", "ServicePortError", msg), None);
+        };
+        let port_name = port
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let slices = match resolve::endpoint_slices(st, svc).await {
+            Ok(s) => s,
+            Err(e) => {
+                let msg = format!(
+                    "service/{} in {:?} cannot be checked due to: {e}",
+                    svc.name, svc.namespace
+                );
+                return (condition("Unknown", "EndpointsAccessError", msg), None);
+            }
+        };
+        if slices.is_empty() {
+            let msg = format!(
+                "cannot find endpointslices for service/{} in {:?}",
+                svc.name, svc.namespace
+            );
+            return (condition("False", "EndpointsNotFound", msg), None);
+        }
+        if !resolve::has_ready_endpoint(&port_name, &slices) {
+            let msg = format!(
+                "endpointslices for service/{} in {:?} have no addresses with port name {port_name:?}",
+                svc.name, svc.namespace
+            );
+            return (condition("False", "MissingEndpoints", msg), None);
+        }
+    }
+    match discovery_check(st, remote).await {
+        Ok(resources) => (condition("True", "Passed", "all checks passed"), resources),
+        Err(msg) => (condition("False", "FailedDiscoveryCheck", msg), None),
+    }
+}
+
+/// GETs the version's discovery document from the remote; its APIResourceList when it is
+/// JSON.
+async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, String> {
+    let routing = st
+        .aggregator
+        .endpoint_routing
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let path = if remote.group.is_empty() {
+        format!("/api/{}", remote.version)
+    } else {
+        format!("/apis/{}/{}", remote.group, remote.version)
+    };
+    let authority = resolve::resolve(st, &remote.service, routing)
+        .await
+        .map_err(|e| {
+            format!(
+                "failing or missing response from https://{}.{}.svc:{}{path}: {e}",
+                remote.service.name, remote.service.namespace, remote.service.port
+            )
+        })?;
+    let url = format!("https://{authority}{path}");
+    let failing = |e: String| format!("failing or missing response from {url}: {e}");
+    let client = remote
+        .client(&authority, &st.aggregator.identity())
+        .map_err(failing)?;
+    let headers = proxy::user_headers("system:kube-aggregator", "", &["system:masters".into()]);
+    let refs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let get = async {
+        let mut answer = client
+            .forward(Forward {
+                method: Method::GET,
+                path: &path,
+                accept: "application/json, */*",
+                headers: &refs,
+                body: None,
+            })
+            .await
+            .map_err(|e| format!("Get \"{url}\": {e}"))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = answer.body.next_chunk().await? {
+            if body.len() + chunk.len() > crate::limits::APISERVICE_DISCOVERY_BYTES_MAX {
+                return Err(format!("Get \"{url}\": discovery document too large"));
+            }
+            body.extend_from_slice(chunk);
+        }
+        Ok((answer.status, body))
+    };
+    let (status, body) = match tokio::time::timeout(APISERVICE_CHECK_TIMEOUT, get).await {
+        Err(_) => {
+            return Err(failing(format!(
+                "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+            )))
+        }
+        Ok(r) => r.map_err(failing)?,
+    };
+    if !(200..300).contains(&status) {
+        return Err(failing(format!("bad status from {url}: {status}")));
+    }
+    Ok(serde_json::from_slice::<Value>(&body)
+        .ok()
+        .filter(|v| v.get("resources").is_some_and(Value::is_array)))
+}
+
+/// Writes the `Available` condition when its status, reason or message differ from the
+/// stored one (its time moves only with its status).
+async fn write_if_changed(st: &State, res: &Resource, api: &Value, cond: Condition) {
+    if let Some(now) = available_condition(api) {
+        let same = |k: &str, want: &str| now.get(k).and_then(Value::as_str) == Some(want);
+        if same("status", cond.status)
+            && same("reason", cond.reason)
+            && same("message", &cond.message)
+        {
+            return;
+        }
+    }
+    let name = objects::name(api).to_owned();
+    let opts = UpdateOptions {
+        subresource: "status",
+        strategy: true,
+        ..Default::default()
+    };
+    let r = st
+        .registry
+        .guaranteed_update(res, "", &name, &opts, &mut |cur| {
+            let mut new = cur.cloned().ok_or_else(|| res.not_found(&name))?;
+            objects::meta_mut(&mut new).shift_remove("resourceVersion");
+            let since = available_condition(&new)
+                .filter(|c| c.get("status").and_then(Value::as_str) == Some(cond.status))
+                .and_then(|c| c.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| Value::String(objects::now_rfc3339()));
+            let c = json!({
+                "type": "Available",
+                "status": cond.status,
+                "lastTransitionTime": since,
+                "reason": cond.reason,
+                "message": cond.message,
+            });
+            let mut conditions: Vec<Value> = new
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some("Available"));
+            conditions.insert(0, c);
+            new["status"] = json!({"conditions": conditions});
+            Ok(new)
+        })
+        .await;
+    if let Err(e) = crate::controllers::gone_ok(r) {
+        eprintln!(
+            "apiservice availability controller: status of {name}: {}",
+            e.message
+        );
+    }
+}
+
+fn available_condition(api: &Value) -> Option<&Value> {
+    api.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Available"))
+}

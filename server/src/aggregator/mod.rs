@@ -1,0 +1,200 @@
+//! API aggregation, as upstream's kube-aggregator does it: an `APIService` naming a Service
+//! (`spec.service`) hands its group and version to another API server (metrics-server, custom
+//! API servers). keel
+//! - checks each such APIService and keeps its `Available` condition as upstream words it
+//!   (`controller`: the Service, its port and endpoints, then a discovery GET of the version
+//!   through the proxy's transport), and `Local` for the APIServices without a service;
+//! - proxies every request for the group and version to the Service (`proxy`), once keel has
+//!   authenticated and authorized it, over TLS verified with the APIService's `caBundle` (or
+//!   not at all with `insecureSkipTLSVerify`), presenting the front-proxy client certificate
+//!   and naming the user in `X-Remote-User`, `X-Remote-Group` and `X-Remote-Extra-` headers;
+//! - lists the aggregated groups in discovery (`/apis`, aggregated discovery and
+//!   `/apis/<group>`), their resources from the last successful discovery check.
+//!
+//! The Service is reached as upstream's resolver reaches it (`resolve`): its cluster IP (or,
+//! with `--enable-aggregator-routing`, a ready endpoint of its EndpointSlices), or the host an
+//! `ExternalName` Service names.
+//!
+//! Not done: upgrade requests (exec, port-forward) through the proxy; `/openapi/v2` and
+//! `/openapi/v3` do not include the aggregated APIs' documents; local APIServices for the
+//! built-in groups and CRD groups are not created (upstream's autoregister controller makes
+//! them), so `kubectl get apiservices` lists only those clients created.
+
+mod controller;
+pub mod discovery;
+mod proxy;
+mod resolve;
+
+pub use controller::spawn;
+pub use proxy::proxy;
+
+use keel_client::KubeClient;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// What the proxy presents to aggregated API servers: the front-proxy client certificate and
+/// key (PEM).
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+}
+
+/// The aggregated APIs this server proxies to, as the availability controller last saw them.
+#[derive(Default)]
+pub struct Aggregator {
+    identity: OnceLock<Identity>,
+    /// `--enable-aggregator-routing`: reach a Service through its endpoints.
+    endpoint_routing: AtomicBool,
+    /// Any APIService with a service is known (a request for a built-in group checks only
+    /// this).
+    any: AtomicBool,
+    remotes: RwLock<Arc<Remotes>>,
+}
+
+/// The APIServices with a service, by group.
+#[derive(Default)]
+pub struct Remotes {
+    by_group: HashMap<String, Vec<Arc<Remote>>>,
+}
+
+impl Remotes {
+    /// Every remote, grouped (groups in name order, versions by priority).
+    pub fn groups(&self) -> Vec<(&str, &[Arc<Remote>])> {
+        let mut out: Vec<(&str, &[Arc<Remote>])> = self
+            .by_group
+            .iter()
+            .map(|(g, v)| (g.as_str(), v.as_slice()))
+            .collect();
+        out.sort_by_key(|(g, v)| (std::cmp::Reverse(v[0].group_priority), *g));
+        out
+    }
+
+    pub fn group(&self, group: &str) -> Option<&[Arc<Remote>]> {
+        self.by_group.get(group).map(Vec::as_slice)
+    }
+}
+
+/// Where an APIService's Service is: namespace, name, port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceRef {
+    pub namespace: String,
+    pub name: String,
+    pub port: i64,
+}
+
+/// How a remote's server certificate is checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trust {
+    pub ca_pem: Option<Vec<u8>>,
+    pub insecure: bool,
+}
+
+/// One APIService with a service.
+pub struct Remote {
+    /// `<version>.<group>`.
+    pub name: String,
+    pub group: String,
+    pub version: String,
+    pub service: ServiceRef,
+    pub trust: Trust,
+    pub group_priority: i64,
+    pub version_priority: i64,
+    /// Its `Available` condition is True.
+    pub available: bool,
+    /// The `APIResourceList` its last successful discovery check answered.
+    pub resources: Option<Value>,
+    /// A client per address the service resolved to (the last one).
+    client: Arc<Mutex<Option<(String, KubeClient)>>>,
+}
+
+impl Remote {
+    /// A client for the remote at `authority` (`host:port`), made once per address.
+    fn client(&self, authority: &str, identity: &Identity) -> Result<KubeClient, String> {
+        let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, c)) = cached.as_ref() {
+            if at == authority {
+                return Ok(c.clone());
+            }
+        }
+        let ep = keel_client::kubeconfig::Endpoint {
+            server: format!("https://{authority}"),
+            ca_pem: self.trust.ca_pem.clone(),
+            client_cert_pem: Some(identity.cert_pem.clone()).filter(|c| !c.is_empty()),
+            client_key_pem: Some(identity.key_pem.clone()).filter(|k| !k.is_empty()),
+            // Upstream verifies the certificate for the service's DNS name.
+            tls_server_name: Some(format!(
+                "{}.{}.svc",
+                self.service.name, self.service.namespace
+            )),
+            insecure_skip_tls_verify: self.trust.insecure,
+            ..Default::default()
+        };
+        // No User-Agent of its own: the proxied request's is passed on.
+        let c = KubeClient::with_user_agent(&ep, crate::limits::APISERVICE_IDLE_CONNECTIONS, "")?;
+        *cached = Some((authority.to_owned(), c.clone()));
+        Ok(c)
+    }
+}
+
+impl Aggregator {
+    /// Sets what the proxy presents and how it reaches services (once, at start).
+    pub fn configure(&self, identity: Identity, endpoint_routing: bool) {
+        let _ = self.identity.set(identity);
+        self.endpoint_routing
+            .store(endpoint_routing, Ordering::Relaxed);
+    }
+
+    fn identity(&self) -> Identity {
+        self.identity.get().cloned().unwrap_or_default()
+    }
+
+    /// The remote serving `group`/`version`, if an APIService with a service names it.
+    pub fn remote(&self, group: &str, version: &str) -> Option<Arc<Remote>> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
+        let remotes = self.snapshot();
+        remotes
+            .group(group)?
+            .iter()
+            .find(|r| r.version == version)
+            .cloned()
+    }
+
+    /// The remotes now.
+    pub fn snapshot(&self) -> Arc<Remotes> {
+        self.remotes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether any APIService with a service is known.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, remotes: Vec<Remote>) {
+        let mut by_group: HashMap<String, Vec<Arc<Remote>>> = HashMap::new();
+        for r in remotes {
+            by_group
+                .entry(r.group.clone())
+                .or_default()
+                .push(Arc::new(r));
+        }
+        for v in by_group.values_mut() {
+            // Upstream's version order: priority, highest first, then Kubernetes version order.
+            v.sort_by(|a, b| {
+                b.version_priority
+                    .cmp(&a.version_priority)
+                    .then_with(|| crate::custom::version_order(&b.version, &a.version))
+            });
+        }
+        let any = !by_group.is_empty();
+        *self.remotes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Remotes { by_group });
+        self.any.store(any, Ordering::Relaxed);
+    }
+}
