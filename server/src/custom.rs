@@ -540,7 +540,8 @@ pub fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
 impl Served<'_> {
     /// What serving the version needs: its schema (compiled), columns, scale paths,
     /// selectable fields and warning.
-    pub fn custom(&self) -> Custom {
+    /// `resolver` finds conversion webhooks named by a Service.
+    pub fn custom(&self, resolver: Option<&crate::service_ref::ServiceResolver>) -> Custom {
         let v = self.version;
         let schema = v
             .pointer("/schema/openAPIV3Schema")
@@ -576,7 +577,7 @@ impl Served<'_> {
                 .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
                 .map(|p| p.strip_prefix('.').unwrap_or(p).to_owned())
                 .collect(),
-            versions: crate::versions::Versions::of_custom(self.crd, &self.spec.version)
+            versions: crate::versions::Versions::of_custom(self.crd, &self.spec.version, resolver)
                 .map(Arc::new),
             decode_through: keel_engine::Revision::ZERO,
         }
@@ -627,10 +628,10 @@ mod tests {
             assert_eq!(x.spec.singular, "widget");
             assert_eq!(x.spec.short_names, ["wd"]);
             assert_eq!(x.spec.categories, ["all"]);
-            assert_eq!(x.custom().crd, "widgets.example.com");
+            assert_eq!(x.custom(None).crd, "widgets.example.com");
         }
         assert!(s[0].spec.subresources.is_empty());
-        assert_eq!(*s[0].custom().schema, json!({"type": "object"}));
+        assert_eq!(*s[0].custom(None).schema, json!({"type": "object"}));
         let subs: Vec<&str> = s[1]
             .spec
             .subresources
@@ -638,8 +639,12 @@ mod tests {
             .map(|x| x.name.as_str())
             .collect();
         assert_eq!(subs, ["status", "scale"]);
-        assert_eq!(s[1].custom().columns.definitions().len(), 2, "Name and R");
-        assert!(s[1].custom().scale.is_some());
+        assert_eq!(
+            s[1].custom(None).columns.definitions().len(),
+            2,
+            "Name and R"
+        );
+        assert!(s[1].custom(None).scale.is_some());
         assert_ne!(s[0].fingerprint, s[1].fingerprint);
     }
 
@@ -761,7 +766,7 @@ mod tests {
         ]));
         let w: Vec<Option<String>> = served(&c)
             .iter()
-            .map(|s| s.custom().deprecation_warning)
+            .map(|s| s.custom(None).deprecation_warning)
             .collect();
         assert_eq!(
             w,
@@ -777,7 +782,10 @@ mod tests {
         let alone =
             crd(json!([{"name": "v1", "served": true, "storage": true, "deprecated": true}]));
         assert_eq!(
-            served(&alone)[0].custom().deprecation_warning.as_deref(),
+            served(&alone)[0]
+                .custom(None)
+                .deprecation_warning
+                .as_deref(),
             Some("example.com/v1 Widget is deprecated")
         );
     }
@@ -792,7 +800,7 @@ mod tests {
         let mut d = c.clone();
         d["metadata"]["deletionTimestamp"] = json!("2026-11-27T00:00:00Z");
         let b = served(&d);
-        assert!(b[1].custom().terminating);
+        assert!(b[1].custom(None).terminating);
         assert_ne!(a[1].fingerprint, b[1].fingerprint);
     }
 }

@@ -53,6 +53,7 @@ pub mod routes;
 pub mod run;
 pub mod schema_meta;
 pub mod selection;
+pub mod service_ref;
 pub mod state;
 pub mod storage;
 pub mod versions;

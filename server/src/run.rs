@@ -312,7 +312,8 @@ pub fn run(opts: Options) -> Result<(), String> {
     crate::controllers::authtrust::spawn(st.clone(), client_ca_pem, Some(request_header));
     st.aggregator
         .configure(proxy_identity, opts.enable_aggregator_routing);
-    crate::aggregator::spawn(st.clone());
+    crate::controllers::apiservices::install_resolver(&st);
+    crate::controllers::apiservices::spawn(st.clone());
     let served = rt.block_on(crate::controllers::crd::start(&st));
     crate::controllers::crd::spawn(st.clone(), served);
     spawn_manager_controllers(&st, &controllers);

@@ -771,16 +771,21 @@ struct ConversionWebhook {
 
 impl ConversionWebhook {
     fn start(s: &Server) -> ConversionWebhook {
-        use std::io::BufRead;
         let pki = s.ca_file().parent().unwrap().to_path_buf();
+        ConversionWebhook::start_with(&pki.join("apiserver.crt"), &pki.join("apiserver.key"))
+    }
+
+    /// The webhook serving with the certificate and key given.
+    fn start_with(cert: &std::path::Path, key: &std::path::Path) -> ConversionWebhook {
+        use std::io::BufRead;
         let script = format!(
             "{}/tests/python/conversion_webhook.py",
             env!("CARGO_MANIFEST_DIR")
         );
         let mut child = std::process::Command::new("python3")
             .arg(script)
-            .arg(pki.join("apiserver.crt"))
-            .arg(pki.join("apiserver.key"))
+            .arg(cert)
+            .arg(key)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -799,6 +804,73 @@ impl Drop for ConversionWebhook {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A conversion webhook named by a Service (here an `ExternalName` one) is reached where the
+/// Service resolves to at each call, its certificate verified for `<name>.<namespace>.svc`;
+/// without the Service, conversions fail with the resolver's error.
+#[test]
+fn a_conversion_webhook_named_by_a_service_is_reached_through_it() {
+    use base64::Engine;
+    let s = server();
+    let ns = s.namespace("conv-svc");
+    let pki = tempfile::tempdir().unwrap();
+    let files = keel_http::tls::load_or_create(pki.path(), &[format!("conv.{ns}.svc")]).unwrap();
+    let hook = ConversionWebhook::start_with(&files.cert, &files.key);
+    s.ok(&[
+        "-n",
+        &ns,
+        "create",
+        "service",
+        "externalname",
+        "conv",
+        "--external-name",
+        "localhost",
+    ]);
+    let version = |name: &str, storage: bool, field: &str| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                   "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}}})
+    };
+    let ca = std::fs::read(&files.ca_cert).unwrap();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "shafts.cr12.example.com"},
+        "spec": {
+            "group": "cr12.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "shafts", "singular": "shaft", "kind": "Shaft"},
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {
+                    "service": {"namespace": ns, "name": "conv", "port": hook.port, "path": "/convert"},
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)}}},
+            "versions": [version("v1", true, "size"), version("v2", false, "length")]
+        }
+    });
+    apply(s, &crd.to_string());
+    established(s, "shafts.cr12.example.com");
+    let base = |v: &str| format!("/apis/cr12.example.com/{v}/namespaces/{ns}/shafts");
+    let created = s.send_json(
+        "POST",
+        &base("v2"),
+        &json!({"apiVersion": "cr12.example.com/v2", "kind": "Shaft",
+                "metadata": {"name": "s1"}, "spec": {"length": 7}}),
+    );
+    assert_eq!(created.status, 201, "{}", created.text());
+    let v1 = s.get(&format!("{}/s1", base("v1"))).json();
+    assert_eq!(v1["spec"], json!({"size": 7}));
+    s.ok(&["-n", &ns, "delete", "service", "conv"]);
+    let failed = s.get(&format!("{}/s1", base("v2")));
+    assert_eq!(failed.status, 500, "{}", failed.text());
+    assert_eq!(
+        failed.json()["message"],
+        format!(
+            "conversion webhook for cr12.example.com/v1, Kind=Shaft failed: Post \"https://conv.{ns}.svc:{}/convert?timeout=30s\": service \"conv\" not found",
+            hook.port
+        )
+    );
 }
 
 /// Objects of a definition with `conversion.strategy: Webhook` are converted by its webhook

@@ -1,17 +1,19 @@
 //! API aggregation, as upstream's kube-aggregator does it: an `APIService` naming a Service
 //! (`spec.service`) hands its group and version to another API server (metrics-server, custom
-//! API servers). keel
+//! API servers). This module holds what is known of them (published by the availability
+//! controller, read by the proxy and discovery). keel
 //! - checks each such APIService and keeps its `Available` condition as upstream words it
-//!   (`controller`: the Service, its port and endpoints, then a discovery GET of the version
-//!   through the proxy's transport), and `Local` for the APIServices without a service;
-//! - proxies every request for the group and version to the Service (`proxy`), once keel has
+//!   (the `apiservices` controller: the Service, its port and endpoints, then a discovery GET
+//!   of the version through the proxy's transport), and `Local` for the APIServices without a
+//!   service;
+//! - proxies every request for the group and version to the Service (the handlers' `proxy`), once keel has
 //!   authenticated and authorized it, over TLS verified with the APIService's `caBundle` (or
 //!   not at all with `insecureSkipTLSVerify`), presenting the front-proxy client certificate
 //!   and naming the user in `X-Remote-User`, `X-Remote-Group` and `X-Remote-Extra-` headers;
 //! - lists the aggregated groups in discovery (`/apis`, aggregated discovery and
 //!   `/apis/<group>`), their resources from the last successful discovery check.
 //!
-//! The Service is reached as upstream's resolver reaches it (`resolve`): its cluster IP (or,
+//! The Service is reached as upstream's resolver reaches it (the controller's `resolve`): its cluster IP (or,
 //! with `--enable-aggregator-routing`, a ready endpoint of its EndpointSlices), or the host an
 //! `ExternalName` Service names.
 //!
@@ -20,14 +22,10 @@
 //! built-in groups and CRD groups are not created (upstream's autoregister controller makes
 //! them), so `kubectl get apiservices` lists only those clients created.
 
-mod controller;
 pub mod discovery;
-mod proxy;
-mod resolve;
 
-pub use controller::spawn;
-pub use proxy::proxy;
-
+pub use crate::service_ref::ServiceRef;
+use crate::service_ref::ServiceResolver;
 use keel_client::KubeClient;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -52,6 +50,8 @@ pub struct Aggregator {
     /// this).
     any: AtomicBool,
     remotes: RwLock<Arc<Remotes>>,
+    /// Resolves Services for other callers (conversion webhooks named by `service`).
+    resolver: OnceLock<ServiceResolver>,
 }
 
 /// The APIServices with a service, by group.
@@ -77,14 +77,6 @@ impl Remotes {
     }
 }
 
-/// Where an APIService's Service is: namespace, name, port.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServiceRef {
-    pub namespace: String,
-    pub name: String,
-    pub port: i64,
-}
-
 /// How a remote's server certificate is checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trust {
@@ -106,13 +98,14 @@ pub struct Remote {
     pub available: bool,
     /// The `APIResourceList` its last successful discovery check answered.
     pub resources: Option<Value>,
-    /// A client per address the service resolved to (the last one).
-    client: Arc<Mutex<Option<(String, KubeClient)>>>,
+    /// A client per address the service resolved to (the last one), shared with the remote
+    /// of the next pass while the service and trust stay the same.
+    pub client: Arc<Mutex<Option<(String, KubeClient)>>>,
 }
 
 impl Remote {
     /// A client for the remote at `authority` (`host:port`), made once per address.
-    fn client(&self, authority: &str, identity: &Identity) -> Result<KubeClient, String> {
+    pub fn client(&self, authority: &str, identity: &Identity) -> Result<KubeClient, String> {
         let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((at, c)) = cached.as_ref() {
             if at == authority {
@@ -125,10 +118,7 @@ impl Remote {
             client_cert_pem: Some(identity.cert_pem.clone()).filter(|c| !c.is_empty()),
             client_key_pem: Some(identity.key_pem.clone()).filter(|k| !k.is_empty()),
             // Upstream verifies the certificate for the service's DNS name.
-            tls_server_name: Some(format!(
-                "{}.{}.svc",
-                self.service.name, self.service.namespace
-            )),
+            tls_server_name: Some(self.service.host()),
             insecure_skip_tls_verify: self.trust.insecure,
             ..Default::default()
         };
@@ -147,7 +137,22 @@ impl Aggregator {
             .store(endpoint_routing, Ordering::Relaxed);
     }
 
-    fn identity(&self) -> Identity {
+    /// Installs the Service resolver (once, at start).
+    pub fn set_resolver(&self, resolver: ServiceResolver) {
+        let _ = self.resolver.set(resolver);
+    }
+
+    /// `--enable-aggregator-routing`.
+    pub fn endpoint_routing(&self) -> bool {
+        self.endpoint_routing.load(Ordering::Relaxed)
+    }
+
+    /// The Service resolver, once installed.
+    pub fn resolver(&self) -> Option<ServiceResolver> {
+        self.resolver.get().cloned()
+    }
+
+    pub fn identity(&self) -> Identity {
         self.identity.get().cloned().unwrap_or_default()
     }
 
@@ -177,7 +182,8 @@ impl Aggregator {
         self.any.load(Ordering::Relaxed)
     }
 
-    fn publish(&self, remotes: Vec<Remote>) {
+    /// Replaces what is known (the availability controller's pass).
+    pub fn publish(&self, remotes: Vec<Remote>) {
         let mut by_group: HashMap<String, Vec<Arc<Remote>>> = HashMap::new();
         for r in remotes {
             by_group
@@ -197,4 +203,16 @@ impl Aggregator {
         *self.remotes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Remotes { by_group });
         self.any.store(any, Ordering::Relaxed);
     }
+}
+
+/// The user headers of a proxied request (upstream's `SetAuthProxyHeaders`).
+pub fn user_headers(name: &str, uid: &str, groups: &[String]) -> Vec<(String, String)> {
+    let mut out = vec![("X-Remote-User".to_string(), name.to_string())];
+    if !uid.is_empty() {
+        out.push(("X-Remote-Uid".into(), uid.to_string()));
+    }
+    for g in groups {
+        out.push(("X-Remote-Group".into(), g.clone()));
+    }
+    out
 }

@@ -369,10 +369,11 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
     // definition served anew with the same schema keeps what its predecessor decodes).
     let routes = st.routes.load();
     let now = st.registry.current_revision();
+    let resolver = st.aggregator.resolver();
     let defined: Vec<(ResourceId, Arc<custom::Custom>)> = add
         .iter()
         .map(|s| {
-            let mut c = s.custom();
+            let mut c = s.custom(resolver.as_ref());
             let before = routes
                 .lookup(&s.spec.group, &s.spec.version, &s.spec.plural)
                 .and_then(|r| r.custom.as_ref());

@@ -5,6 +5,7 @@
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers (service accounts, ...) plug in here.
 
+pub mod apiservices;
 pub mod authtrust;
 pub mod bootstrap;
 pub mod crd;

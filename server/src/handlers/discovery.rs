@@ -38,7 +38,7 @@ pub async fn discovery(
     authorize_path(st, user, &req.path)?;
     if let (Some(g), Some(v)) = (group, version) {
         if let Some(remote) = st.aggregator.remote(g, v) {
-            return Ok(crate::aggregator::proxy(st, req, user, &remote).await);
+            return Ok(super::proxy::proxy(st, req, user, &remote).await);
         }
     }
     let routes = st.routes.load();

@@ -11,6 +11,7 @@ mod call;
 mod discovery;
 mod health;
 mod openapi;
+mod proxy;
 pub mod request_info;
 mod resource;
 mod respond;
@@ -434,7 +435,7 @@ async fn resource(
         },
     )?;
     if let Some(remote) = st.aggregator.remote(&rr.group, &rr.version) {
-        return Ok(crate::aggregator::proxy(st, req, user, &remote).await);
+        return Ok(proxy::proxy(st, req, user, &remote).await);
     }
     let routes = st.routes.load();
     let res = routes

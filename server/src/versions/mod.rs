@@ -56,7 +56,11 @@ enum How {
 impl Versions {
     /// The conversion of a custom resource's version `version` per its definition `crd`
     /// (`None` when the definition has one version: nothing ever converts).
-    pub fn of_custom(crd: &Value, version: &str) -> Option<Versions> {
+    pub fn of_custom(
+        crd: &Value,
+        version: &str,
+        resolver: Option<&crate::service_ref::ServiceResolver>,
+    ) -> Option<Versions> {
         let versions = crd.pointer("/spec/versions")?.as_array()?;
         if versions.len() < 2 {
             return None;
@@ -69,7 +73,10 @@ impl Versions {
             .as_str()?;
         let conversion = crd.pointer("/spec/conversion").unwrap_or(&Value::Null);
         let how = match conversion.get("strategy").and_then(Value::as_str) {
-            Some("Webhook") => How::Webhook(Arc::new(webhook::Webhook::of(conversion))),
+            Some("Webhook") => How::Webhook(Arc::new(webhook::Webhook::of(
+                conversion,
+                resolver.cloned(),
+            ))),
             _ => How::ApiVersion,
         };
         Some(Versions {
@@ -322,18 +329,25 @@ mod tests {
 
     #[test]
     fn one_version_never_converts() {
-        assert_eq!(Versions::of_custom(&crd(None, &[("v1", true)]), "v1"), None);
+        assert_eq!(
+            Versions::of_custom(&crd(None, &[("v1", true)]), "v1", None),
+            None
+        );
         // No storage version (refused by validation, but never panics here).
         assert_eq!(
-            Versions::of_custom(&crd(None, &[("v1", false), ("v2", false)]), "v1"),
+            Versions::of_custom(&crd(None, &[("v1", false), ("v2", false)]), "v1", None),
             None
         );
     }
 
     #[test]
     fn strategy_none_changes_only_the_api_version() {
-        let v =
-            Versions::of_custom(&crd(Some("None"), &[("v1", false), ("v2", true)]), "v1").unwrap();
+        let v = Versions::of_custom(
+            &crd(Some("None"), &[("v1", false), ("v2", true)]),
+            "v1",
+            None,
+        )
+        .unwrap();
         assert_eq!(v.storage, "example.com/v2");
         assert_eq!(v.request, "example.com/v1");
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v1",
@@ -347,13 +361,15 @@ mod tests {
         block_on(v.to_request(&mut o)).unwrap();
         assert_eq!(o["apiVersion"], "example.com/v1");
         // No strategy is None.
-        let d = Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2").unwrap();
+        let d =
+            Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2", None).unwrap();
         assert_eq!(d.how, How::ApiVersion);
     }
 
     #[test]
     fn stored_bytes_convert_only_when_in_another_version() {
-        let v = Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2").unwrap();
+        let v =
+            Versions::of_custom(&crd(None, &[("v1", true), ("v2", false)]), "v2", None).unwrap();
         let at_v2 = br#"{"kind":"Widget","apiVersion":"example.com/v2","metadata":{"name":"a"}}"#;
         assert!(matches!(
             block_on(v.bytes_to_request(at_v2)).unwrap(),
@@ -377,7 +393,11 @@ mod tests {
         let mut c = crd(Some("Webhook"), &[("v1", true), ("v2", false)]);
         c["spec"]["conversion"]["webhook"] = json!({"conversionReviewVersions": ["v1"],
             "clientConfig": {"service": {"name": "conv", "namespace": "ns", "path": "/convert"}}});
-        let v = Versions::of_custom(&c, "v2").unwrap();
+        // The Service is resolved at the call (here: it is missing).
+        let missing: crate::service_ref::ServiceResolver = Arc::new(|svc| {
+            Box::pin(async move { Err(format!("service \"{}\" not found", svc.name)) })
+        });
+        let v = Versions::of_custom(&c, "v2", Some(&missing)).unwrap();
         assert!(!v.converts_at_once());
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v1"});
         assert_eq!(v.convert_at_once(&mut o, "example.com/v2"), None);
@@ -385,7 +405,7 @@ mod tests {
         assert_eq!(e.code, 500);
         assert_eq!(
             e.message,
-            "conversion webhook for example.com/v1, Kind=Widget failed: Post \"https://conv.ns.svc:443/convert?timeout=30s\": dial tcp: lookup conv.ns.svc: no such host"
+            "conversion webhook for example.com/v1, Kind=Widget failed: Post \"https://conv.ns.svc:443/convert?timeout=30s\": service \"conv\" not found"
         );
         // Already in the wanted version: nothing to call.
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v2"});

@@ -7,16 +7,20 @@
 //! annotations. Every failure is upstream's `conversion webhook for <gvk> ...` text, answered
 //! as a 500.
 //!
-//! Not done: `clientConfig.service` (upstream resolves the service's cluster address; keel
-//! has no route to cluster IPs, so such a webhook fails as an unresolvable host would);
-//! without `caBundle` no server certificate is trusted (upstream falls back to the system's
-//! roots); label and annotation syntax in converted objects is not re-checked.
+//! A webhook named by `clientConfig.service` is reached where the Service resolves to at each
+//! call (as upstream's webhooks and aggregated APIs: `crate::service_ref`), its certificate
+//! verified for `<name>.<namespace>.svc`.
+//!
+//! Not done: without `caBundle` no server certificate is trusted (upstream falls back to the
+//! system's roots); label and annotation syntax in converted objects is not re-checked.
 
 use crate::limits::{CONVERSION_WEBHOOK_IDLE_CONNECTIONS, CONVERSION_WEBHOOK_TIMEOUT};
+use crate::service_ref::{ServiceRef, ServiceResolver};
 use base64::Engine;
 use keel_client::kubeconfig::Endpoint;
 use keel_client::{KubeClient, Method};
 use serde_json::{json, Map, Value};
+use std::sync::Mutex;
 
 /// One definition's conversion webhook.
 pub struct Webhook {
@@ -26,7 +30,20 @@ pub struct Webhook {
     url: String,
     /// The path requests go to (with `?timeout=30s`).
     path: String,
-    client: Result<KubeClient, String>,
+    target: Target,
+}
+
+/// Where the webhook is.
+enum Target {
+    /// `clientConfig.url`: one client (or why there is none).
+    Url(Result<KubeClient, String>),
+    /// `clientConfig.service`: resolved at each call; a client per address (the last one).
+    Service {
+        svc: ServiceRef,
+        ca_pem: Option<Vec<u8>>,
+        resolver: Option<ServiceResolver>,
+        client: Mutex<Option<(String, KubeClient)>>,
+    },
 }
 
 impl std::fmt::Debug for Webhook {
@@ -47,8 +64,9 @@ fn timeout_query() -> String {
 }
 
 impl Webhook {
-    /// The webhook of `spec.conversion.webhook` (`None` if absent).
-    pub fn of(conversion: &Value) -> Webhook {
+    /// The webhook of `spec.conversion.webhook` (`None` if absent); `resolver` finds where a
+    /// webhook named by a Service is.
+    pub fn of(conversion: &Value, resolver: Option<ServiceResolver>) -> Webhook {
         let webhook = conversion.get("webhook").unwrap_or(&Value::Null);
         let versions: Vec<&str> = webhook
             .get("conversionReviewVersions")
@@ -64,21 +82,32 @@ impl Webhook {
             _ => None,
         });
         let config = webhook.get("clientConfig").unwrap_or(&Value::Null);
-        let (base, client) = match (
+        let (base, target) = match (
             config.get("url").and_then(Value::as_str),
             config.get("service"),
         ) {
-            (Some(url), _) => (url.to_owned(), client(url, config)),
+            (Some(url), _) => (url.to_owned(), Target::Url(client(url, config))),
             (None, Some(svc)) => {
                 let s = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or("");
-                let port = svc.get("port").and_then(Value::as_i64).unwrap_or(443);
-                let host = format!("{}.{}.svc", s("name"), s("namespace"));
-                (
-                    format!("https://{host}:{port}{}", s("path")),
-                    Err(format!("dial tcp: lookup {host}: no such host")),
-                )
+                let svc_ref = ServiceRef {
+                    namespace: s("namespace").to_owned(),
+                    name: s("name").to_owned(),
+                    port: svc.get("port").and_then(Value::as_i64).unwrap_or(443),
+                };
+                let base = format!("https://{}:{}{}", svc_ref.host(), svc_ref.port, s("path"));
+                let ca_pem = ca_bundle(config);
+                let target = match ca_pem {
+                    Ok(ca_pem) => Target::Service {
+                        svc: svc_ref,
+                        ca_pem,
+                        resolver,
+                        client: Mutex::new(None),
+                    },
+                    Err(e) => Target::Url(Err(e)),
+                };
+                (base, target)
             }
-            (None, None) => (String::new(), Err("no clientConfig".into())),
+            (None, None) => (String::new(), Target::Url(Err("no clientConfig".into()))),
         };
         // `https://host:port` is where the client connects, the rest the path it posts to.
         let rest = base.split_once("://").map_or("", |(_, r)| r);
@@ -87,7 +116,7 @@ impl Webhook {
             review,
             path: format!("{path}{}", timeout_query()),
             url: format!("{base}{}", timeout_query()),
-            client,
+            target,
         }
     }
 
@@ -106,9 +135,9 @@ impl Webhook {
             .review
             .ok_or_else(|| "no supported conversion review versions".to_string())?;
         let client = self
-            .client
-            .as_ref()
-            .map_err(|e| failed(self.post_error(e)))?;
+            .client()
+            .await
+            .map_err(|e| failed(self.post_error(&e)))?;
         let uid = uuid::Uuid::new_v4().to_string();
         let request = json!({
             "kind": "ConversionReview",
@@ -170,21 +199,63 @@ impl Webhook {
         Ok(out)
     }
 
+    /// The client for the webhook now (a Service's resolved at this call).
+    async fn client(&self) -> Result<KubeClient, String> {
+        match &self.target {
+            Target::Url(c) => c.clone(),
+            Target::Service {
+                svc,
+                ca_pem,
+                resolver,
+                client,
+            } => {
+                let resolver = resolver
+                    .as_ref()
+                    .ok_or("no service resolver in this server")?;
+                let authority = resolver(svc.clone()).await?;
+                let mut cached = client.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((at, c)) = cached.as_ref() {
+                    if *at == authority {
+                        return Ok(c.clone());
+                    }
+                }
+                let ep = Endpoint {
+                    server: format!("https://{authority}"),
+                    ca_pem: ca_pem.clone(),
+                    tls_server_name: Some(svc.host()),
+                    ..Endpoint::default()
+                };
+                let c = KubeClient::with_user_agent(
+                    &ep,
+                    CONVERSION_WEBHOOK_IDLE_CONNECTIONS,
+                    "kube-apiserver",
+                )?;
+                *cached = Some((authority, c.clone()));
+                Ok(c)
+            }
+        }
+    }
+
     fn post_error(&self, e: &str) -> String {
         format!("Post \"{}\": {e}", self.url)
     }
 }
 
-/// A client for the webhook at `url` trusting `caBundle`.
-fn client(url: &str, config: &Value) -> Result<KubeClient, String> {
-    let ca_pem = match config.get("caBundle").and_then(Value::as_str) {
-        Some(b) => Some(
+/// The decoded `caBundle` of a client config.
+fn ca_bundle(config: &Value) -> Result<Option<Vec<u8>>, String> {
+    match config.get("caBundle").and_then(Value::as_str) {
+        Some(b) => Ok(Some(
             base64::engine::general_purpose::STANDARD
                 .decode(b)
                 .map_err(|e| format!("caBundle: {e}"))?,
-        ),
-        None => None,
-    };
+        )),
+        None => Ok(None),
+    }
+}
+
+/// A client for the webhook at `url` trusting `caBundle`.
+fn client(url: &str, config: &Value) -> Result<KubeClient, String> {
+    let ca_pem = ca_bundle(config)?;
     let origin = match url.split_once("://") {
         Some((scheme, rest)) => format!("{scheme}://{}", rest.split('/').next().unwrap_or("")),
         None => url.to_owned(),

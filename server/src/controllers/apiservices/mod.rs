@@ -11,12 +11,14 @@
 //! changed. A change of any APIService, Service or EndpointSlice wakes it; it also checks
 //! every `APISERVICE_RESYNC` (a server that went away is seen within that).
 
-use super::resolve;
-use super::{proxy, Remote, ServiceRef, Trust};
+pub mod resolve;
+
+use crate::aggregator::{user_headers, Remote, ServiceRef, Trust};
 use crate::limits::{APISERVICE_CHECK_TIMEOUT, APISERVICE_PASS_INTERVAL_MIN, APISERVICE_RESYNC};
 use crate::objects;
 use crate::registry::UpdateOptions;
 use crate::routes::Resource;
+use crate::service_ref::ServiceResolver;
 use crate::state::State;
 use base64::Engine;
 use keel_api::status::ApiError;
@@ -27,9 +29,24 @@ use std::sync::{Arc, Mutex};
 pub const GROUP: &str = "apiregistration.k8s.io";
 pub const PLURAL: &str = "apiservices";
 
+/// Installs the Service resolver of `st` in its aggregator (it holds the state weakly): what
+/// conversion webhooks named by a Service use.
+pub fn install_resolver(st: &Arc<State>) {
+    let weak = Arc::downgrade(st);
+    let resolver: ServiceResolver = Arc::new(move |svc: ServiceRef| {
+        let weak = weak.clone();
+        Box::pin(async move {
+            let st = weak.upgrade().ok_or("the server is stopping")?;
+            let routing = st.aggregator.endpoint_routing();
+            resolve::resolve(&st, &svc, routing).await
+        })
+    });
+    st.aggregator.set_resolver(resolver);
+}
+
 /// Runs the controller on its own thread with its own single-threaded runtime.
 pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    crate::controllers::spawn_thread("keel-apiservice-availability", move || run(st))
+    super::spawn_thread("keel-apiservice-availability", move || run(st))
 }
 
 async fn run(st: Arc<State>) {
@@ -43,7 +60,7 @@ async fn run(st: Arc<State>) {
         if watches.iter().any(Option::is_none) {
             watches = open_watches(&st).await;
         }
-        if crate::controllers::wait_for_change(&mut watches, APISERVICE_RESYNC).await {
+        if super::wait_for_change(&mut watches, APISERVICE_RESYNC).await {
             watches = [None, None, None];
         }
     }
@@ -61,7 +78,7 @@ async fn open_watches(
     ];
     for (slot, res) in out.iter_mut().zip(resources) {
         if let Some(res) = res {
-            *slot = crate::controllers::watch_all(st, res).await;
+            *slot = super::watch_all(st, res).await;
         }
     }
     out
@@ -110,7 +127,12 @@ fn service_ref(spec: &Value) -> Option<ServiceRef> {
     })
 }
 
-fn remote_of(name: &str, spec: &Value, service: ServiceRef, before: &super::Remotes) -> Remote {
+fn remote_of(
+    name: &str,
+    spec: &Value,
+    service: ServiceRef,
+    before: &crate::aggregator::Remotes,
+) -> Remote {
     let text = |k: &str| spec.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let int = |k: &str| spec.get(k).and_then(Value::as_i64).unwrap_or(0);
     let trust = Trust {
@@ -228,10 +250,7 @@ async fn check(st: &State, remote: &Remote) -> (Condition, Option<Value>) {
 /// GETs the version's discovery document from the remote; its APIResourceList when it is
 /// JSON.
 async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, String> {
-    let routing = st
-        .aggregator
-        .endpoint_routing
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let routing = st.aggregator.endpoint_routing();
     let path = if remote.group.is_empty() {
         format!("/api/{}", remote.version)
     } else {
@@ -250,7 +269,7 @@ async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, S
     let client = remote
         .client(&authority, &st.aggregator.identity())
         .map_err(failing)?;
-    let headers = proxy::user_headers("system:kube-aggregator", "", &["system:masters".into()]);
+    let headers = user_headers("system:kube-aggregator", "", &["system:masters".into()]);
     let refs: Vec<(&str, &str)> = headers
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -336,7 +355,7 @@ async fn write_if_changed(st: &State, res: &Resource, api: &Value, cond: Conditi
             Ok(new)
         })
         .await;
-    if let Err(e) = crate::controllers::gone_ok(r) {
+    if let Err(e) = super::gone_ok(r) {
         eprintln!(
             "apiservice availability controller: status of {name}: {}",
             e.message

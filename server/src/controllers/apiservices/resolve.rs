@@ -3,8 +3,8 @@
 //! cluster IP and the port asked for, or (endpoint routing) at a ready endpoint of their
 //! EndpointSlices on the target port of that Service port. Errors are upstream's texts.
 
-use super::ServiceRef;
 use crate::objects;
+use crate::service_ref::ServiceRef;
 use crate::state::State;
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! The proxy to an aggregated API server: a request keel authenticated and authorized goes to
+//! The proxy to an aggregated API server (`crate::aggregator`): a request keel authenticated and authorized goes to
 //! the APIService's Service with the user named in the request headers (upstream's
 //! `X-Remote-User`, `X-Remote-Uid`, `X-Remote-Group`, `X-Remote-Extra-`), the client's own
 //! credentials and hop-by-hop headers left out; the answer comes back as it arrives (a watch
@@ -6,8 +6,9 @@
 //! APIService is not available or its Service cannot be resolved, 503 with the transport's
 //! error when the server cannot be reached.
 
-use super::Remote;
+use crate::aggregator::{user_headers, Remote};
 use crate::auth::User;
+use crate::controllers::apiservices::resolve;
 use crate::state::State;
 use keel_client::{Forward, Method};
 use keel_http::{Body, Request, Response};
@@ -68,18 +69,6 @@ fn plain(status: u16, text: &str) -> Response {
     r
 }
 
-/// The user headers of a proxied request (upstream's `SetAuthProxyHeaders`).
-pub fn user_headers(name: &str, uid: &str, groups: &[String]) -> Vec<(String, String)> {
-    let mut out = vec![("X-Remote-User".to_string(), name.to_string())];
-    if !uid.is_empty() {
-        out.push(("X-Remote-Uid".into(), uid.to_string()));
-    }
-    for g in groups {
-        out.push(("X-Remote-Group".into(), g.clone()));
-    }
-    out
-}
-
 /// Proxies `req` (from `user`) to `remote`.
 pub async fn proxy(st: &State, req: &Request, user: &User, remote: &Remote) -> Response {
     if !remote.available {
@@ -88,11 +77,8 @@ pub async fn proxy(st: &State, req: &Request, user: &User, remote: &Remote) -> R
     let Some(method) = Method::from_name(req.method.as_str()) else {
         return plain(405, "method not allowed");
     };
-    let routing = st
-        .aggregator
-        .endpoint_routing
-        .load(std::sync::atomic::Ordering::Relaxed);
-    let authority = match super::resolve::resolve(st, &remote.service, routing).await {
+    let routing = st.aggregator.endpoint_routing();
+    let authority = match resolve::resolve(st, &remote.service, routing).await {
         Ok(a) => a,
         Err(e) => {
             eprintln!(
