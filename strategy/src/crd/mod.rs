@@ -1317,3 +1317,5 @@ fn preserve_unknown_fields(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod cost_tests;

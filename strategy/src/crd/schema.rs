@@ -218,7 +218,7 @@ pub(super) fn validation_rules(
     }
     // Upstream compiles the rules only for a schema without any other error.
     if errs.is_empty() && structural_error(schema, 0).is_none() {
-        super::celrules::compile_tree(schema, &root, &mut errs);
+        super::celrules::compile_tree(schema, &root, true, &mut errs);
     }
     errs
 }
