@@ -151,6 +151,7 @@ pub(super) fn validation_rules(
     status_enabled: bool,
     opts: &Opts,
     path: &str,
+    per_expression_cost: bool,
 ) -> Vec<FieldErr> {
     let Some(schema) = get(validation, "openAPIV3Schema") else {
         return Vec::new();
@@ -218,7 +219,7 @@ pub(super) fn validation_rules(
     }
     // Upstream compiles the rules only for a schema without any other error.
     if errs.is_empty() && structural_error(schema, 0).is_none() {
-        super::celrules::compile_tree(schema, &root, true, &mut errs);
+        super::celrules::compile_tree(schema, &root, per_expression_cost, &mut errs);
     }
     errs
 }
