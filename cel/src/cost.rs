@@ -280,7 +280,11 @@ impl<'a> Coster<'a> {
             Expr::List(list) => {
                 let mut sum = Estimate::default();
                 let mut item = Estimate {
-                    min: if list.elements.is_empty() { 0 } else { u64::MAX },
+                    min: if list.elements.is_empty() {
+                        0
+                    } else {
+                        u64::MAX
+                    },
                     max: 0,
                 };
                 for el in &list.elements {
@@ -457,8 +461,15 @@ impl<'a> Coster<'a> {
         let mut result_size: Option<Estimate> = None;
         for o in overloads {
             let k = kind(&name, member, o);
-            let (cost, size) =
-                self.function_cost(e, &name, k, target_node.as_ref(), args, &arg_nodes, &arg_costs);
+            let (cost, size) = self.function_cost(
+                e,
+                &name,
+                k,
+                target_node.as_ref(),
+                args,
+                &arg_nodes,
+                &arg_costs,
+            );
             fn_cost = fn_cost.union(cost);
             if let Some(s) = size {
                 result_size = Some(result_size.map_or(s, |r| r.union(s)));
@@ -466,7 +477,14 @@ impl<'a> Coster<'a> {
             if matches!(k, Kind::IndexList | Kind::IndexMap) && !args.is_empty() {
                 result_size = self.entry(&args[0]).map(|en| en.val);
                 let mut path = self.path(&args[0]);
-                path.push(if k == Kind::IndexList { "@items" } else { "@values" }.into());
+                path.push(
+                    if k == Kind::IndexList {
+                        "@items"
+                    } else {
+                        "@values"
+                    }
+                    .into(),
+                );
                 self.paths.insert(e.id, path);
             }
             if result_size.is_none() {
@@ -665,27 +683,34 @@ impl<'a> Coster<'a> {
                 let sz = self.node_size(target?);
                 let s = traversal(sz.add(Estimate::fixed(1)));
                 let r = self.node_size(&nodes[0]).factor(REGEX_LENGTH_FACTOR);
-                Some((s.mul(r), Some(Estimate { min: 0, max: sz.max })))
-            }
-            "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" => {
-                // Upstream prices these only as members (they are globals): 1.
-                target?;
-                Some((traversal(self.node_size(nodes.first()?)), None))
-            }
-            "ip" => {
-                target?;
-                nominal
-            }
-            "ip.isCanonical" => {
-                target?;
                 Some((
-                    self.node_size(nodes.first()?)
-                        .factor(2.0 * STRING_TRAVERSAL_FACTOR),
-                    None,
+                    s.mul(r),
+                    Some(Estimate {
+                        min: 0,
+                        max: sz.max,
+                    }),
                 ))
             }
-            "masked" | "prefixLength" | "family" | "isUnspecified" | "isLoopback"
-            | "isLinkLocalMulticast" | "isLinkLocalUnicast" => nominal,
+            // Parsing a string is a traversal of it.
+            "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" if !nodes.is_empty() => {
+                Some((traversal(self.node_size(&nodes[0])), None))
+            }
+            // `cidr.ip()` reads a field; `ip(s)` parses `s`.
+            "ip" if target.is_some() => nominal,
+            "ip" if !nodes.is_empty() => Some((traversal(self.node_size(&nodes[0])), None)),
+            // Parsing, then comparing with the original: two traversals.
+            "ip.isCanonical" if !nodes.is_empty() => Some((
+                self.node_size(&nodes[0])
+                    .factor(2.0 * STRING_TRAVERSAL_FACTOR),
+                None,
+            )),
+            "masked"
+            | "prefixLength"
+            | "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast" => nominal,
             "containsIP" | "containsCIDR" if !nodes.is_empty() => {
                 target?;
                 // Comparing two addresses of 4 or 16 bytes.
@@ -781,7 +806,13 @@ impl<'a> Coster<'a> {
         self.locals.get(name).and_then(|s| s.last())
     }
 
-    fn push(&mut self, name: &str, path: Vec<String>, size: Option<Estimate>, entry: Option<EntrySize>) {
+    fn push(
+        &mut self,
+        name: &str,
+        path: Vec<String>,
+        size: Option<Estimate>,
+        entry: Option<EntrySize>,
+    ) {
         self.locals
             .entry(name.to_string())
             .or_default()
@@ -841,7 +872,11 @@ impl<'a> Coster<'a> {
 fn replace_size(sz: Estimate, from: Estimate, to: Estimate) -> Estimate {
     let (mut count, mut kept) = (Estimate::default(), Estimate::default());
     if from.min == 0 {
-        count.max = if sz.max < u64::MAX { sz.max + 1 } else { sz.max };
+        count.max = if sz.max < u64::MAX {
+            sz.max + 1
+        } else {
+            sz.max
+        };
         kept.max = sz.max;
     } else if to.max <= from.min {
         kept.max = sz.max;
@@ -849,7 +884,11 @@ fn replace_size(sz: Estimate, from: Estimate, to: Estimate) -> Estimate {
         count.max = (sz.max as f64 / from.min as f64).ceil() as u64;
     }
     if from.max == 0 {
-        count.min = if sz.min < u64::MAX { sz.min + 1 } else { sz.min };
+        count.min = if sz.min < u64::MAX {
+            sz.min + 1
+        } else {
+            sz.min
+        };
         kept.min = sz.min;
     } else if from.max <= to.min {
         kept.min = sz.min;

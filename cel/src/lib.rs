@@ -6,8 +6,12 @@
 //! Evaluation ([`eval`]) runs programs with the `cel` crate's interpreter (what the
 //! checker accepts but the interpreter lacks is listed there).
 //!
-//! Not done: cost estimation (upstream refuses expressions whose worst-case cost exceeds a
-//! limit) and the checks upstream's validators make of literal arguments other than a
+//! Cost estimation ([`cost`], [`compile_with_cost`]) is cel-go's static estimate with the
+//! estimator upstream's API server installs: the worst-case cost of a checked expression
+//! from the sizes its caller knows (a CRD's schema: `maxLength`, `maxItems`,
+//! `maxProperties`). What it does not price as upstream does is listed there.
+//!
+//! Not done: the checks upstream's validators make of literal arguments other than a
 //! `matches` pattern (durations, timestamps).
 
 mod check;

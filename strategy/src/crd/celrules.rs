@@ -10,11 +10,20 @@
 //! bytes, `duration` as duration, `date-time` and `date` as timestamp); int-or-string and
 //! untyped nodes as dyn.
 //!
+//! Cost: each rule's worst-case cost is estimated ([`keel_cel::cost`]) from the sizes the
+//! schema gives (`self`'s and `oldSelf`'s paths: a string's `maxLength` times 4, a list's
+//! `maxItems`, a map's `maxProperties`, or what fits in a 3 MiB request), multiplied by how
+//! many times the rule can run (the product of the `maxItems` and `maxProperties` of the lists
+//! and maps above it, or, when one is unbounded, how many of the node's smallest
+//! serialization fit in a request). As upstream: a rule over [`limits::EXPRESSION_COST_MAX`]
+//! is Forbidden at its `rule`, a `messageExpression` over it (not multiplied) at its
+//! `messageExpression`, and a schema whose costs sum over [`limits::CRD_COST_MAX`] gets a
+//! Forbidden on each of its (at most 4) most expensive expressions and on the schema root. An
+//! update that leaves a version's schema unchanged skips the per-expression limit. What the
+//! estimator prices differently from upstream is listed in [`keel_cel::cost`].
+//!
 //! Not done: upstream names object types `selfType<random number>...` in its messages; here
-//! the number is 0. Cost estimation (upstream refuses a rule whose estimated cost exceeds its
-//! per-rule or per-CRD budget) is not done: such rules are accepted, and their runs are
-//! bounded at evaluation (keel-apiext). Nor is the check that `oldSelf` is only used where
-//! the old value can be correlated (not below atomic lists or sets).
+//! the number is 0.
 
 use super::str_of;
 use crate::errors::{Bad, FieldErr};
@@ -105,7 +114,7 @@ impl TotalCost {
         }
         self.most_expensive.push((path.to_string(), cost));
         // Stable, as upstream's sort of a list kept sorted.
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(limits::EXPENSIVE_SHOWN_MAX);
     }
 }
@@ -183,117 +192,117 @@ fn child_factor(s: &Value) -> Option<u64> {
 }
 
 impl Tree<'_> {
-/// The compile and cost errors of the rules at node `s` (at `path`); `resource`: `s` is the
-/// root, whose `self` also has `apiVersion`, `kind` and `metadata`.
-fn compile_errors(
-    &mut self,
-    s: &Value,
-    path: &str,
-    resource: bool,
-    uncorrelated: Option<&str>,
-    cardinality: Option<u64>,
-) {
-    let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
-        return;
-    };
-    let (base, self_type, min_size) = rule_env(s, resource);
-    // An unbounded list or map above: as many times as the smallest `s` fits in a request.
-    let times = cardinality
-        .unwrap_or_else(|| limits::REQUEST_BYTES_MAX / min_size.saturating_add(1));
-    for (i, r) in rules.iter().enumerate() {
-        let p = format!("{path}.x-kubernetes-validations[{i}]");
-        let rule = str_of(r, "rule");
-        if rule.trim().is_empty() {
-            continue;
-        }
-        let optional = r.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
-        let old_type = if optional {
-            Type::optional(self_type.clone())
-        } else {
-            self_type.clone()
+    /// The compile and cost errors of the rules at node `s` (at `path`); `resource`: `s` is the
+    /// root, whose `self` also has `apiVersion`, `kind` and `metadata`.
+    fn compile_errors(
+        &mut self,
+        s: &Value,
+        path: &str,
+        resource: bool,
+        uncorrelated: Option<&str>,
+        cardinality: Option<u64>,
+    ) {
+        let Some(rules) = s.get("x-kubernetes-validations").and_then(Value::as_array) else {
+            return;
         };
-        let env = base.clone().variable("oldSelf", old_type);
-        let shown = || Bad::Raw(rule_json(r));
-        let compiled = keel_cel::compile_with_cost(&env, rule);
-        let transition = compiled.is_ok() && refers_to_old_self(rule);
-        // A rule that does not compile costs 0, as upstream counts it.
-        let cost = match &compiled {
-            Ok((t, c)) if *t == Type::Bool || t.is_dyn() => expression_cost(c.max, times),
-            _ => 0,
-        };
-        let rule_path = format!("{p}.rule");
-        if self.per_expression_cost && cost > limits::EXPRESSION_COST_MAX {
-            self.errs.push(FieldErr::forbidden(
-                &rule_path,
-                &cost_message("estimated rule cost", cost, limits::EXPRESSION_COST_MAX),
-            ));
-        }
-        self.total.observe(&rule_path, cost);
-        let errs = &mut *self.errs;
-        let compiled = compiled.map(|(t, _)| t);
-        match compiled {
-            Err(issues) => errs.push(FieldErr::invalid(
-                &format!("{p}.rule"),
-                shown(),
-                &format!("compilation failed: {issues}"),
-            )),
-            Ok(t) if !(t == Type::Bool || t.is_dyn()) => errs.push(FieldErr::invalid(
-                &format!("{p}.rule"),
-                shown(),
-                "cel expression must evaluate to a bool",
-            )),
-            Ok(_) => {}
-        }
-        if let (true, false, Some(list)) = (transition, optional, uncorrelated) {
-            errs.push(FieldErr::invalid(
+        let (base, self_type, min_size) = rule_env(s, resource);
+        // An unbounded list or map above: as many times as the smallest `s` fits in a request.
+        let times =
+            cardinality.unwrap_or_else(|| limits::REQUEST_BYTES_MAX / min_size.saturating_add(1));
+        for (i, r) in rules.iter().enumerate() {
+            let p = format!("{path}.x-kubernetes-validations[{i}]");
+            let rule = str_of(r, "rule");
+            if rule.trim().is_empty() {
+                continue;
+            }
+            let optional = r.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+            let old_type = if optional {
+                Type::optional(self_type.clone())
+            } else {
+                self_type.clone()
+            };
+            let env = base.clone().variable("oldSelf", old_type);
+            let shown = || Bad::Raw(rule_json(r));
+            let compiled = keel_cel::compile_with_cost(&env, rule);
+            let transition = compiled.is_ok() && refers_to_old_self(rule);
+            // A rule that does not compile costs 0, as upstream counts it.
+            let cost = match &compiled {
+                Ok((t, c)) if *t == Type::Bool || t.is_dyn() => expression_cost(c.max, times),
+                _ => 0,
+            };
+            let rule_path = format!("{p}.rule");
+            if self.per_expression_cost && cost > limits::EXPRESSION_COST_MAX {
+                self.errs.push(FieldErr::forbidden(
+                    &rule_path,
+                    &cost_message("estimated rule cost", cost, limits::EXPRESSION_COST_MAX),
+                ));
+            }
+            self.total.observe(&rule_path, cost);
+            let errs = &mut *self.errs;
+            let compiled = compiled.map(|(t, _)| t);
+            match compiled {
+                Err(issues) => errs.push(FieldErr::invalid(
+                    &format!("{p}.rule"),
+                    shown(),
+                    &format!("compilation failed: {issues}"),
+                )),
+                Ok(t) if !(t == Type::Bool || t.is_dyn()) => errs.push(FieldErr::invalid(
+                    &format!("{p}.rule"),
+                    shown(),
+                    "cel expression must evaluate to a bool",
+                )),
+                Ok(_) => {}
+            }
+            if let (true, false, Some(list)) = (transition, optional, uncorrelated) {
+                errs.push(FieldErr::invalid(
                 &format!("{p}.rule"),
                 rule,
                 &format!(
                     "oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
                 ),
             ));
-        }
-        // Upstream knows a rule uses oldSelf only once it compiled.
-        if optional && !transition {
-            errs.push(FieldErr::invalid(
-                &format!("{p}.optionalOldSelf"),
-                true,
-                "may not be set if oldSelf is not used in rule",
-            ));
-        }
-        let msg_expr = str_of(r, "messageExpression");
-        if msg_expr.trim().is_empty() {
-            continue;
-        }
-        match keel_cel::compile_with_cost(&env, msg_expr) {
-            Ok((t, c)) if t == Type::String || t.is_dyn() => {
-                // A message expression's cost is not multiplied by the rule's cardinality.
-                let msg_path = format!("{p}.messageExpression");
-                if self.per_expression_cost && c.max > limits::EXPRESSION_COST_MAX {
-                    self.errs.push(FieldErr::forbidden(
-                        &msg_path,
-                        &cost_message(
-                            "estimated messageExpression cost",
-                            c.max,
-                            limits::EXPRESSION_COST_MAX,
-                        ),
-                    ));
-                }
-                self.total.observe(&msg_path, c.max);
             }
-            Err(issues) => self.errs.push(FieldErr::invalid(
-                &format!("{p}.messageExpression"),
-                shown(),
-                &format!("messageExpression compilation failed: {issues}"),
-            )),
-            Ok(_) => self.errs.push(FieldErr::invalid(
-                &format!("{p}.messageExpression"),
-                shown(),
-                "messageExpression must evaluate to a string",
-            )),
+            // Upstream knows a rule uses oldSelf only once it compiled.
+            if optional && !transition {
+                errs.push(FieldErr::invalid(
+                    &format!("{p}.optionalOldSelf"),
+                    true,
+                    "may not be set if oldSelf is not used in rule",
+                ));
+            }
+            let msg_expr = str_of(r, "messageExpression");
+            if msg_expr.trim().is_empty() {
+                continue;
+            }
+            match keel_cel::compile_with_cost(&env, msg_expr) {
+                Ok((t, c)) if t == Type::String || t.is_dyn() => {
+                    // A message expression's cost is not multiplied by the rule's cardinality.
+                    let msg_path = format!("{p}.messageExpression");
+                    if self.per_expression_cost && c.max > limits::EXPRESSION_COST_MAX {
+                        self.errs.push(FieldErr::forbidden(
+                            &msg_path,
+                            &cost_message(
+                                "estimated messageExpression cost",
+                                c.max,
+                                limits::EXPRESSION_COST_MAX,
+                            ),
+                        ));
+                    }
+                    self.total.observe(&msg_path, c.max);
+                }
+                Err(issues) => self.errs.push(FieldErr::invalid(
+                    &format!("{p}.messageExpression"),
+                    shown(),
+                    &format!("messageExpression compilation failed: {issues}"),
+                )),
+                Ok(_) => self.errs.push(FieldErr::invalid(
+                    &format!("{p}.messageExpression"),
+                    shown(),
+                    "messageExpression must evaluate to a string",
+                )),
+            }
         }
     }
-}
 }
 
 /// A rule's cost times the number of times it can run (upstream's overflow-guarded product;
@@ -506,7 +515,10 @@ fn sizes_of(s: &Value, resource: bool, depth: usize) -> (Sizes, u64) {
             object_sizes(s, resource, depth)
         }
         "string" => match str_of(s, "format") {
-            "byte" => leaf(max_of("maxLength").unwrap_or(unbounded_string), MIN_STRING_SIZE),
+            "byte" => leaf(
+                max_of("maxLength").unwrap_or(unbounded_string),
+                MIN_STRING_SIZE,
+            ),
             "duration" => leaf(MAX_DURATION_SIZE_JSON, MIN_DURATION_SIZE_JSON),
             "date" => leaf(JSON_DATE_SIZE, JSON_DATE_SIZE),
             "date-time" => leaf(MAX_DATETIME_SIZE_JSON, MIN_DATETIME_SIZE_JSON),

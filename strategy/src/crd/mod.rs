@@ -1353,6 +1353,6 @@ fn preserve_unknown_fields(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod cost_tests;
+#[cfg(test)]
+mod tests;

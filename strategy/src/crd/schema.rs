@@ -2,8 +2,8 @@
 //! with the structural-schema checks (`NewStructural`, `ValidateStructural`) and the
 //! CRD-specific keyword rules (`ValidateCustomResourceDefinitionOpenAPISchema`).
 //!
-//! Not checked here (upstream does): the cost of `x-kubernetes-validations` (their static
-//! rules, `fieldPath` resolution and CEL compilation are, see [`super::celrules`]), most of `ValidateDefaults` (see
+//! `x-kubernetes-validations` are compiled and their estimated cost checked in
+//! [`super::celrules`]. Not checked here (upstream does): most of `ValidateDefaults` (see
 //! [`super::defaults`]), the rarer Go regular-expression errors of a `pattern` (see
 //! [`go_regexp_error`]), and the final "error building validator" check.
 //!

@@ -1091,7 +1091,10 @@ fn rules_over_the_cost_limits_are_refused() {
     );
     // 11 per item of 16 characters, 2 for the rest: 909,090 items fit 10,000,000, one more
     // does not (the factor of a small excess is printed with 6 decimals).
-    assert_eq!(create(schema(tags(gpu, Some(16), Some(909_090)))), Vec::<String>::new());
+    assert_eq!(
+        create(schema(tags(gpu, Some(16), Some(909_090)))),
+        Vec::<String>::new()
+    );
     assert_eq!(
         create(schema(tags(gpu, Some(16), Some(909_091)))),
         [format!("{TAGS}.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 1.000000x {TRY}")]
