@@ -36,8 +36,10 @@
 //! Not done: an integral float (`5.0`) under `type: integer` fails the node's own rules as
 //! upstream's do (`invalid data, expected int, got float64`), but an enclosing object's rule
 //! reads it as a double where upstream fails on access; embedded resources' `metadata` is passed whole (upstream:
-//! only `name` and `generateName`; compilation refuses the rest anyway); upstream's estimated
-//! cost checks belong to CRD validation (not done there either, see keel-strategy).
+//! only `name` and `generateName`; compilation refuses the rest anyway). Upstream's estimated
+//! cost checks belong to CRD validation (keel-strategy's `crd::celrules`, with
+//! [`keel_cel::cost`]): a rule stored here passed them, and this bound is the second, runtime
+//! one.
 
 use crate::compile::{Additional, Node};
 use crate::limits;

@@ -3,7 +3,7 @@
 //! assignability with type parameters, comprehension scopes, homogeneous literals), and each
 //! problem becomes an error at the node's position with cel-go's wording.
 
-use crate::stdlib::{type_ident, Function, FUNCTIONS};
+use crate::stdlib::{type_ident, Function, Overload, FUNCTIONS};
 use crate::types::{most_general, Mapping, Type};
 use crate::Env;
 use cel::common::ast::{operators, EntryExpr, Expr, IdedExpr, LiteralValue};
@@ -17,6 +17,20 @@ pub struct Checker<'e> {
     fresh: usize,
     /// (expression id, message)
     pub errors: Vec<(u64, String)>,
+    /// Each call as resolved: the function (a namespaced one's full name) and the overloads
+    /// its arguments matched, as cel-go's reference map records them (the cost estimator
+    /// prices each).
+    pub calls: HashMap<u64, Call>,
+}
+
+/// A call as the checker resolved it.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub name: String,
+    /// Called on a target (`s.contains(x)`), not as a namespaced global (`sets.contains`).
+    pub member: bool,
+    /// Empty for loosely declared functions and the logical operators.
+    pub overloads: Vec<&'static Overload>,
 }
 
 impl<'e> Checker<'e> {
@@ -28,6 +42,7 @@ impl<'e> Checker<'e> {
             mapping: Mapping::default(),
             fresh: 0,
             errors: Vec::new(),
+            calls: HashMap::new(),
         }
     }
 
@@ -35,6 +50,14 @@ impl<'e> Checker<'e> {
     pub fn check_root(&mut self, e: &IdedExpr) -> Type {
         self.check(e);
         self.mapping.substitute(&self.ty(e), true)
+    }
+
+    /// Every checked node's type, its free parameters as `dyn`.
+    pub fn final_types(&self) -> HashMap<u64, Type> {
+        self.types
+            .iter()
+            .map(|(id, t)| (*id, self.mapping.substitute(t, true)))
+            .collect()
     }
 
     fn ty(&self, e: &IdedExpr) -> Type {
@@ -332,7 +355,15 @@ impl<'e> Checker<'e> {
     }
 
     fn call(&mut self, e: &IdedExpr, name: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) {
-        let function = FUNCTIONS.get(name);
+        let function: Option<&'static Function> = FUNCTIONS.get(name);
+        self.calls.insert(
+            e.id,
+            Call {
+                name: name.to_string(),
+                member: target.is_some(),
+                overloads: Vec::new(),
+            },
+        );
         if matches!(function, Some(Function::Unchecked)) {
             if let Some(t) = target {
                 self.check(t);
@@ -376,6 +407,9 @@ impl<'e> Checker<'e> {
                 .collect();
             let overload_result = rename_params(&overload.result, &mut fresh, self);
             if self.mapping.assign_all(&params, &arg_types) {
+                if let Some(c) = self.calls.get_mut(&e.id) {
+                    c.overloads.push(overload);
+                }
                 let t = self.mapping.substitute(&overload_result, false);
                 result = Some(match result {
                     None => t,

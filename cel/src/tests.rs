@@ -248,3 +248,99 @@ fn fields_a_rule_reads_of_self() {
     assert_eq!(fields("self.all(k, k != 'x')"), None);
     assert_eq!(fields("[1].all(self, self > 0) && self.a"), None);
 }
+
+/// Estimated costs of library calls, as upstream's own tests record them
+/// (`k8s.io/apiserver/pkg/cel/library/cost_test.go`; the expressions use only literals, whose
+/// sizes are known).
+#[test]
+fn library_costs_are_upstreams() {
+    let ipv6 = "'2001:db8:3333:4444:5555:6666:7777:8888'";
+    let fifty = "'01234567890123456789012345678901234567890123456789'";
+    let cases: Vec<(String, u64, u64)> = vec![
+        ("[1, 2, 3, 4, 5].sum()".into(), 15, 15),
+        ("[1, 2, 3, 4, 5].isSorted()".into(), 15, 15),
+        ("[1, 2, 3, 4, 5].max()".into(), 15, 15),
+        ("[1.0, 2.0, 3.0, 4.0, 5.0].min()".into(), 15, 15),
+        ("[1, 2, 3, 4, 5].indexOf(3)".into(), 15, 15),
+        ("[1, 2, 3, 4, 5].lastIndexOf(3)".into(), 15, 15),
+        (format!("{fifty}.indexOf('123')"), 5, 5),
+        ("url('https:://kubernetes.io/').getScheme()".into(), 4, 4),
+        ("url('https:://kubernetes.io/').getQuery()".into(), 4, 4),
+        ("ip('192.168.0.1')".into(), 2, 2),
+        (format!("ip({ipv6})"), 4, 4),
+        ("ip('192.168.0.1').family()".into(), 3, 3),
+        ("ip.isCanonical('192.168.0.1')".into(), 3, 3),
+        (format!("ip.isCanonical({ipv6})"), 8, 8),
+        ("cidr('192.168.0.0/16')".into(), 2, 2),
+        ("cidr('192.168.0.0/16').ip()".into(), 3, 3),
+        (
+            "cidr('192.168.0.0/16').containsCIDR(cidr('192.0.0.0/30'))".into(),
+            7,
+            11,
+        ),
+        (
+            "cidr('192.168.0.0/16').containsCIDR('192.0.0.0/30')".into(),
+            7,
+            11,
+        ),
+        (
+            "cidr('192.168.0.0/16').containsIP(ip('192.0.0.1'))".into(),
+            4,
+            7,
+        ),
+        (
+            "cidr('192.168.0.0/16').containsIP('192.0.0.1')".into(),
+            4,
+            7,
+        ),
+        // Quantities compared with == have unknown sizes.
+        (
+            r#"quantity("200M") == quantity("200M")"#.into(),
+            3,
+            1844674407370955266,
+        ),
+        (
+            r#"quantity("200M") == quantity("0.2G") && quantity("0.2G") == quantity("200M")"#
+                .into(),
+            3,
+            3689348814741910532,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (expr, min, max) in cases {
+        let (_, c) =
+            compile_with_cost(&Env::default(), &expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        if (c.min, c.max) != (min, max) {
+            wrong.push(format!(
+                "{expr}: got {}..{}, want {min}..{max}",
+                c.min, c.max
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Sizes come from the schema through the path from a variable: a list's items, a string's
+/// length.
+#[test]
+fn costs_use_the_sizes_of_the_variables() {
+    use cost::Sizes;
+    let string = |n| Sizes {
+        max_elements: n,
+        ..Sizes::default()
+    };
+    let sizes = Sizes {
+        max_elements: 10,
+        elem: Some(Box::new(string(64))),
+        ..Sizes::default()
+    };
+    let env = Env::default()
+        .variable("self", Type::list(Type::String))
+        .sizes(sizes);
+    // 2 + 10 * (1 (accumulator) + 1 (x) + 7 (64 characters / 10 x 1) + 2 (condition)).
+    let (_, c) = compile_with_cost(&env, "self.all(x, x.contains('gpu'))").unwrap();
+    assert_eq!((c.min, c.max), (2, 112));
+    let (_, c) =
+        compile_with_cost(&Env::default().variable("s", Type::String), "s.size() > 0").unwrap();
+    assert_eq!(c.max, 3, "a size is O(1)");
+}

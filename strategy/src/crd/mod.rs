@@ -231,6 +231,10 @@ pub(crate) struct Opts {
     /// Versions whose selectable fields may stay above [`SELECTABLE_FIELDS_MAX`]
     /// (`""`: the top level).
     pub too_many_selectable_allowed: Vec<String>,
+    /// Versions whose schema an update leaves as it was: their rules are not refused for
+    /// their own estimated cost (upstream's `suppressPerExpressionCost`), so a control plane
+    /// that estimates differently keeps accepting what it stored.
+    pub unchanged_schemas: Vec<String>,
 }
 
 impl Opts {
@@ -245,7 +249,13 @@ impl Opts {
             require_map_list_keys_map_set: true,
             require_pruned_defaults: true,
             too_many_selectable_allowed: Vec::new(),
+            unchanged_schemas: Vec::new(),
         }
+    }
+
+    /// Whether one expression's own cost limit applies to the schema of `version`.
+    pub(crate) fn per_expression_cost(&self, version: &str) -> bool {
+        !self.unchanged_schemas.iter().any(|v| v == version)
     }
 
     fn update(new: &Value, old: &Value) -> Self {
@@ -285,8 +295,29 @@ impl Opts {
                     .is_some_and(|s| !schema::is_non_structural(s) && defaults::has_unpruned(s))
             }),
             too_many_selectable_allowed: too_many_selectable_allowed(new_spec, old_spec),
+            unchanged_schemas: unchanged_schemas(new_spec, old_spec),
         }
     }
+}
+
+/// The versions of `new` whose schema is the same in `old` (upstream's
+/// `findVersionsWithUnchangedSchemas`).
+fn unchanged_schemas(new: &Value, old: &Value) -> Vec<String> {
+    let schema_of = |spec: &Value, name: &str| {
+        arr_of(spec, "versions")
+            .iter()
+            .find(|v| str_of(v, "name") == name)
+            .map(|v| get(v, "schema").cloned())
+    };
+    arr_of(new, "versions")
+        .iter()
+        .map(|v| str_of(v, "name"))
+        .filter(|name| {
+            let (n, o) = (schema_of(new, name), schema_of(old, name));
+            n.is_some() && n == o
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 fn condition_true(crd: &Value, kind: &str) -> bool {
@@ -510,11 +541,16 @@ fn spec_rules(obj: &Value, opts: &Opts) -> Vec<FieldErr> {
             .is_some()
     });
     if let Some(validation) = int.top(0) {
+        // The top level holds the first version's schema (upstream checks `spec.version`).
+        let first = arr_of(spec, "versions")
+            .first()
+            .map_or("", |v| str_of(v, "name"));
         errs.extend(schema::validation_rules(
             validation,
             any_status,
             &opts,
             "spec.validation",
+            opts.per_expression_cost(first),
         ));
     }
     if let Some(sub) = int.top(1) {
@@ -593,6 +629,7 @@ fn version_rules(
             status_enabled,
             opts,
             &format!("{path}.schema"),
+            opts.per_expression_cost(str_of(v, "name")),
         ));
     }
     if let Some(sub) = int.per_version(v, 1) {
@@ -1315,5 +1352,7 @@ fn preserve_unknown_fields(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
     )]
 }
 
+#[cfg(test)]
+mod cost_tests;
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,8 @@
 //! with the structural-schema checks (`NewStructural`, `ValidateStructural`) and the
 //! CRD-specific keyword rules (`ValidateCustomResourceDefinitionOpenAPISchema`).
 //!
-//! Not checked here (upstream does): the cost of `x-kubernetes-validations` (their static
-//! rules, `fieldPath` resolution and CEL compilation are, see [`super::celrules`]), most of `ValidateDefaults` (see
+//! `x-kubernetes-validations` are compiled and their estimated cost checked in
+//! [`super::celrules`]. Not checked here (upstream does): most of `ValidateDefaults` (see
 //! [`super::defaults`]), the rarer Go regular-expression errors of a `pattern` (see
 //! [`go_regexp_error`]), and the final "error building validator" check.
 //!
@@ -151,6 +151,7 @@ pub(super) fn validation_rules(
     status_enabled: bool,
     opts: &Opts,
     path: &str,
+    per_expression_cost: bool,
 ) -> Vec<FieldErr> {
     let Some(schema) = get(validation, "openAPIV3Schema") else {
         return Vec::new();
@@ -218,7 +219,7 @@ pub(super) fn validation_rules(
     }
     // Upstream compiles the rules only for a schema without any other error.
     if errs.is_empty() && structural_error(schema, 0).is_none() {
-        super::celrules::compile_tree(schema, &root, &mut errs);
+        super::celrules::compile_tree(schema, &root, per_expression_cost, &mut errs);
     }
     errs
 }

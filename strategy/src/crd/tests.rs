@@ -997,14 +997,25 @@ fn validation_rules_with_extensions_compile() {
     assert!(errs.is_empty(), "{errs:#?}");
 }
 
-/// Quantity rules upstream v1.36 accepts.
+/// Quantity rules upstream v1.36 compiles. Comparing two quantities with `==` is estimated
+/// as comparing values of unknown size (upstream's own cost test records a maximum of
+/// 1844674407370955266 for `quantity("200M") == quantity("200M")`), so rule 1 is refused
+/// for its cost.
 #[test]
 fn validation_rules_with_quantities_compile() {
     let spec: Value = serde_json::from_str(r#"{"type": "object", "x-kubernetes-validations": [{"rule": "quantity('1Gi').isGreaterThan(quantity('1000Mi')) && quantity('500m').isLessThan(quantity('1'))"}, {"rule": "quantity('1k') == quantity('1000') && quantity('1.5').compareTo(quantity('1500m')) == 0"}, {"rule": "quantity('2Ki').asInteger() == 2048 && quantity('1e3').add(24).asInteger() == 1024 && quantity('1').sub(quantity('2')).isLessThan(quantity('0'))"}, {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5Gx') && !quantity('1.5').isInteger() && quantity('250m').asApproximateFloat() == 0.25"}, {"rule": "quantity(self.mem).isLessThan(quantity('1Gi'))", "message": "mem must be below 1Gi"}, {"rule": "!isQuantity(self.mem) || !quantity(self.mem).isLessThan(quantity('0'))"}], "properties": {"mem": {"type": "string", "maxLength": 10}}}"#).unwrap();
     let errs = create(schema(
         json!({"type": "object", "properties": {"spec": spec}}),
     ));
-    assert!(errs.is_empty(), "{errs:#?}");
+    let rule = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule";
+    assert_eq!(
+        errs,
+        [
+            format!("{rule}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {TRY}"),
+            format!("{rule}: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
+            format!("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {TRY}"),
+        ]
+    );
 }
 
 /// Formatted strings are typed as upstream types them: `date-time` and `date` timestamp,
@@ -1044,4 +1055,124 @@ fn validation_rules_type_formatted_strings() {
         ),
     ];
     assert_eq!(create(schema(s)), want);
+}
+
+/// A schema whose `spec.tags` (strings of `max_length`, `max_items` of them) carries `rule`.
+fn tags(rule: &str, max_length: Option<u64>, max_items: Option<u64>) -> Value {
+    let mut item = json!({"type": "string"});
+    if let Some(n) = max_length {
+        item["maxLength"] = json!(n);
+    }
+    let mut list = json!({"type": "array", "items": item,
+        "x-kubernetes-validations": [{"rule": rule}]});
+    if let Some(n) = max_items {
+        list["maxItems"] = json!(n);
+    }
+    json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"tags": list}}}})
+}
+
+const TAGS: &str = "spec.validation.openAPIV3Schema.properties[spec].properties[tags]";
+const TRY: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+
+/// Rules whose estimated cost is over upstream's limits refuse the CRD with upstream's
+/// causes: the rule's own, its share of the schema's total, the total.
+#[test]
+fn rules_over_the_cost_limits_are_refused() {
+    let gpu = "self.all(x, x.contains('gpu'))";
+    // Unbounded: each of ~1M strings of ~3M characters.
+    assert_eq!(
+        create(schema(tags(gpu, None, None))),
+        [
+            format!("{TAGS}.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {TRY}"),
+            format!("{TAGS}.x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
+            format!("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {TRY}"),
+        ]
+    );
+    // 11 per item of 16 characters, 2 for the rest: 909,090 items fit 10,000,000, one more
+    // does not (the factor of a small excess is printed with 6 decimals).
+    assert_eq!(
+        create(schema(tags(gpu, Some(16), Some(909_090)))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        create(schema(tags(gpu, Some(16), Some(909_091)))),
+        [format!("{TAGS}.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 1.000000x {TRY}")]
+    );
+    assert_eq!(
+        create(schema(tags(gpu, Some(16), Some(2_000_000)))),
+        [format!("{TAGS}.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 2.2x {TRY}")]
+    );
+}
+
+/// A rule on a list's items runs once per item: its cost is multiplied by `maxItems`, or by
+/// as many of the smallest item as fit in a request when the list is unbounded.
+#[test]
+fn item_rules_cost_times_the_items() {
+    let item_rule = |max_items: Option<u64>| {
+        let mut list = json!({"type": "array", "items": {"type": "string", "maxLength": 16,
+            "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}});
+        if let Some(n) = max_items {
+            list["maxItems"] = json!(n);
+        }
+        json!({"type": "object", "properties": {"tags": list}})
+    };
+    // 15 per string, 3 MiB / 3 bytes (`"",`) = 1,048,576 strings.
+    assert_eq!(
+        create(schema(item_rule(None))),
+        [format!("spec.validation.openAPIV3Schema.properties[tags].items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 1.6x {TRY}")]
+    );
+    assert_eq!(create(schema(item_rule(Some(100)))), Vec::<String>::new());
+}
+
+/// A messageExpression has its own limit and counts toward the total (not multiplied).
+#[test]
+fn message_expressions_over_the_cost_limit_are_refused() {
+    let mut s = tags("true", None, None);
+    s["properties"]["spec"]["properties"]["tags"]["x-kubernetes-validations"][0]
+        ["messageExpression"] = json!("self.all(x, x.contains('gpu')) ? 'a' : 'b'");
+    assert_eq!(
+        create(schema(s)),
+        [
+            format!("{TAGS}.x-kubernetes-validations[0].messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {TRY}"),
+            format!("{TAGS}.x-kubernetes-validations[0].messageExpression: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"),
+            format!("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {TRY}"),
+        ]
+    );
+}
+
+/// Over the schema's total but no rule over its own limit: the total names the most
+/// expensive rules (at most 4, from 1% of the total limit).
+#[test]
+fn the_schema_total_names_the_most_expensive_rules() {
+    // Each rule costs 8 * 1,048,576 = 8,388,608: 12 of them exceed 100,000,000.
+    let rules: Vec<Value> = (0..12)
+        .map(|i| json!({"rule": format!("self.contains('{i}')")}))
+        .collect();
+    let s = json!({"type": "object", "properties": {"tags": {"type": "array",
+        "items": {"type": "string", "maxLength": 16, "x-kubernetes-validations": rules}}}});
+    let p = "spec.validation.openAPIV3Schema.properties[tags].items.x-kubernetes-validations";
+    let contributed = "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema";
+    assert_eq!(
+        create(schema(s)),
+        [
+            format!("{p}[0].rule: {contributed}"),
+            format!("{p}[1].rule: {contributed}"),
+            format!("{p}[2].rule: {contributed}"),
+            format!("{p}[3].rule: {contributed}"),
+            format!("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of 1.006633x {TRY}"),
+        ]
+    );
+}
+
+/// An update that leaves a version's schema as it was does not refuse its rules for their
+/// own cost (what a control plane stored stays updatable).
+#[test]
+fn unchanged_schemas_keep_their_rule_costs() {
+    let s = tags("self.all(x, x.contains('gpu'))", Some(16), Some(2_000_000));
+    assert_eq!(create(schema(s.clone())).len(), 1);
+    let old = stored(schema(s.clone()), json!({}));
+    let mut new = schema(s);
+    new["metadata"]["labels"] = json!({"a": "b"});
+    assert_eq!(update(new, &old), Vec::<String>::new());
 }
