@@ -28,6 +28,19 @@ type Index =
 /// ever share a generation, whichever snapshot they were built from.
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
+/// An APIService for a group version this server serves itself (see
+/// [`Catalog::local_apiservices`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalApiService {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub group_priority: i32,
+    pub version_priority: i32,
+    /// A built-in group version (registered once at start upstream); else a custom
+    /// resource's (kept in step with the definitions).
+    pub builtin: bool,
+}
+
 /// A snapshot of every resource this server serves, plus its discovery documents.
 ///
 /// Invariants: `resources` holds only served resources, ordered as discovery lists them (group
@@ -241,6 +254,34 @@ impl Catalog {
     /// `GET /apis`: the APIGroupList document.
     pub fn api_group_list(&self) -> Vec<u8> {
         self.docs.group_list.clone()
+    }
+
+    /// The APIServices upstream registers for the group versions served here: one per group
+    /// version, in discovery order, with its priorities (built-in ones from upstream's table,
+    /// others with the CRD defaults).
+    pub fn local_apiservices(&self) -> Vec<LocalApiService> {
+        let mut out: Vec<LocalApiService> = Vec::new();
+        for r in &self.resources {
+            if out
+                .iter()
+                .any(|s| s.group == r.group && s.version == r.version)
+            {
+                continue;
+            }
+            let builtin = groups::builtin_priorities(r.group, r.version);
+            let (group_priority, version_priority) = builtin.unwrap_or((
+                groups::RUNTIME_GROUP_PRIORITY,
+                groups::RUNTIME_VERSION_PRIORITY,
+            ));
+            out.push(LocalApiService {
+                group: r.group,
+                version: r.version,
+                group_priority,
+                version_priority,
+                builtin: builtin.is_some(),
+            });
+        }
+        out
     }
 
     /// `GET /apis/<group>`: the APIGroup document, if the group is served.

@@ -76,6 +76,15 @@ pub(crate) fn version_priority(group: &str, version: &str) -> i32 {
         .unwrap_or(RUNTIME_VERSION_PRIORITY)
 }
 
+/// The `groupPriorityMinimum` and `versionPriority` upstream registers a built-in group
+/// version's APIService with; `None` for a version it has no priorities for (a custom
+/// resource's, whose APIService gets the CRD defaults).
+pub(crate) fn builtin_priorities(group: &str, version: &str) -> Option<(i32, i32)> {
+    let (_, g, vs) = priorities(group)?;
+    let (_, v) = vs.iter().find(|(v, _)| *v == version)?;
+    Some((*g, *v))
+}
+
 /// Versions: higher `versionPriority` first, then Kubernetes version order.
 fn version_rank(group: &str, a: &str, b: &str) -> Ordering {
     version_priority(group, b)

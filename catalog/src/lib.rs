@@ -49,7 +49,7 @@ pub mod table;
 mod types;
 mod versions;
 
-pub use catalog::{Catalog, DEFAULT_SERVER_ADDRESS};
+pub use catalog::{Catalog, LocalApiService, DEFAULT_SERVER_ADDRESS};
 pub use change::CatalogChange;
 pub use deprecation::{deprecation, is_deprecated_anywhere, Deprecation};
 pub use emulation::{Emulation, BINARY_VERSION_MINOR, EMULATION_MINOR_MIN};

@@ -375,3 +375,71 @@ fn request_header_trust_is_published() {
         r#"["X-Remote-Extra-"]"#
     );
 }
+
+/// Every group version the server serves has its local APIService, as upstream registers
+/// them: built-in ones at start (`automanaged: onstart`, upstream's priorities, no
+/// `v1.apiregistration.k8s.io`), custom resources' while a definition serves them
+/// (`automanaged: "true"`, priorities 1000 and 100), all `Local` and available.
+#[test]
+fn local_apiservices_are_registered_as_upstream_does() {
+    let s = server();
+    let label = "kube-aggregator.kubernetes.io/automanaged";
+    let mut core = Value::Null;
+    assert!(eventually(Duration::from_secs(10), || {
+        let out = s.kubectl(&["get", "apiservice", "v1.", "-o", "json"]);
+        if out.status.success() {
+            core = serde_json::from_slice(&out.stdout).unwrap();
+        }
+        out.status.success()
+    }));
+    assert_eq!(core["metadata"]["labels"][label], "onstart");
+    assert_eq!(
+        core["spec"],
+        json!({"groupPriorityMinimum": 18000, "version": "v1", "versionPriority": 1})
+    );
+    wait_available(s, "v1.", "True", "Local");
+    let autoscaling = s.json(&["get", "apiservice", "v2.autoscaling"]);
+    assert_eq!(
+        autoscaling["spec"],
+        json!({"group": "autoscaling", "groupPriorityMinimum": 17500, "version": "v2", "versionPriority": 30})
+    );
+    let names = s.ok(&["get", "apiservices", "-o", "name"]);
+    assert!(
+        names.contains("apiservice.apiregistration.k8s.io/v1.apps\n"),
+        "{names}"
+    );
+    assert!(
+        !names.contains("apiregistration.k8s.io/v1.apiregistration.k8s.io"),
+        "{names}"
+    );
+
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.reg.example.com"},
+        "spec": {"group": "reg.example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "kind": "Gadget"},
+                 "versions": [
+                     {"name": "v1", "served": true, "storage": true,
+                      "schema": {"openAPIV3Schema": {"type": "object"}}},
+                     {"name": "v2", "served": false, "storage": false,
+                      "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+    apply(s, &crd);
+    wait_available(s, "v1.reg.example.com", "True", "Local");
+    let custom = s.json(&["get", "apiservice", "v1.reg.example.com"]);
+    assert_eq!(custom["metadata"]["labels"][label], "true");
+    assert_eq!(
+        custom["spec"],
+        json!({"group": "reg.example.com", "groupPriorityMinimum": 1000, "version": "v1", "versionPriority": 100})
+    );
+    // Not served: no APIService.
+    assert!(!s
+        .kubectl(&["get", "apiservice", "v2.reg.example.com"])
+        .status
+        .success());
+    s.ok(&["delete", "crd", "gadgets.reg.example.com"]);
+    assert!(eventually(Duration::from_secs(10), || {
+        !s.kubectl(&["get", "apiservice", "v1.reg.example.com"])
+            .status
+            .success()
+    }));
+}

@@ -52,6 +52,9 @@ pub struct Aggregator {
     remotes: RwLock<Arc<Remotes>>,
     /// Resolves Services for other callers (conversion webhooks named by `service`).
     resolver: OnceLock<ServiceResolver>,
+    /// Woken when the group versions served change (custom resources): their local
+    /// APIServices follow.
+    pub served_changed: tokio::sync::Notify,
 }
 
 /// The APIServices with a service, by group.

@@ -386,6 +386,7 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
         .collect();
     match st.routes.apply_custom(&change, defined.clone()) {
         Ok(_) => {
+            st.aggregator.served_changed.notify_one();
             for id in &remove {
                 served.remove(id);
             }
@@ -411,6 +412,7 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
                 let name = custom.crd.clone();
                 match st.routes.apply_custom(&one, vec![(id, custom)]) {
                     Ok(_) => {
+                        st.aggregator.served_changed.notify_one();
                         served.insert(s.spec.id(), s.fingerprint.clone());
                     }
                     Err(e) => eprintln!("crd controller: {name}: {e}"),

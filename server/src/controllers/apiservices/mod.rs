@@ -11,6 +11,7 @@
 //! changed. A change of any APIService, Service or EndpointSlice wakes it; it also checks
 //! every `APISERVICE_RESYNC` (a server that went away is seen within that).
 
+pub mod autoregister;
 pub mod resolve;
 
 use crate::aggregator::{user_headers, Remote, ServiceRef, Trust};
@@ -51,16 +52,24 @@ pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
 
 async fn run(st: Arc<State>) {
     let mut watches = [None, None, None];
+    // Built-in APIServices are synced on the first pass that succeeds.
+    let mut first = true;
     loop {
         let pass_started = tokio::time::Instant::now();
-        if let Err(e) = reconcile(&st).await {
-            eprintln!("apiservice availability controller: {}", e.message);
+        match reconcile(&st, first).await {
+            Ok(()) => first = false,
+            Err(e) => eprintln!("apiservice availability controller: {}", e.message),
         }
         tokio::time::sleep_until(pass_started + APISERVICE_PASS_INTERVAL_MIN).await;
         if watches.iter().any(Option::is_none) {
             watches = open_watches(&st).await;
         }
-        if super::wait_for_change(&mut watches, APISERVICE_RESYNC).await {
+        // A change of what is served (custom resources) wakes it too.
+        let ended = tokio::select! {
+            ended = super::wait_for_change(&mut watches, APISERVICE_RESYNC) => ended,
+            () = st.aggregator.served_changed.notified() => false,
+        };
+        if ended {
             watches = [None, None, None];
         }
     }
@@ -84,18 +93,30 @@ async fn open_watches(
     out
 }
 
-/// One pass over every APIService.
-pub async fn reconcile(st: &State) -> Result<(), ApiError> {
+/// Every APIService.
+async fn list(st: &State, res: &Resource) -> Result<Vec<Value>, ApiError> {
+    let (items, _) = st.registry.list_all(res, "").await?;
+    items
+        .iter()
+        .map(|kv| objects::parse_stored(kv.value()))
+        .collect()
+}
+
+/// One pass: the local APIServices synced (`autoregister`; the built-in ones when `first`),
+/// then every APIService's availability.
+pub async fn reconcile(st: &State, first: bool) -> Result<(), ApiError> {
     let routes = st.routes.load();
     let Some(res) = routes.lookup(GROUP, "v1", PLURAL) else {
         return Ok(());
     };
-    let (items, _) = st.registry.list_all(res, "").await?;
+    let mut items = list(st, res).await?;
+    if autoregister::sync(st, res, &items, first).await? {
+        items = list(st, res).await?;
+    }
     // Clients already made are kept for an APIService whose service and trust are the same.
     let before = st.aggregator.snapshot();
     let mut remotes = Vec::new();
-    for kv in items {
-        let api = objects::parse_stored(kv.value())?;
+    for api in items {
         let spec = api.get("spec").cloned().unwrap_or(Value::Null);
         let name = objects::name(&api).to_owned();
         let Some(svc) = service_ref(&spec) else {
