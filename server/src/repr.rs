@@ -273,8 +273,8 @@ impl Encoder {
 
     /// The version this encoder converts objects to, when its resource is served in several
     /// (what its encodings of an event are shared by).
-    pub fn converts_to(&self) -> Option<&str> {
-        self.versions.as_ref().map(|v| v.request.as_str())
+    pub fn converts_to(&self) -> Option<&std::sync::Arc<str>> {
+        self.versions.as_ref().map(|v| &v.request)
     }
 
     /// Whether the stored object `bytes` is sent converted (in another version).

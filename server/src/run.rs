@@ -313,9 +313,10 @@ pub fn run(opts: Options) -> Result<(), String> {
     st.aggregator
         .configure(proxy_identity, opts.enable_aggregator_routing);
     crate::controllers::apiservices::install_resolver(&st);
-    crate::controllers::apiservices::spawn(st.clone());
     let served = rt.block_on(crate::controllers::crd::start(&st));
     crate::controllers::crd::spawn(st.clone(), served);
+    let registered = rt.block_on(crate::controllers::apiservices::start(&st));
+    crate::controllers::apiservices::spawn(st.clone(), !registered);
     spawn_manager_controllers(&st, &controllers);
     crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {

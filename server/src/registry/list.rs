@@ -123,16 +123,11 @@ impl Registry {
         res: &Resource,
         namespace: &str,
     ) -> Result<Vec<KeyValue>, ApiError> {
-        let r = self
-            .storage
-            .list(&res.loc.list_prefix(namespace), None, 0, ReadPoint::Latest)
-            .await?;
-        Ok(r.items)
+        Ok(self.list_all_stored_at(res, namespace).await?.0)
     }
 
-    /// Every object of `res` in `namespace` (all namespaces when empty), now: what the
-    /// controllers and deletecollection walk.
-    pub async fn list_all(
+    /// As [`Registry::list_all_stored`], with the revision the list was read at.
+    async fn list_all_stored_at(
         &self,
         res: &Resource,
         namespace: &str,
@@ -141,7 +136,18 @@ impl Registry {
             .storage
             .list(&res.loc.list_prefix(namespace), None, 0, ReadPoint::Latest)
             .await?;
-        Ok((super::all_as_request(res, r.items).await?, r.revision))
+        Ok((r.items, r.revision))
+    }
+
+    /// Every object of `res` in `namespace` (all namespaces when empty), now, in the
+    /// request's version: what the controllers and deletecollection walk.
+    pub async fn list_all(
+        &self,
+        res: &Resource,
+        namespace: &str,
+    ) -> Result<(Vec<KeyValue>, Revision), ApiError> {
+        let (items, revision) = self.list_all_stored_at(res, namespace).await?;
+        Ok((super::all_as_request(res, items).await?, revision))
     }
 }
 

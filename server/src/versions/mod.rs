@@ -35,8 +35,8 @@ use std::sync::Arc;
 pub struct Versions {
     /// The `apiVersion` objects are stored in (`example.com/v1`).
     pub storage: String,
-    /// The `apiVersion` of the route's requests.
-    pub request: String,
+    /// The `apiVersion` of the route's requests (shared: watch encodings are keyed by it).
+    pub request: Arc<str>,
     how: How,
 }
 
@@ -81,7 +81,7 @@ impl Versions {
         };
         Some(Versions {
             storage: format!("{group}/{storage}"),
-            request: format!("{group}/{version}"),
+            request: format!("{group}/{version}").into(),
             how,
         })
     }
@@ -92,7 +92,7 @@ impl Versions {
         let storage = keel_strategy::storage_api_version(info.group, info.plural)?;
         Some(Versions {
             storage: storage.to_owned(),
-            request: info.api_version(),
+            request: info.api_version().into(),
             how: How::Builtin {
                 group: info.group,
                 resource: info.plural,
@@ -197,7 +197,7 @@ impl Versions {
 
     /// Whether the stored bytes of an object are in another version than the request's.
     pub fn converts(&self, stored: &[u8]) -> bool {
-        stored_api_version(stored).as_deref() != Some(self.request.as_str())
+        stored_api_version(stored).as_deref() != Some(&*self.request)
     }
 
     /// Stored bytes as the request sees them: borrowed when already in its version.
@@ -349,7 +349,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(v.storage, "example.com/v2");
-        assert_eq!(v.request, "example.com/v1");
+        assert_eq!(&*v.request, "example.com/v1");
         let mut o = json!({"kind": "Widget", "apiVersion": "example.com/v1",
             "metadata": {"name": "a"}, "spec": {"x": 1}});
         block_on(v.to_storage(&mut o)).unwrap();

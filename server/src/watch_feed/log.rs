@@ -39,7 +39,7 @@ pub(super) struct More {
 
 /// One encoding of a line: representation, event type, the version its object was converted
 /// to (`None`: as stored) and the bytes.
-pub(super) type Encoded = (Format, &'static str, Option<Box<str>>, Arc<[u8]>);
+pub(super) type Encoded = (Format, &'static str, Option<Arc<str>>, Arc<[u8]>);
 
 impl Line {
     /// Bytes it holds: its line, the stored objects of its event, and what was made later.
@@ -80,19 +80,24 @@ impl Line {
             event_type(self.ev.kind, old_ok, new_ok)?
         };
         let ev = &self.ev;
-        let more = self.more.get_or_insert_with(Box::default);
         let enc = sel.encoder();
         let format = enc.format();
-        let object = event_object(ev, kind);
-        // The version the object goes out in, if converted.
-        let to = enc.converts_to().filter(|_| enc.converts(&object));
+        // The version the object goes out in, if converted (read from the stored bytes: a
+        // route in the storage version sends the feed's line, nothing made).
+        let stored = match (kind, &ev.prev) {
+            ("DELETED", Some(p)) => p.value(),
+            _ => ev.kv.value(),
+        };
+        let to = enc.converts_to().filter(|_| enc.converts(stored));
         if format == Format::Json && Some(kind) == as_happened(ev) && to.is_none() {
             return Some(self.bytes.clone());
         }
+        let more = self.more.get_or_insert_with(Box::default);
+        let object = event_object(ev, kind);
         if let Some((.., b)) = more
             .encoded
             .iter()
-            .find(|(f, k, v, _)| *f == format && *k == kind && v.as_deref() == to)
+            .find(|(f, k, v, _)| *f == format && *k == kind && v.as_deref() == to.map(|t| &**t))
         {
             return Some(b.clone());
         }
@@ -102,7 +107,7 @@ impl Line {
         more.charged += bytes.len();
         *charged += bytes.len();
         more.encoded
-            .push((format, kind, to.map(Box::from), bytes.clone()));
+            .push((format, kind, to.cloned(), bytes.clone()));
         (!bytes.is_empty()).then_some(bytes)
     }
 }

@@ -13,8 +13,9 @@
 
 use serde_json::{json, Map, Value};
 
-/// The exact-request fields, flat in v1beta1, under `exactly` in v1.
-const EXACT: [&str; 7] = [
+/// The exact-request fields, flat in v1beta1, under `exactly` in v1 (also the layout
+/// `crate::dra`'s validation view of v1beta1 objects nests).
+pub(crate) const EXACT: [&str; 7] = [
     "deviceClassName",
     "selectors",
     "allocationMode",
@@ -85,13 +86,18 @@ fn flatten(r: &mut Map<String, Value>) {
     }
 }
 
+/// Whether a flat exact-request field makes a v1beta1 request an exact one in v1 (Go:
+/// non-zero; a list given, even empty, is a non-nil slice).
+pub(crate) fn exact_field_set(key: &str, v: &Value) -> bool {
+    match key {
+        "selectors" | "tolerations" => !v.is_null(),
+        _ => !exact_field_empty(key, v),
+    }
+}
+
 /// v1beta1 request -> v1.
 fn nest(r: &mut Map<String, Value>) {
-    let set = |k: &str, v: &Value| match k {
-        // A list given, even empty, is "set" to Go (non-nil slice).
-        "selectors" | "tolerations" => !v.is_null(),
-        _ => !exact_field_empty(k, v),
-    };
+    let set = exact_field_set;
     let flat: Vec<(&str, Value)> = EXACT
         .iter()
         .filter_map(|k| r.remove(*k).map(|v| (*k, v)))

@@ -35,7 +35,7 @@
 //! inside the annotation values that carry v2-only data through autoscaling/v1, which are
 //! byte-for-byte what upstream writes.
 
-mod dra;
+pub(crate) mod dra;
 mod event;
 mod gojson;
 mod hpa;

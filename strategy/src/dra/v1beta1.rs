@@ -1,9 +1,11 @@
 //! `resource.k8s.io/v1beta1` objects, which keel stores as written: their defaults in their
 //! own (flattened) shape, and the v1-shaped view upstream validates after converting them to
 //! its internal types (so errors carry the internal paths: `requests[i].exactly.count`,
-//! `devices[i].attributes` without `basic`).
+//! `devices[i].attributes` without `basic`). The exact-request layout is the conversion's
+//! (`crate::convert::dra`); this view keeps every member written, empty or not.
 
 use super::claim;
+use crate::convert::dra::{exact_field_set, EXACT as EXACT_MEMBERS};
 use serde_json::{Map, Value};
 
 /// Whether `obj` is written in `resource.k8s.io/v1beta1`.
@@ -11,16 +13,6 @@ pub fn is_v1beta1(obj: &Value) -> bool {
     obj.get("apiVersion").and_then(Value::as_str) == Some("resource.k8s.io/v1beta1")
 }
 
-/// The members of a v1beta1 request that form v1's `exactly`.
-const EXACT_MEMBERS: &[&str] = &[
-    "deviceClassName",
-    "selectors",
-    "allocationMode",
-    "count",
-    "adminAccess",
-    "tolerations",
-    "capacity",
-];
 /// Go field order of a v1beta1 request.
 const REQUEST_ORDER: &[&str] = &[
     "name",
@@ -72,21 +64,12 @@ pub fn default_claim_spec(spec: &mut Value) {
     }
 }
 
-fn is_set(key: &str, v: &Value) -> bool {
-    match (key, v) {
-        (_, Value::Null) => false,
-        ("deviceClassName" | "allocationMode", Value::String(s)) => !s.is_empty(),
-        ("count", n) => n.as_i64() != Some(0),
-        _ => true,
-    }
-}
-
 fn request_to_v1(req: &mut Map<String, Value>) {
     let set = EXACT_MEMBERS
         .iter()
-        .any(|k| req.get(*k).is_some_and(|v| is_set(k, v)));
+        .any(|k| req.get(*k).is_some_and(|v| exact_field_set(k, v)));
     let mut exactly = Map::new();
-    for key in EXACT_MEMBERS {
+    for key in &EXACT_MEMBERS {
         if let Some(v) = req.remove(*key) {
             exactly.insert((*key).to_string(), v);
         }

@@ -46,14 +46,28 @@ pub fn install_resolver(st: &Arc<State>) {
 }
 
 /// Runs the controller on its own thread with its own single-threaded runtime.
-pub fn spawn(st: Arc<State>) -> std::thread::JoinHandle<()> {
-    super::spawn_thread("keel-apiservice-availability", move || run(st))
+/// `first`: its first pass syncs the built-in local APIServices (the start-up pass,
+/// [`start`], did not).
+pub fn spawn(st: Arc<State>, first: bool) -> std::thread::JoinHandle<()> {
+    super::spawn_thread("keel-apiservice-availability", move || run(st, first))
 }
 
-async fn run(st: Arc<State>) {
+/// The start-up pass, before the server is ready (as upstream's readiness waits for its
+/// autoregistration): the local APIServices registered and available. Aggregated ones are
+/// left to the controller (their checks can take `APISERVICE_CHECK_TIMEOUT`). True when it
+/// succeeded.
+pub async fn start(st: &State) -> bool {
+    match pass(st, true, false).await {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("apiservice availability controller: {}", e.message);
+            false
+        }
+    }
+}
+
+async fn run(st: Arc<State>, mut first: bool) {
     let mut watches = [None, None, None];
-    // Built-in APIServices are synced on the first pass that succeeds.
-    let mut first = true;
     loop {
         let pass_started = tokio::time::Instant::now();
         match reconcile(&st, first).await {
@@ -105,6 +119,11 @@ async fn list(st: &State, res: &Resource) -> Result<Vec<Value>, ApiError> {
 /// One pass: the local APIServices synced (`autoregister`; the built-in ones when `first`),
 /// then every APIService's availability.
 pub async fn reconcile(st: &State, first: bool) -> Result<(), ApiError> {
+    pass(st, first, true).await
+}
+
+/// A pass; `remotes`: check the APIServices with a service (and publish them).
+async fn pass(st: &State, first: bool, remotes_too: bool) -> Result<(), ApiError> {
     let routes = st.routes.load();
     let Some(res) = routes.lookup(GROUP, "v1", PLURAL) else {
         return Ok(());
@@ -124,6 +143,9 @@ pub async fn reconcile(st: &State, first: bool) -> Result<(), ApiError> {
             write_if_changed(st, res, &api, cond).await;
             continue;
         };
+        if !remotes_too {
+            continue;
+        }
         let remote = remote_of(&name, &spec, svc, &before);
         let (cond, resources) = check(st, &remote).await;
         let available = cond.status == "True";
@@ -134,7 +156,9 @@ pub async fn reconcile(st: &State, first: bool) -> Result<(), ApiError> {
             ..remote
         });
     }
-    st.aggregator.publish(remotes);
+    if remotes_too {
+        st.aggregator.publish(remotes);
+    }
     Ok(())
 }
 
