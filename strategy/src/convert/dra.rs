@@ -14,7 +14,7 @@
 use serde_json::{json, Map, Value};
 
 /// The exact-request fields, flat in v1beta1, under `exactly` in v1 (also the layout
-/// `crate::dra`'s validation view of v1beta1 objects nests).
+/// the DRA strategy's validation view of v1beta1 objects nests).
 pub(crate) const EXACT: [&str; 7] = [
     "deviceClassName",
     "selectors",

@@ -54,13 +54,16 @@ fn label(api: &Value) -> &str {
         .unwrap_or("")
 }
 
+/// An update of a local APIService: its name, spec and sync label.
+pub type Update = (String, Value, &'static str);
+
 /// What to do with the APIServices: `(create, update, delete)`, each by name. `first`: the
 /// controller's first pass (built-in ones are synced then only).
 pub fn plan(
     served: &[LocalApiService],
     existing: &[Value],
     first: bool,
-) -> (Vec<Value>, Vec<(String, Value, &'static str)>, Vec<String>) {
+) -> (Vec<Value>, Vec<Update>, Vec<String>) {
     let (mut create, mut update, mut delete) = (Vec::new(), Vec::new(), Vec::new());
     let mut wanted = std::collections::HashSet::new();
     for s in served.iter().filter(|s| s.group != AGGREGATOR_GROUP) {
