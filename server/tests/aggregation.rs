@@ -25,31 +25,17 @@ struct Extension {
 
 impl Extension {
     fn start(s: &Server, namespace: &str) -> Extension {
-        use std::io::BufRead;
         let pki = tempfile::tempdir().unwrap();
         let files = keel_http::tls::load_or_create(pki.path(), &[format!("api.{namespace}.svc")])
             .expect("certificates");
         let front_proxy_ca = s.ca_file().parent().unwrap().join("front-proxy-ca.crt");
-        let script = format!(
-            "{}/tests/python/extension_apiserver.py",
-            env!("CARGO_MANIFEST_DIR")
+        let (child, port) = common::python_server(
+            "extension_apiserver.py",
+            &[&files.cert, &files.key, &front_proxy_ca],
         );
-        let mut child = std::process::Command::new("python3")
-            .arg(script)
-            .arg(&files.cert)
-            .arg(&files.key)
-            .arg(front_proxy_ca)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
         Extension {
             child,
-            port: line.trim().parse().expect("the extension server's port"),
+            port,
             ca: std::fs::read(&files.ca_cert).unwrap(),
             _pki: pki,
         }
@@ -284,16 +270,19 @@ fn availability_follows_the_service_and_its_endpoints() {
     );
     assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
 
-    s.ok(&[
-        "-n",
-        &ns,
-        "create",
-        "service",
-        "clusterip",
-        "metrics",
-        "--tcp",
-        "8443:8443",
-    ]);
+    let clusterip = |ports: &str| {
+        s.ok(&[
+            "-n",
+            &ns,
+            "create",
+            "service",
+            "clusterip",
+            "metrics",
+            "--tcp",
+            ports,
+        ]);
+    };
+    clusterip("8443:8443");
     let msg = wait_available(s, "v1beta1.avail.example.com", "False", "ServicePortError");
     assert_eq!(
         msg,
@@ -301,16 +290,7 @@ fn availability_follows_the_service_and_its_endpoints() {
     );
 
     s.ok(&["-n", &ns, "delete", "service", "metrics"]);
-    s.ok(&[
-        "-n",
-        &ns,
-        "create",
-        "service",
-        "clusterip",
-        "metrics",
-        "--tcp",
-        "443:8443",
-    ]);
+    clusterip("443:8443");
     let msg = wait_available(s, "v1beta1.avail.example.com", "False", "EndpointsNotFound");
     assert_eq!(
         msg,

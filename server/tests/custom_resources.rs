@@ -777,24 +777,7 @@ impl ConversionWebhook {
 
     /// The webhook serving with the certificate and key given.
     fn start_with(cert: &std::path::Path, key: &std::path::Path) -> ConversionWebhook {
-        use std::io::BufRead;
-        let script = format!(
-            "{}/tests/python/conversion_webhook.py",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let mut child = std::process::Command::new("python3")
-            .arg(script)
-            .arg(cert)
-            .arg(key)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("python3");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line.trim().parse().expect("the webhook's port");
+        let (child, port) = common::python_server("conversion_webhook.py", &[cert, key]);
         ConversionWebhook { child, port }
     }
 }

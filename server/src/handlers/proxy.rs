@@ -13,39 +13,11 @@ use crate::state::State;
 use keel_client::{Forward, Method};
 use keel_http::{Body, Request, Response};
 
-/// Request headers never passed on: hop-by-hop ones (RFC 9110 7.6.1), the client's
-/// credentials, the framing (the proxy frames the body again), and user headers a client
-/// could forge.
-fn dropped_request_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
+/// Hop-by-hop headers (RFC 9110 7.6.1) and the framing, which the proxy writes itself: never
+/// passed on in either direction.
+fn hop_by_hop(name: &str) -> bool {
     matches!(
-        n.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "host"
-            | "authorization"
-            | "content-length"
-            | "content-type"
-            | "accept"
-            | "impersonate-user"
-            | "impersonate-group"
-            | "impersonate-uid"
-    ) || n.starts_with("x-remote-")
-        || n.starts_with("impersonate-extra-")
-}
-
-/// Response headers not passed back (the server writes its own framing).
-fn dropped_response_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
+        name,
         "connection"
             | "keep-alive"
             | "proxy-connection"
@@ -55,6 +27,32 @@ fn dropped_response_header(name: &str) -> bool {
             | "upgrade"
             | "content-length"
     )
+}
+
+/// Request headers never passed on: hop-by-hop ones, the client's credentials, those the
+/// proxy sets itself, and user headers a client could forge.
+fn dropped_request_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    hop_by_hop(&n)
+        || matches!(
+            n.as_str(),
+            "proxy-authenticate"
+                | "proxy-authorization"
+                | "host"
+                | "authorization"
+                | "content-type"
+                | "accept"
+                | "impersonate-user"
+                | "impersonate-group"
+                | "impersonate-uid"
+        )
+        || n.starts_with("x-remote-")
+        || n.starts_with("impersonate-extra-")
+}
+
+/// Response headers not passed back.
+fn dropped_response_header(name: &str) -> bool {
+    hop_by_hop(&name.to_ascii_lowercase())
 }
 
 /// Upstream's plain-text proxy error.

@@ -392,3 +392,27 @@ pub fn json_watch_events(body: &[u8]) -> Vec<(String, serde_json::Value)> {
         })
         .collect()
 }
+
+/// Starts the test server `tests/python/<script>` with `args`: it prints its port on its
+/// first line, then serves until its standard input closes (or it is killed). Returns the
+/// process and the port.
+pub fn python_server(script: &str, args: &[&Path]) -> (Child, u16) {
+    use std::io::BufRead;
+    let path = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut child = Command::new("python3")
+        .arg(path)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{script} printed no port: {line:?}"));
+    (child, port)
+}
