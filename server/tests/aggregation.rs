@@ -236,14 +236,17 @@ fn an_apiservice_proxies_to_its_extension_server() {
         (503, "service unavailable\n".to_string())
     );
     s.ok(&["delete", "apiservice", "v1alpha1.wardle.example.com"]);
+    // Gone from discovery (while it was there, unavailable, kubectl reported it stale).
     assert!(eventually(Duration::from_secs(10), || {
-        !s.ok(&["api-resources"]).contains("wardle.example.com")
+        let out = s.kubectl(&["api-resources"]);
+        out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("wardle.example.com")
     }));
 }
 
 #[test]
 fn availability_follows_the_service_and_its_endpoints() {
-    let s = server();
+    // A server of its own: its unavailable group versions stay in discovery (stale).
+    let s = &Server::start(&[]);
     let ns = s.namespace("avail");
     let svc = json!({"namespace": ns, "name": "metrics", "port": 443});
     apply(
@@ -257,6 +260,19 @@ fn availability_follows_the_service_and_its_endpoints() {
     );
     let msg = wait_available(s, "v1beta1.avail.example.com", "False", "ServiceNotFound");
     assert_eq!(msg, format!("service/metrics in \"{ns}\" is not present"));
+    // Aggregated discovery lists the version as stale, without resources (never reached).
+    let accept = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let doc = s.http("GET", "/apis", &[accept], None).json();
+    let group = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "avail.example.com")
+        .cloned();
+    assert_eq!(
+        group.map(|g| g["versions"].clone()),
+        Some(json!([{"version": "v1beta1", "freshness": "Stale"}]))
+    );
     // Requests while it is not available: 503, upstream's plain text.
     let r = s.http(
         "GET",

@@ -1,6 +1,6 @@
 //! The aggregated groups in discovery: added to `/apis` (APIGroupList) and to the aggregated
-//! discovery documents (each available version with the resources of its last discovery
-//! check), and `/apis/<group>` for a group only remotes serve. Groups are listed after the
+//! discovery documents (each version with the resources of its last successful discovery
+//! check, stale while unavailable), and `/apis/<group>` for a group only remotes serve. Groups are listed after the
 //! built-in and custom ones, by `groupPriorityMinimum` (highest first), then name; versions
 //! by `versionPriority`, the first one preferred. Pure.
 
@@ -45,21 +45,22 @@ pub fn add_to_group_list(list: &[u8], remotes: &Remotes) -> Vec<u8> {
     serde_json::to_vec(&doc).expect("JSON")
 }
 
-/// `list` (an APIGroupDiscoveryList) with the available versions of `remotes` it lacks.
+/// `list` (an APIGroupDiscoveryList) with the groups of `remotes` it lacks: each version with
+/// the resources of its last successful check, `Current` while it is available, else
+/// `Stale` (as upstream marks a version whose server it cannot reach).
 pub fn add_to_aggregated(list: &[u8], remotes: &Remotes) -> Vec<u8> {
     let Ok(mut doc) = serde_json::from_slice::<Value>(list) else {
         return list.to_vec();
     };
     if let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) {
         for (g, rs) in remotes.groups() {
-            let versions: Vec<Value> = rs
-                .iter()
-                .filter(|r| r.available)
-                .filter_map(|r| Some(aggregated_version(&r.version, r.resources.as_ref()?)))
-                .collect();
-            if versions.is_empty() || items.iter().any(|e| e["metadata"]["name"] == g) {
+            if items.iter().any(|e| e["metadata"]["name"] == g) {
                 continue;
             }
+            let versions: Vec<Value> = rs
+                .iter()
+                .map(|r| aggregated_version(&r.version, r.resources.as_ref(), r.available))
+                .collect();
             items.push(json!({
                 "metadata": {"name": g, "creationTimestamp": null},
                 "versions": versions,
@@ -69,11 +70,11 @@ pub fn add_to_aggregated(list: &[u8], remotes: &Remotes) -> Vec<u8> {
     serde_json::to_vec(&doc).expect("JSON")
 }
 
-/// One version of aggregated discovery from its APIResourceList: subresources (`a/b`) under
-/// their resource.
-fn aggregated_version(version: &str, list: &Value) -> Value {
+/// One version of aggregated discovery from its APIResourceList (if one was had):
+/// subresources (`a/b`) under their resource; no resources are left out, as Go omits them.
+fn aggregated_version(version: &str, list: Option<&Value>, current: bool) -> Value {
     let entries: &[Value] = list
-        .get("resources")
+        .and_then(|l| l.get("resources"))
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
     let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
@@ -116,7 +117,11 @@ fn aggregated_version(version: &str, list: &Value) -> Value {
         }
         resources.push(Value::Object(r));
     }
-    json!({"version": version, "resources": resources, "freshness": "Current"})
+    let freshness = if current { "Current" } else { "Stale" };
+    if resources.is_empty() {
+        return json!({"version": version, "freshness": freshness});
+    }
+    json!({"version": version, "resources": resources, "freshness": freshness})
 }
 
 #[cfg(test)]
@@ -188,9 +193,15 @@ mod tests {
             &remotes,
         ))
         .unwrap();
-        // Only the available group, with its resources and their subresources.
-        assert_eq!(agg_doc["items"].as_array().unwrap().len(), 1);
-        let v = &agg_doc["items"][0]["versions"][0];
+        // The available group with its resources and their subresources; the other, whose
+        // server was never reached, stale without resources.
+        assert_eq!(agg_doc["items"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            agg_doc["items"][0]["versions"],
+            json!([{"version": "v1", "freshness": "Stale"}])
+        );
+        let v = &agg_doc["items"][1]["versions"][0];
+        assert_eq!(v["freshness"], "Current");
         assert_eq!(v["version"], "v1beta1");
         assert_eq!(v["resources"][0]["resource"], "pods");
         assert_eq!(v["resources"][0]["scope"], "Namespaced");

@@ -147,7 +147,15 @@ async fn pass(st: &State, first: bool, remotes_too: bool) -> Result<(), ApiError
             continue;
         }
         let remote = remote_of(&name, &spec, svc, &before);
-        let (cond, resources) = check(st, &remote).await;
+        let (cond, checked) = check(st, &remote).await;
+        // A failed check keeps what the last successful one found (discovery lists it as
+        // stale).
+        let resources = checked.or_else(|| {
+            before
+                .group(&remote.group)
+                .and_then(|rs| rs.iter().find(|r| r.name == remote.name))
+                .and_then(|r| r.resources.clone())
+        });
         let available = cond.status == "True";
         write_if_changed(st, res, &api, cond).await;
         remotes.push(Remote {
