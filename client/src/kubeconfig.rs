@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 pub struct Endpoint {
     /// `https://host:port` or `http://host:port`, without a trailing slash.
     pub server: String,
-    /// PEM bundle of CAs that sign the server's certificate (None: no custom roots).
+    /// PEM bundle of CAs that sign the server's certificate (None: the system's roots).
     pub ca_pem: Option<Vec<u8>>,
     /// Bearer token sent as `Authorization: Bearer`.
     pub token: Option<String>,

@@ -789,6 +789,67 @@ impl Drop for ConversionWebhook {
     }
 }
 
+/// The definition of `shafts.<group>`: v1 (`spec.size`, stored) and v2 (`spec.length`),
+/// converted by the webhook of `client_config`.
+fn shaft_crd(group: &str, client_config: Value) -> Value {
+    let version = |name: &str, storage: bool, field: &str| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                   "spec": {"type": "object", "properties": {field: {"type": "integer"}}}}}}})
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("shafts.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "shafts", "singular": "shaft", "kind": "Shaft"},
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"], "clientConfig": client_config}},
+            "versions": [version("v1", true, "size"), version("v2", false, "length")]
+        }
+    })
+}
+
+/// A conversion webhook without `caBundle` is verified with the system's roots (here the
+/// server's `SSL_CERT_FILE` names the webhook's CA); a server whose roots lack that CA
+/// refuses the webhook's certificate.
+#[test]
+fn a_webhook_without_ca_bundle_is_verified_with_the_system_roots() {
+    let pki = tempfile::tempdir().unwrap();
+    let files = keel_http::tls::load_or_create(pki.path(), &[]).unwrap();
+    let hook = ConversionWebhook::start_with(&files.cert, &files.key);
+    let url = format!("https://127.0.0.1:{}/convert", hook.port);
+    let trusting = Server::start_env(&[], &[("SSL_CERT_FILE", &files.ca_cert)]);
+    for (s, trusted) in [(&trusting, true), (server(), false)] {
+        let group = if trusted {
+            "cr13.example.com"
+        } else {
+            "cr14.example.com"
+        };
+        apply(s, &shaft_crd(group, json!({"url": url})).to_string());
+        established(s, &format!("shafts.{group}"));
+        let created = s.send_json(
+            "POST",
+            &format!("/apis/{group}/v2/namespaces/default/shafts"),
+            &json!({"apiVersion": format!("{group}/v2"), "kind": "Shaft",
+                    "metadata": {"name": "s1"}, "spec": {"length": 7}}),
+        );
+        if trusted {
+            assert_eq!(created.status, 201, "{}", created.text());
+            let v1 = s
+                .get(&format!("/apis/{group}/v1/namespaces/default/shafts/s1"))
+                .json();
+            assert_eq!(v1["spec"], json!({"size": 7}));
+        } else {
+            assert_eq!(created.status, 500, "{}", created.text());
+            let message = created.json()["message"].as_str().unwrap().to_owned();
+            assert!(message.contains("certificate"), "{message}");
+        }
+    }
+}
+
 /// A conversion webhook named by a Service (here an `ExternalName` one) is reached where the
 /// Service resolves to at each call, its certificate verified for `<name>.<namespace>.svc`;
 /// without the Service, conversions fail with the resolver's error.

@@ -126,6 +126,11 @@ fn tls_config(ep: &Endpoint) -> Result<rustls::ClientConfig, String> {
             let cert = cert.map_err(|e| format!("CA data: {e}"))?;
             roots.add(cert).map_err(|e| format!("CA data: {e}"))?;
         }
+    } else if !ep.insecure_skip_tls_verify {
+        // No CA named: the system's roots (certificates the system store holds but rustls
+        // cannot use are skipped, as Go skips them).
+        let found = rustls_native_certs::load_native_certs();
+        roots.add_parsable_certificates(found.certs);
     }
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -11,8 +11,10 @@
 //! call (as upstream's webhooks and aggregated APIs: `crate::service_ref`), its certificate
 //! verified for `<name>.<namespace>.svc`.
 //!
-//! Not done: without `caBundle` no server certificate is trusted (upstream falls back to the
-//! system's roots); label and annotation syntax in converted objects is not re-checked.
+//! Without `caBundle` the server certificate is verified with the system's roots, as
+//! upstream's client does.
+//!
+//! Not done: label and annotation syntax in converted objects is not re-checked.
 
 use crate::limits::{CONVERSION_WEBHOOK_IDLE_CONNECTIONS, CONVERSION_WEBHOOK_TIMEOUT};
 use crate::service_ref::{ServiceRef, ServiceResolver};

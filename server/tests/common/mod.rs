@@ -60,6 +60,22 @@ impl Server {
     /// Starts a server on the data directory `dir` (inside `tmp`, which it keeps alive): a
     /// restart on the data of an earlier one.
     pub fn start_at(tmp: tempfile::TempDir, dir: PathBuf, extra: &[&str]) -> Server {
+        Server::start_at_env(tmp, dir, extra, &[])
+    }
+
+    /// A server of its own started with `env` added to its environment.
+    pub fn start_env(extra: &[&str], env: &[(&str, &Path)]) -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        Server::start_at_env(tmp, dir, extra, env)
+    }
+
+    fn start_at_env(
+        tmp: tempfile::TempDir,
+        dir: PathBuf,
+        extra: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Server {
         for stale in ["port", "admin.kubeconfig"] {
             let _ = std::fs::remove_file(dir.join(stale));
         }
@@ -77,6 +93,7 @@ impl Server {
             ])
             .args(backend_args())
             .args(extra)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())
