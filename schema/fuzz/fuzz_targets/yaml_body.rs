@@ -7,8 +7,8 @@
 //! Checks, beyond no panic and no runaway expansion (alias bombs end at the bound): a decoded
 //! value never holds more values than the bound; its JSON is accepted by `decode_checked`
 //! with the same value; and the YAML `encode` writes for it reads back as the same value
-//! (numbers by value; strings with NEL, LS or PS excepted, which upstream's YAML does not keep
-//! either).
+//! (numbers by value; values with strings holding NEL, LS or PS excepted, which upstream's
+//! YAML does not keep either, and may not even read back).
 #![no_main]
 
 #[path = "kinds.rs"]
@@ -77,10 +77,16 @@ fuzz_target!(|data: &[u8]| {
         .expect("the JSON of a YAML body decodes");
     assert_eq!(value, doc.value, "decode_checked's value is not the YAML's");
     let text = keel_api::yaml::encode(&doc.value);
+    if has_unicode_breaks(&doc.value) {
+        // Written as go-yaml writes them (unescaped in single quotes or literal blocks), such
+        // strings need not read back at all: a NEL that starts a literal block's line is a
+        // line break to the reader, and can end the block early.
+        return;
+    }
     let back = keel_api::yaml::decode(&text, usize::MAX)
         .unwrap_or_else(|e| panic!("our YAML does not read back ({e}): {}", String::from_utf8_lossy(&text)));
     assert!(
-        has_unicode_breaks(&doc.value) || same(&back.value, &doc.value),
+        same(&back.value, &doc.value),
         "our YAML reads back differently: {}\n{:?}\n{:?}",
         String::from_utf8_lossy(&text),
         back.value,
