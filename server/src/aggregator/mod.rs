@@ -155,8 +155,13 @@ impl Aggregator {
         self.resolver.get().cloned()
     }
 
-    pub fn identity(&self) -> Identity {
-        self.identity.get().cloned().unwrap_or_default()
+    /// What the proxy presents (none before `configure`).
+    pub fn identity(&self) -> &Identity {
+        static NONE: Identity = Identity {
+            cert_pem: Vec::new(),
+            key_pem: Vec::new(),
+        };
+        self.identity.get().unwrap_or(&NONE)
     }
 
     /// The remote serving `group`/`version`, if an APIService with a service names it.

@@ -86,7 +86,7 @@ pub async fn proxy(st: &State, req: &Request, user: &User, remote: &Remote) -> R
             return plain(503, "service unavailable");
         }
     };
-    let client = match remote.client(&authority, &st.aggregator.identity()) {
+    let client = match remote.client(&authority, st.aggregator.identity()) {
         Ok(c) => c,
         Err(e) => return plain(500, &e),
     };

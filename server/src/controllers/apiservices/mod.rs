@@ -320,7 +320,7 @@ async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, S
     let url = format!("https://{authority}{path}");
     let failing = |e: String| format!("failing or missing response from {url}: {e}");
     let client = remote
-        .client(&authority, &st.aggregator.identity())
+        .client(&authority, st.aggregator.identity())
         .map_err(failing)?;
     let headers = user_headers("system:kube-aggregator", "", &["system:masters".into()]);
     let refs: Vec<(&str, &str)> = headers
