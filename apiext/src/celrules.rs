@@ -113,6 +113,9 @@ impl Walk {
         match v {
             Value::Object(m) => {
                 for (k, child) in &n.properties {
+                    if !child.rules_below {
+                        continue;
+                    }
                     if let Some(cv) = m.get(k) {
                         let p = crate::compile::field_path(path, k);
                         let o = old.and_then(|o| o.get(k));
@@ -125,7 +128,11 @@ impl Walk {
                         self.node(child, cv, &p, o, depth + 1);
                     }
                 }
-                if let Some(Additional::Schema(a)) = &n.additional {
+                let additional = match &n.additional {
+                    Some(Additional::Schema(a)) if a.rules_below => Some(a),
+                    _ => None,
+                };
+                if let Some(a) = additional {
                     for (k, cv) in m {
                         if !n.properties.contains_key(k) {
                             let p = crate::compile::index_path(path, k);
@@ -135,7 +142,7 @@ impl Walk {
                 }
             }
             Value::Array(items) => {
-                if let Some(item) = n.items.as_deref() {
+                if let Some(item) = n.items.as_deref().filter(|i| i.rules_below) {
                     let olds = correlate_items(n, items, old);
                     for (i, cv) in items.iter().enumerate() {
                         let p = crate::compile::index_path(path, &i.to_string());
@@ -169,24 +176,13 @@ impl Walk {
         }
         // `self` holds only the fields the rules read, when they read it only by field (a
         // rule on a large object reading two of its fields converts two).
-        let runs = |r: &&Rule| !(r.transition && old.is_none() && !r.optional_old_self);
-        let mut wanted = Some(std::collections::BTreeSet::new());
-        for r in n.rules.iter().filter(runs) {
-            wanted = match (wanted, &r.self_fields) {
-                (Some(mut w), Some(f)) => {
-                    w.extend(f.iter().cloned());
-                    Some(w)
-                }
-                _ => None,
-            };
-        }
-        let me = match (wanted, v) {
+        let me = match (&n.rule_fields[usize::from(old.is_some())], v) {
             (Some(fields), Value::Object(m)) => {
                 let mut out: HashMap<String, Cel> = HashMap::with_capacity(fields.len());
                 for k in fields {
-                    if let Some(x) = m.get(&k) {
-                        let child = n.member(&k).and_then(Result::ok);
-                        out.insert(k, to_cel(child, x, 1));
+                    if let Some(x) = m.get(k) {
+                        let child = n.member(k).and_then(Result::ok);
+                        out.insert(k.clone(), to_cel(child, x, 1));
                     }
                 }
                 Cel::from(out)

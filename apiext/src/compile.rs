@@ -74,6 +74,10 @@ pub struct Node {
     /// This node or one below it (properties, additionalProperties, items) has `rules`: the
     /// CEL walk skips the rest.
     pub rules_below: bool,
+    /// The fields of `self` the node's rules read, when they read it only by field
+    /// (`Rule::self_fields`), sorted: `[0]` for a create (the rules that need no old object),
+    /// `[1]` for an update (every rule). `None`: `self` is needed whole.
+    pub rule_fields: [Option<Vec<String>>; 2],
 }
 
 impl Node {
@@ -339,6 +343,16 @@ impl Compiler {
                 .filter_map(crate::rule::Rule::compile)
                 .collect();
         }
+        n.rule_fields = [false, true].map(|update| {
+            let mut fields = std::collections::BTreeSet::new();
+            for r in &n.rules {
+                if !update && r.transition && !r.optional_old_self {
+                    continue;
+                }
+                fields.extend(r.self_fields.as_ref()?.iter().cloned());
+            }
+            Some(fields.into_iter().collect())
+        });
         n.rules_below = !n.rules.is_empty()
             || n.properties.values().any(|p| p.rules_below)
             || matches!(&n.additional, Some(Additional::Schema(a)) if a.rules_below)

@@ -151,7 +151,7 @@ impl Schema {
     /// root's `apiVersion`, `kind` and `metadata` are always kept. Also drops `null`s the
     /// schema neither allows nor defaults (not reported), as upstream's decoder does.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
-        prune::prune_object(obj, &self.root)
+        prune::prune_object(obj, &self.root, self.has_embedded)
     }
 
     /// Applies the schema's defaults (after [`Schema::prune`]; defaults were pruned by their

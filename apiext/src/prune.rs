@@ -75,7 +75,9 @@ impl Paths {
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Prunes a whole custom resource; returns the unknown field paths in upstream's order.
-pub fn prune_object(obj: &mut Value, root: &Node) -> Vec<String> {
+/// `embedded`: whether any node below the root is an embedded resource (whose `metadata` is
+/// then coerced to an ObjectMeta); without one that walk is skipped.
+pub fn prune_object(obj: &mut Value, root: &Node, embedded: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let Value::Object(m) = obj {
         if let Some(meta) = m.get_mut("metadata") {
@@ -87,10 +89,12 @@ pub fn prune_object(obj: &mut Value, root: &Node) -> Vec<String> {
     paths.found.sort();
     out.extend(paths.found);
     prune_nulls(obj, Some(root), 0);
-    let mut coerced = Vec::new();
-    coerce_embedded(obj, root, "", &mut coerced, 0);
-    coerced.sort();
-    out.extend(coerced);
+    if embedded {
+        let mut coerced = Vec::new();
+        coerce_embedded(obj, root, "", &mut coerced, 0);
+        coerced.sort();
+        out.extend(coerced);
+    }
     out
 }
 

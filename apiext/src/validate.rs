@@ -20,6 +20,41 @@ use crate::limits;
 use crate::render::{bad_value, go_float, go_json, Num};
 use keel_api::status::{field, StatusCause};
 use serde_json::{Map, Value};
+use std::fmt::{self, Display};
+
+/// A node's path as the validator reports it (`spec.ports[0]`), rendered only when an error
+/// names it: the walk of a valid object allocates no path.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    /// A property: `<parent>.<name>`, or `<name>` below an empty path.
+    Field(&'a Path<'a>, &'a str),
+    /// An additionalProperties member: `<parent>.<name>` even at the root.
+    Dot(&'a Path<'a>, &'a str),
+    /// A list item: `<parent>[<i>]`.
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Path::Root => true,
+            Path::Field(p, k) => p.is_empty() && k.is_empty(),
+            Path::Dot(..) | Path::Index(..) => false,
+        }
+    }
+}
+
+impl Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Field(p, k) if p.is_empty() => f.write_str(k),
+            Path::Field(p, k) | Path::Dot(p, k) => write!(f, "{p}.{k}"),
+            Path::Index(p, i) => write!(f, "{p}[{i}]"),
+        }
+    }
+}
 
 /// What kind of kube-openapi error, with the data the field-error conversion needs.
 #[derive(Clone, Debug)]
@@ -84,7 +119,7 @@ impl Res {
     }
 }
 
-fn validation(kind: Kind, name: &str, value: Option<Value>, message: String) -> VErr {
+fn validation(kind: Kind, name: impl Display, value: Option<Value>, message: String) -> VErr {
     VErr {
         kind,
         name: name.to_string(),
@@ -97,7 +132,7 @@ fn plain(message: String) -> VErr {
     validation(Kind::Plain, "", None, message)
 }
 
-fn invalid_type(name: &str, type_name: &str, value: &str) -> VErr {
+fn invalid_type(name: &Path, type_name: &str, value: &str) -> VErr {
     let msg = format!(
         "{name} in body must be of type {type_name}: {}",
         keel_api::gofmt::quote(value)
@@ -136,7 +171,7 @@ pub struct Validator {
 impl Validator {
     /// Validates the whole object; `old` is the stored object for an update with ratcheting.
     pub fn root(&self, n: &Node, obj: &Value, old: Old) -> Vec<StatusCause> {
-        let res = self.ratcheted(n, obj, "", old, true, 0);
+        let res = self.ratcheted(n, obj, &Path::Root, old, true, 0);
         res.errors.iter().map(to_cause).collect()
     }
 
@@ -146,7 +181,7 @@ impl Validator {
         &self,
         n: &Node,
         d: &Value,
-        path: &str,
+        path: &Path,
         old: Old,
         root: bool,
         depth: usize,
@@ -161,7 +196,7 @@ impl Validator {
     }
 
     /// A child validator (upstream's `NewValidatorForField`/`ForIndex`).
-    fn child(&self, n: &Node, d: &Value, path: &str, old: Old, depth: usize) -> Res {
+    fn child(&self, n: &Node, d: &Value, path: &Path, old: Old, depth: usize) -> Res {
         if depth > limits::VALUE_DEPTH_MAX {
             return Res::default();
         }
@@ -172,7 +207,7 @@ impl Validator {
         }
     }
 
-    fn schema(&self, n: &Node, d: &Value, path: &str, old: Old, root: bool, depth: usize) -> Res {
+    fn schema(&self, n: &Node, d: &Value, path: &Path, old: Old, root: bool, depth: usize) -> Res {
         let mut res = Res::default();
         if d.is_null() {
             res.merge(type_check(n, d, path));
@@ -211,9 +246,9 @@ impl Validator {
         res
     }
 
-    fn schema_props(&self, n: &Node, d: &Value, path: &str, depth: usize) -> Res {
+    fn schema_props(&self, n: &Node, d: &Value, path: &Path, depth: usize) -> Res {
         let mut main = Res::default();
-        let quoted = keel_api::gofmt::quote(path);
+        let quoted = || keel_api::gofmt::quote(&path.to_string());
         if !n.any_of.is_empty() {
             let mut best: Option<Res> = None;
             let mut first_success: Option<Res> = None;
@@ -230,7 +265,8 @@ impl Validator {
             }
             if first_success.is_none() {
                 main.add(plain(format!(
-                    "{quoted} must validate at least one schema (anyOf)"
+                    "{} must validate at least one schema (anyOf)",
+                    quoted()
                 )));
             }
             if let Some(b) = best {
@@ -264,7 +300,8 @@ impl Validator {
                     format!("Found {validated} valid alternatives")
                 };
                 main.add(plain(format!(
-                    "{quoted} must validate one and only one schema (oneOf). {extra}"
+                    "{} must validate one and only one schema (oneOf). {extra}",
+                    quoted()
                 )));
                 if let Some(b) = best {
                     main.merge(b);
@@ -289,14 +326,16 @@ impl Validator {
                     ""
                 };
                 main.add(plain(format!(
-                    "{quoted} must validate all the schemas (allOf){extra}"
+                    "{} must validate all the schemas (allOf){extra}",
+                    quoted()
                 )));
             }
         }
         if let Some(not) = &n.not {
             if self.schema(not, d, path, None, false, depth + 1).valid() {
                 main.add(plain(format!(
-                    "{quoted} must not validate the schema (not)"
+                    "{} must not validate the schema (not)",
+                    quoted()
                 )));
             }
         }
@@ -304,12 +343,12 @@ impl Validator {
         main
     }
 
-    fn slice(&self, n: &Node, items: &[Value], path: &str, old: Old, depth: usize) -> Res {
+    fn slice(&self, n: &Node, items: &[Value], path: &Path, old: Old, depth: usize) -> Res {
         let mut res = Res::default();
         if let Some(item) = n.items.as_deref() {
             let olds = correlate_items(n, items, old);
             for (i, v) in items.iter().enumerate() {
-                let p = crate::compile::index_path(path, &i.to_string());
+                let p = Path::Index(path, i);
                 res.merge(self.child(item, v, &p, olds.get(i).copied().flatten(), depth + 1));
             }
         }
@@ -342,7 +381,7 @@ impl Validator {
         &self,
         n: &Node,
         m: &Map<String, Value>,
-        path: &str,
+        path: &Path,
         old: Old,
         root: bool,
         depth: usize,
@@ -393,7 +432,7 @@ impl Validator {
             Some(Additional::Schema(a)) => {
                 for (k, v) in m {
                     if !n.properties.contains_key(k) {
-                        let p = format!("{path}.{k}");
+                        let p = Path::Dot(path, k);
                         res.merge(self.child(a, v, &p, old_of(k), depth + 1));
                     }
                 }
@@ -402,7 +441,7 @@ impl Validator {
         }
         for (k, s) in &n.properties {
             if let Some(v) = m.get(k) {
-                let p = crate::compile::field_path(path, k);
+                let p = Path::Field(path, k);
                 res.merge(self.child(s, v, &p, old_of(k), depth + 1));
             }
         }
@@ -431,7 +470,7 @@ fn type_name_of(d: &Value) -> (&'static str, &'static str) {
     }
 }
 
-fn type_check(n: &Node, d: &Value, path: &str) -> Res {
+fn type_check(n: &Node, d: &Value, path: &Path) -> Res {
     let ok = Res {
         errors: Vec::new(),
         match_count: 1,
@@ -470,19 +509,19 @@ fn type_check(n: &Node, d: &Value, path: &str) -> Res {
     ok
 }
 
-fn string_check(n: &Node, s: &str, path: &str) -> Res {
+fn string_check(n: &Node, s: &str, path: &Path) -> Res {
     let len = s.chars().count() as i64;
-    let value = Some(Value::String(s.to_string()));
+    let value = || Some(Value::String(s.to_string()));
     if let Some(max) = n.max_length {
         if len > max {
             let msg = format!("{path} in body should be at most {max} chars long");
-            return Res::err(validation(Kind::TooLong(max), path, value, msg));
+            return Res::err(validation(Kind::TooLong(max), path, value(), msg));
         }
     }
     if let Some(min) = n.min_length {
         if len < min {
             let msg = format!("{path} in body should be at least {min} chars long");
-            return Res::err(validation(Kind::Validation, path, value, msg));
+            return Res::err(validation(Kind::Validation, path, value(), msg));
         }
     }
     if let Some(p) = &n.pattern {
@@ -492,12 +531,12 @@ fn string_check(n: &Node, s: &str, path: &str) -> Res {
             Err(e) => format!("{}, but pattern is invalid: {e}", p.source),
         };
         let msg = format!("{path} in body should match '{shown}'");
-        return Res::err(validation(Kind::Validation, path, value, msg));
+        return Res::err(validation(Kind::Validation, path, value(), msg));
     }
     Res::default()
 }
 
-fn format_check(n: &Node, s: &str, path: &str) -> Res {
+fn format_check(n: &Node, s: &str, path: &Path) -> Res {
     if formats::valid(&n.format, s) {
         Res::default()
     } else {
@@ -505,36 +544,53 @@ fn format_check(n: &Node, s: &str, path: &str) -> Res {
     }
 }
 
-/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`.
-fn float_decimal(f: f64) -> String {
-    let s = go_float(f);
-    if !s.contains('e') {
-        return s;
+/// Whether `x` is representable in the type and format: upstream prints the number as Go's
+/// `FormatFloat(x, 'f', -1, 64)` and parses that back as the type. Decided on the number
+/// itself, as that round trip decides: an integer type takes integral values within its range
+/// (a fraction or an exponent does not parse), `float` takes what does not overflow `f32`.
+fn fits_range(x: Num, type_name: &str, format: &str) -> bool {
+    // 2^63 and 2^31 are exact in f64.
+    const I64_END: f64 = 9_223_372_036_854_775_808.0;
+    const I32_END: f64 = 2_147_483_648.0;
+    match (type_name, format, x) {
+        ("integer", "int32", Num::Int(i)) => i32::try_from(i).is_ok(),
+        ("integer", "int32", Num::Float(f)) => f.fract() == 0.0 && (-I32_END..I32_END).contains(&f),
+        ("integer", _, Num::Int(_)) => true,
+        // Below 2^62 the printed digits stay within the range; nearer its ends they are
+        // rounded digits padded with zeros (`9223372036854776000`), so the text decides.
+        ("integer", _, Num::Float(f)) if f.abs() < I64_END / 2.0 => f.fract() == 0.0,
+        ("integer", _, Num::Float(_)) => fits_by_text(x, type_name, format),
+        (_, "float", x) => !(x.as_f64() as f32).is_infinite(),
+        _ => true,
     }
-    // Rust's Display of f64 is the shortest round-trip decimal without exponent.
-    format!("{f}")
+}
+
+/// Upstream's round trip, spelled out: print as `FormatFloat(x, 'f', -1, 64)`, parse back
+/// as the type.
+fn fits_by_text(x: Num, type_name: &str, format: &str) -> bool {
+    let rep = match x {
+        Num::Int(i) => i.to_string(),
+        Num::Float(f) => {
+            let s = go_float(f);
+            // Rust's Display of f64 is the shortest round-trip decimal without exponent.
+            if s.contains('e') {
+                format!("{f}")
+            } else {
+                s
+            }
+        }
+    };
+    match (type_name, format) {
+        ("integer", "int32") => rep.parse::<i32>().is_ok(),
+        ("integer", _) => rep.parse::<i64>().is_ok(),
+        (_, "float") => rep.parse::<f64>().is_ok_and(|f| !(f as f32).is_infinite()),
+        _ => true,
+    }
 }
 
 /// Upstream's `IsValueValidAgainstRange`: can `x` be represented in the node's type/format?
-fn range_check(x: Num, type_name: &str, format: &str, prefix: &str, path: &str) -> Option<VErr> {
-    let rep = match x {
-        Num::Int(i) => i.to_string(),
-        Num::Float(f) => float_decimal(f),
-    };
-    let ok = match type_name {
-        "integer" => match format {
-            "int32" => rep.parse::<i32>().is_ok(),
-            _ => rep.parse::<i64>().is_ok(),
-        },
-        _ => match format {
-            "float" => rep
-                .parse::<f64>()
-                .map(|f| !(f as f32).is_infinite())
-                .unwrap_or(false),
-            _ => true,
-        },
-    };
-    if ok {
+fn range_check(x: Num, type_name: &str, format: &str, prefix: &str, path: &Path) -> Option<VErr> {
+    if fits_range(x, type_name, format) {
         return None;
     }
     let msg = if format.is_empty() {
@@ -554,7 +610,7 @@ fn num_value(x: Num) -> Value {
     }
 }
 
-fn number_check(n: &Node, x: Num, path: &str) -> Res {
+fn number_check(n: &Node, x: Num, path: &Path) -> Res {
     let (type_name, format) = match n.types.as_slice() {
         [t] if t == "integer" => (
             "integer",
@@ -673,7 +729,7 @@ fn number_check(n: &Node, x: Num, path: &str) -> Res {
     res
 }
 
-fn multiple_of_float(path: &str, data: f64, factor: f64) -> Option<(Kind, String)> {
+fn multiple_of_float(path: &Path, data: f64, factor: f64) -> Option<(Kind, String)> {
     if factor <= 0.0 {
         return Some((
             Kind::Validation,
@@ -751,7 +807,7 @@ fn enum_matches(d: &Value, e: &Value) -> bool {
     }
 }
 
-fn enum_check(n: &Node, d: &Value, path: &str) -> Res {
+fn enum_check(n: &Node, d: &Value, path: &Path) -> Res {
     if n.enum_values.is_empty() || n.enum_values.iter().any(|e| enum_matches(d, e)) {
         return Res::default();
     }
@@ -920,5 +976,66 @@ pub fn cause(reason: &str, path: &str, message: String) -> StatusCause {
         reason: reason.to_string(),
         message,
         field: path.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn range_fit_is_the_text_round_trip() {
+        let ints = [
+            0,
+            1,
+            -1,
+            i32::MAX as i64,
+            i32::MAX as i64 + 1,
+            i32::MIN as i64,
+            i32::MIN as i64 - 1,
+            i64::MAX,
+            i64::MIN,
+        ];
+        let floats = [
+            0.0,
+            -0.0,
+            0.5,
+            -1.5,
+            1e-7,
+            5.0,
+            1e18,
+            1e19,
+            -1e19,
+            2147483647.0,
+            2147483648.0,
+            -2147483648.0,
+            -2147483649.0,
+            9223372036854774784.0,
+            9223372036854775808.0,
+            -9223372036854775808.0,
+            3.4e38,
+            3.5e38,
+            -3.5e38,
+            f64::MAX,
+            1e300,
+            123.456,
+        ];
+        let xs = ints
+            .iter()
+            .map(|&i| Num::Int(i))
+            .chain(floats.iter().map(|&f| Num::Float(f)));
+        for x in xs {
+            for (t, f) in [
+                ("integer", "int32"),
+                ("integer", "int64"),
+                ("integer", ""),
+                ("number", "float"),
+                ("number", "double"),
+                ("number", ""),
+                ("", ""),
+            ] {
+                assert_eq!(fits_range(x, t, f), fits_by_text(x, t, f), "{x:?} {t} {f}");
+            }
+        }
     }
 }
