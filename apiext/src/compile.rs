@@ -78,6 +78,9 @@ pub struct Node {
     /// (`Rule::self_fields`), sorted: `[0]` for a create (the rules that need no old object),
     /// `[1]` for an update (every rule). `None`: `self` is needed whole.
     pub rule_fields: [Option<Vec<String>>; 2],
+    /// This node or one below it (properties, additionalProperties, items) has a `default`:
+    /// defaulting skips the rest.
+    pub defaults_below: bool,
 }
 
 impl Node {
@@ -353,6 +356,10 @@ impl Compiler {
             }
             Some(fields.into_iter().collect())
         });
+        n.defaults_below = n.default.is_some()
+            || n.properties.values().any(|p| p.defaults_below)
+            || matches!(&n.additional, Some(Additional::Schema(a)) if a.defaults_below)
+            || n.items.as_ref().is_some_and(|i| i.defaults_below);
         n.rules_below = !n.rules.is_empty()
             || n.properties.values().any(|p| p.rules_below)
             || matches!(&n.additional, Some(Additional::Schema(a)) if a.rules_below)

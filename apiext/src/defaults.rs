@@ -13,7 +13,7 @@ fn non_nullable_null(x: Option<&Value>, s: &Node) -> bool {
 }
 
 pub fn apply(x: &mut Value, s: &Node, depth: usize) {
-    if depth > limits::VALUE_DEPTH_MAX {
+    if depth > limits::VALUE_DEPTH_MAX || !s.defaults_below {
         return;
     }
     match x {

@@ -60,6 +60,7 @@ mod gore;
 pub mod limits;
 mod listtype;
 mod prune;
+mod quick;
 mod render;
 mod rule;
 mod validate;
@@ -165,8 +166,11 @@ impl Schema {
     /// the object unfit for them, as upstream's strategy orders them. Root `metadata` is left
     /// to the server.
     pub fn validate(&self, obj: &Value) -> Vec<StatusCause> {
-        let v = validate::Validator { ratchet: false };
-        let mut errs = v.root(&self.root, obj, None);
+        let mut errs = if quick::surely_valid(&self.root, obj) {
+            Vec::new()
+        } else {
+            validate::Validator { ratchet: false }.root(&self.root, obj, None)
+        };
         if self.has_embedded {
             errs.extend(embedded::validate(&self.root, obj));
         }
@@ -199,8 +203,12 @@ impl Schema {
     /// CEL rules skip unchanged values, and transition rules (`oldSelf`) run where `old` has
     /// a correlated value.
     pub fn validate_update(&self, new: &Value, old: &Value) -> Vec<StatusCause> {
-        let v = validate::Validator { ratchet: true };
-        let mut errs = v.root(&self.root, new, Some(old));
+        // Ratcheting only drops errors: a value that surely passes has none to drop.
+        let mut errs = if quick::surely_valid(&self.root, new) {
+            Vec::new()
+        } else {
+            validate::Validator { ratchet: true }.root(&self.root, new, Some(old))
+        };
         if self.has_embedded {
             errs.extend(embedded::validate(&self.root, new));
         }
