@@ -154,6 +154,53 @@ fn an_apiservice_proxies_to_its_extension_server() {
         group["preferredVersion"]["groupVersion"],
         "wardle.example.com/v1alpha1"
     );
+    // Groups are listed by priority, as upstream lists them: at 1000, after every built-in
+    // group; raised above them all, right after the aggregator's own group (in `/apis` and
+    // in aggregated discovery).
+    let order = |aggregated: bool| -> Vec<String> {
+        let accept = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+        let headers: &[&str] = if aggregated { &[accept] } else { &[] };
+        let doc = s.http("GET", "/apis", headers, None).json();
+        let list = if aggregated {
+            &doc["items"]
+        } else {
+            &doc["groups"]
+        };
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|g| {
+                let name = g.get("name").or_else(|| g.pointer("/metadata/name"));
+                name.and_then(Value::as_str).unwrap().to_owned()
+            })
+            .collect()
+    };
+    for aggregated in [false, true] {
+        let names = order(aggregated);
+        assert_eq!(
+            names.last().map(String::as_str),
+            Some("wardle.example.com"),
+            "{names:?}"
+        );
+    }
+    s.ok(&[
+        "patch",
+        "apiservice",
+        "v1alpha1.wardle.example.com",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"groupPriorityMinimum":20000}}"#,
+    ]);
+    for aggregated in [false, true] {
+        let mut names = Vec::new();
+        let ok = eventually(Duration::from_secs(10), || {
+            names = order(aggregated);
+            names.get(1).map(String::as_str) == Some("wardle.example.com")
+        });
+        assert!(ok, "aggregated: {aggregated}: {names:?}");
+        assert_eq!(names[0], "apiregistration.k8s.io");
+        assert_eq!(names[2], "apps", "{names:?}");
+    }
     // The version's own document is the extension server's.
     let list: Value =
         serde_json::from_str(&s.ok(&["get", "--raw", "/apis/wardle.example.com/v1alpha1"]))

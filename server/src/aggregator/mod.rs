@@ -32,6 +32,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+/// The group whose resources the aggregator serves itself: upstream registers no APIService
+/// for it.
+pub const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
+
 /// What the proxy presents to aggregated API servers: the front-proxy client certificate and
 /// key (PEM).
 #[derive(Clone, Debug, Default)]
@@ -77,6 +81,11 @@ impl Remotes {
 
     pub fn group(&self, group: &str) -> Option<&[Arc<Remote>]> {
         self.by_group.get(group).map(Vec::as_slice)
+    }
+
+    /// The remote serving `group`/`version`.
+    pub fn find(&self, group: &str, version: &str) -> Option<&Arc<Remote>> {
+        self.group(group)?.iter().find(|r| r.version == version)
     }
 }
 
@@ -169,12 +178,7 @@ impl Aggregator {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
-        let remotes = self.snapshot();
-        remotes
-            .group(group)?
-            .iter()
-            .find(|r| r.version == version)
-            .cloned()
+        self.snapshot().find(group, version).cloned()
     }
 
     /// The remotes now.

@@ -52,7 +52,8 @@ pub async fn discovery(
             if let Some(v) = aggregated_version(accept) {
                 let mut body = catalog.aggregated(core, v);
                 if let Some(r) = &remotes {
-                    body = crate::aggregator::discovery::add_to_aggregated(&body, r);
+                    let local = catalog.local_apiservices();
+                    body = crate::aggregator::discovery::add_to_aggregated(&body, &local, r);
                 }
                 let ct = format!(
                     "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
@@ -64,15 +65,21 @@ pub async fn discovery(
             } else {
                 let list = catalog.api_group_list();
                 match &remotes {
-                    Some(r) => crate::aggregator::discovery::add_to_group_list(&list, r),
+                    Some(r) => {
+                        let local = catalog.local_apiservices();
+                        crate::aggregator::discovery::add_to_group_list(&list, &local, r)
+                    }
                     None => list,
                 }
             };
             Ok(respond::json(200, JSON, body))
         }
-        (Some(g), None) => catalog
-            .api_group(g)
-            .or_else(|| crate::aggregator::discovery::api_group(remotes.as_ref()?, g))
+        (Some(g), None) => remotes
+            .as_ref()
+            .and_then(|r| {
+                crate::aggregator::discovery::api_group(&catalog.local_apiservices(), r, g)
+            })
+            .or_else(|| catalog.api_group(g))
             .map(|b| respond::json(200, JSON, b))
             .ok_or_else(ApiError::route_not_found),
         (g, Some(v)) => catalog

@@ -25,9 +25,7 @@ pub const ON_START: &str = "onstart";
 /// Synced always (custom resources' group versions).
 pub const ALWAYS: &str = "true";
 
-/// The group whose resources the aggregator serves itself: upstream registers no APIService
-/// for it.
-const AGGREGATOR_GROUP: &str = "apiregistration.k8s.io";
+use crate::aggregator::AGGREGATOR_GROUP;
 
 /// An APIService's name for `group`/`version`.
 pub fn name_of(group: &str, version: &str) -> String {
