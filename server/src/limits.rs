@@ -248,3 +248,19 @@ pub const APISERVICE_IDLE_CONNECTIONS: usize = 4;
 /// Bytes of an aggregated API server's discovery document (`/apis/<group>/<version>`) its
 /// check reads; a larger one fails the check.
 pub const APISERVICE_DISCOVERY_BYTES_MAX: usize = 4 << 20;
+/// Bound of one OpenAPI document fetch from an aggregated API server (upstream's spec
+/// download timeout). Fetches run apart from requests, which are answered from what was
+/// last fetched and never wait for one.
+pub const APISERVICE_OPENAPI_FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes of one OpenAPI document of an aggregated API server (a generic API server's
+/// `/openapi/v2` is a few hundred KiB; keel's own, every built-in type, about 4 MiB); a larger
+/// one fails the fetch and the last good one is kept.
+pub const APISERVICE_OPENAPI_BYTES_MAX: usize = 16 << 20;
+/// How long after a successful fetch an aggregated API server's OpenAPI documents are fetched
+/// again (upstream's one minute; the controller looks at least every `APISERVICE_RESYNC`)...
+pub const APISERVICE_OPENAPI_REFRESH: Duration = Duration::from_secs(60);
+/// ...and the longest wait after failed ones (upstream backs off exponentially from the
+/// refresh interval up to an hour).
+pub const APISERVICE_OPENAPI_BACKOFF_MAX: Duration = Duration::from_secs(3600);
+const _: () =
+    assert!(APISERVICE_OPENAPI_REFRESH.as_secs() <= APISERVICE_OPENAPI_BACKOFF_MAX.as_secs());

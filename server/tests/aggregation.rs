@@ -201,6 +201,96 @@ fn an_apiservice_proxies_to_its_extension_server() {
         assert_eq!(names[0], "apiregistration.k8s.io");
         assert_eq!(names[2], "apps", "{names:?}");
     }
+    // OpenAPI: `kubectl explain` finds the extension server's schema, with its field
+    // descriptions, through `/openapi/v3`.
+    let mut explained = String::new();
+    let ok = eventually(Duration::from_secs(20), || {
+        let out = s.kubectl(&["explain", "flunders.spec"]);
+        explained = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.status.success()
+    });
+    assert!(
+        ok,
+        "{explained}{}",
+        s.http("GET", "/openapi/v3", &[], None).text()
+    );
+    for text in [
+        "KIND:       Flunder",
+        "FlunderSpec is what a flunder should be.",
+        "Reference names the flunder this one points at.",
+        "FischerReference names a fischer.",
+    ] {
+        assert!(explained.contains(text), "{text:?} in {explained}");
+    }
+    // The index lists the group version at the extension server's own URL; the document
+    // there is its own, immutable under its hash (its ETag); a stale hash is redirected.
+    let index = s.http("GET", "/openapi/v3", &[], None).json();
+    let url = index["paths"]["apis/wardle.example.com/v1alpha1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{index}"))
+        .to_owned();
+    let (gv_path, hash) = url.split_once("?hash=").unwrap();
+    assert_eq!(gv_path, "/openapi/v3/apis/wardle.example.com/v1alpha1");
+    let doc = s.http("GET", &url, &[], None);
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.header("etag"), Some(format!("\"{hash}\"").as_str()));
+    assert_eq!(doc.header("cache-control"), Some("public, immutable"));
+    assert_eq!(
+        doc.json()["components"]["schemas"]["com.example.wardle.v1alpha1.Flunder"]["description"],
+        "Flunder is a test resource served by the wardle extension server."
+    );
+    let stale = s.http("GET", &format!("{gv_path}?hash=0"), &[], None);
+    assert_eq!(stale.status, 301);
+    assert_eq!(stale.header("location"), Some(url.as_str()));
+    // `/openapi/v2`: the remote's path and definition merged in; its path outside its group
+    // version left out; its ObjectMeta, unlike keel's, renamed and referred to so.
+    let v2 = s
+        .http("GET", "/openapi/v2", &["Accept: application/json"], None)
+        .json();
+    let flunder = &v2["definitions"]["com.example.wardle.v1alpha1.Flunder"];
+    assert_eq!(
+        flunder["description"],
+        "Flunder is a test resource served by the wardle extension server."
+    );
+    assert_eq!(
+        flunder["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta_v2"
+    );
+    assert_eq!(
+        v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta_v2"]["description"],
+        "ObjectMeta of the wardle server."
+    );
+    assert_ne!(
+        v2["definitions"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["description"],
+        "ObjectMeta of the wardle server."
+    );
+    assert_eq!(
+        v2["paths"]["/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"]["get"]
+            ["operationId"],
+        "listWardleFlunders"
+    );
+    assert_ne!(
+        v2["paths"]["/version/"]["get"]["operationId"],
+        "getWardleVersion"
+    );
+    assert!(v2["definitions"].get("wardle.Info").is_none());
+    // Its protobuf form is the merged document too (the same ETag).
+    let json_etag = s
+        .http("GET", "/openapi/v2", &["Accept: application/json"], None)
+        .header("etag")
+        .map(str::to_owned);
+    let proto = s.http(
+        "GET",
+        "/openapi/v2",
+        &["Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf"],
+        None,
+    );
+    assert_eq!(proto.status, 200);
+    assert_eq!(proto.header("etag").map(str::to_owned), json_etag);
     // The version's own document is the extension server's.
     let list: Value =
         serde_json::from_str(&s.ok(&["get", "--raw", "/apis/wardle.example.com/v1alpha1"]))
@@ -283,6 +373,13 @@ fn an_apiservice_proxies_to_its_extension_server() {
         (503, "service unavailable\n".to_string())
     );
     s.ok(&["delete", "apiservice", "v1alpha1.wardle.example.com"]);
+    // Its OpenAPI documents go with it.
+    assert!(eventually(Duration::from_secs(10), || {
+        let index = s.http("GET", "/openapi/v3", &[], None).json();
+        index["paths"]
+            .get("apis/wardle.example.com/v1alpha1")
+            .is_none()
+    }));
     // Gone from discovery (while it was there, unavailable, kubectl reported it stale).
     assert!(eventually(Duration::from_secs(10), || {
         let out = s.kubectl(&["api-resources"]);

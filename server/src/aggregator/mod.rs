@@ -23,6 +23,7 @@
 //! them), so `kubectl get apiservices` lists only those clients created.
 
 pub mod discovery;
+pub mod openapi;
 
 pub use crate::service_ref::ServiceRef;
 use crate::service_ref::ServiceResolver;
@@ -56,6 +57,8 @@ pub struct Aggregator {
     remotes: RwLock<Arc<Remotes>>,
     /// Resolves Services for other callers (conversion webhooks named by `service`).
     resolver: OnceLock<ServiceResolver>,
+    /// The aggregated servers' OpenAPI documents.
+    pub openapi: openapi::Specs,
     /// Woken when the group versions served change (custom resources): their local
     /// APIServices follow.
     pub served_changed: tokio::sync::Notify,

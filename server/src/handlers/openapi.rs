@@ -8,6 +8,7 @@ use crate::repr::JSON;
 use crate::state::State;
 use keel_api::status::ApiError;
 use keel_http::{Body, Request, Response};
+use std::sync::Arc;
 
 /// `/openapi/v2` in protobuf: gnostic's `openapi.v2.Document`. Clients ask for it under the
 /// deprecated name ([`V2_PROTOBUF_SUBTYPE_DEPRECATED`], client-go's `OpenAPISchema()`) or this
@@ -46,37 +47,76 @@ pub fn v2(st: &State, req: &Request) -> Result<Response, ApiError> {
     };
     let routes = st.routes.load();
     let schemas = keel_schema::schemas();
-    let (doc, content_type) = match media {
-        V2Media::Json => (schemas.openapi_v2_doc(routes.resource_descs()), JSON),
-        V2Media::Protobuf => (
-            schemas
-                .openapi_v2_protobuf_doc(routes.resource_descs())
-                .map_err(|e| {
-                    ApiError::service_unavailable(format!("OpenAPI v2 in protobuf: {e}"))
-                })?,
+    let local = schemas.openapi_v2_doc(routes.resource_descs());
+    // With the aggregated servers' documents merged in, when there are any.
+    let merged = st.aggregator.openapi.v2(&local.body, &local.etag);
+    let unavailable =
+        |e: String| ApiError::service_unavailable(format!("OpenAPI v2 in protobuf: {e}"));
+    let (doc, content_type) = match (media, merged) {
+        (V2Media::Json, None) => (Served::Local(local), JSON),
+        (V2Media::Json, Some(m)) => (Served::Merged(m), JSON),
+        (V2Media::Protobuf, None) => (
+            Served::Local(
+                schemas
+                    .openapi_v2_protobuf_doc(routes.resource_descs())
+                    .map_err(unavailable)?,
+            ),
+            V2_PROTOBUF,
+        ),
+        (V2Media::Protobuf, Some(m)) => (
+            Served::Merged(m.protobuf_v2().map_err(unavailable)?),
             V2_PROTOBUF,
         ),
     };
     let mut headers = vary;
     headers.push(("Cache-Control".into(), "no-cache, private".into()));
-    headers.push(("ETag".into(), format!("\"{}\"", doc.etag)));
-    if if_none_match(req.headers.get("if-none-match"), &doc.etag) {
+    headers.push(("ETag".into(), format!("\"{}\"", doc.etag())));
+    if if_none_match(req.headers.get("if-none-match"), doc.etag()) {
         return Ok(not_modified(headers));
     }
     headers.push(("Content-Type".into(), content_type.into()));
-    let gzip = doc.body.len() >= GZIP_BODY_BYTES_MIN
+    let gzip = doc.body().len() >= GZIP_BODY_BYTES_MIN
         && accepts_gzip(req.headers.get("accept-encoding").unwrap_or(""));
     let body = if gzip {
         headers.push(("Content-Encoding".into(), "gzip".into()));
         doc.gzipped().to_vec()
     } else {
-        doc.body.to_vec()
+        doc.body().to_vec()
     };
     Ok(Response {
         status: 200,
         headers,
         body: Body::Full(body),
     })
+}
+
+/// A document served: keel's own, or one with aggregated servers' documents merged in.
+enum Served {
+    Local(keel_schema::OpenApiDoc),
+    Merged(Arc<crate::aggregator::openapi::Doc>),
+}
+
+impl Served {
+    fn body(&self) -> &[u8] {
+        match self {
+            Served::Local(d) => &d.body,
+            Served::Merged(d) => &d.body,
+        }
+    }
+
+    fn etag(&self) -> &str {
+        match self {
+            Served::Local(d) => &d.etag,
+            Served::Merged(d) => &d.etag,
+        }
+    }
+
+    fn gzipped(&self) -> Arc<[u8]> {
+        match self {
+            Served::Local(d) => d.gzipped(),
+            Served::Merged(d) => d.gzipped(),
+        }
+    }
 }
 
 /// 304 with `headers` (Go's ServeContent keeps the validators and caching headers already set
@@ -226,10 +266,15 @@ fn accepts_gzip(accept_encoding: &str) -> bool {
 }
 
 /// `GET /openapi/v3`.
+/// `GET /openapi/v3`: keel's index, with the aggregated servers' group versions when any
+/// was fetched.
 pub fn v3_root(st: &State, req: &Request) -> Response {
     let routes = st.routes.load();
     let doc = keel_schema::schemas().openapi_v3_root_doc(routes.resource_descs());
-    v3_response(req, doc, None, "")
+    match st.aggregator.openapi.v3_root(&doc.body, &doc.etag) {
+        Some(m) => v3_response(req, &m.body, &m.etag, None, ""),
+        None => v3_response(req, &doc.body, &doc.etag, None, ""),
+    }
 }
 
 /// `GET /openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`; `path` is the request path.
@@ -240,33 +285,46 @@ pub fn v3_group_version(st: &State, req: &Request, path: &str) -> Result<Respons
         ["apis", g, v] => (*g, *v),
         _ => return Err(ApiError::route_not_found()),
     };
+    let hash = Query::from_request(req).nonempty("hash").map(String::from);
+    // An aggregated server's, as last fetched (its hash is the remote's own).
+    if st.aggregator.any() {
+        if let Some(doc) = st.aggregator.openapi.v3(group, version) {
+            return Ok(v3_response(
+                req,
+                &doc.body,
+                &doc.hash,
+                hash.as_deref(),
+                path,
+            ));
+        }
+    }
     let routes = st.routes.load();
     let doc = keel_schema::schemas()
         .openapi_v3_group_version_doc(group, version, routes.resource_descs())
         .ok_or_else(ApiError::route_not_found)?;
-    let hash = Query::from_request(req).nonempty("hash").map(String::from);
-    Ok(v3_response(req, doc, hash.as_deref(), path))
+    Ok(v3_response(
+        req,
+        &doc.body,
+        &doc.etag,
+        hash.as_deref(),
+        path,
+    ))
 }
 
 /// An OpenAPI v3 document with upstream's caching headers (kube-openapi's handler3): a `hash`
 /// query naming the current document is immutable; a stale one is redirected to the current
 /// URL; an `If-None-Match` naming the ETag gets a 304.
-fn v3_response(
-    req: &Request,
-    doc: keel_schema::OpenApiDoc,
-    hash: Option<&str>,
-    path: &str,
-) -> Response {
+fn v3_response(req: &Request, body: &[u8], etag: &str, hash: Option<&str>, path: &str) -> Response {
     if let Some(h) = hash {
-        if h != doc.etag {
+        if h != etag {
             let mut r = respond::response(301, JSON, Vec::new());
             r.headers
-                .push(("Location".into(), format!("{path}?hash={}", doc.etag)));
+                .push(("Location".into(), format!("{path}?hash={etag}")));
             return r;
         }
     }
     let mut headers = vec![
-        ("ETag".to_owned(), format!("\"{}\"", doc.etag)),
+        ("ETag".to_owned(), format!("\"{etag}\"")),
         ("Vary".to_owned(), "Accept".to_owned()),
     ];
     if hash.is_some() {
@@ -279,14 +337,14 @@ fn v3_response(
     } else {
         headers.push(("Cache-Control".into(), "no-cache, private".into()));
     }
-    if if_none_match(req.headers.get("if-none-match"), &doc.etag) {
+    if if_none_match(req.headers.get("if-none-match"), etag) {
         return not_modified(headers);
     }
     headers.insert(0, ("Content-Type".into(), JSON.into()));
     Response {
         status: 200,
         headers,
-        body: Body::Full(doc.body.to_vec()),
+        body: Body::Full(body.to_vec()),
     }
 }
 

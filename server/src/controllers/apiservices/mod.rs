@@ -12,6 +12,7 @@
 //! every `APISERVICE_RESYNC` (a server that went away is seen within that).
 
 pub mod autoregister;
+pub mod openapi;
 pub mod resolve;
 
 use crate::aggregator::{user_headers, Remote, ServiceRef, Trust};
@@ -68,12 +69,14 @@ pub async fn start(st: &State) -> bool {
 
 async fn run(st: Arc<State>, mut first: bool) {
     let mut watches = [None, None, None];
+    let fetches = openapi::Schedule::default();
     loop {
         let pass_started = tokio::time::Instant::now();
         match reconcile(&st, first).await {
             Ok(()) => first = false,
             Err(e) => eprintln!("apiservice availability controller: {}", e.message),
         }
+        openapi::schedule(&st, &fetches);
         tokio::time::sleep_until(pass_started + APISERVICE_PASS_INTERVAL_MIN).await;
         if watches.iter().any(Option::is_none) {
             watches = open_watches(&st).await;
@@ -323,15 +326,63 @@ async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, S
         .client(&authority, st.aggregator.identity())
         .map_err(failing)?;
     let headers = user_headers("system:kube-aggregator", "", &["system:masters".into()]);
-    let refs: Vec<(&str, &str)> = headers
+    let (status, _, body) = get_bounded(
+        &client,
+        &Get {
+            path: &path,
+            url: &url,
+            user: &headers,
+            extra: &[],
+            timeout: APISERVICE_CHECK_TIMEOUT,
+            bytes_max: crate::limits::APISERVICE_DISCOVERY_BYTES_MAX,
+            what: "discovery document",
+        },
+    )
+    .await
+    .map_err(failing)?;
+    if !(200..300).contains(&status) {
+        return Err(failing(format!("bad status from {url}: {status}")));
+    }
+    Ok(serde_json::from_slice::<Value>(&body)
+        .ok()
+        .filter(|v| v.get("resources").is_some_and(Value::is_array)))
+}
+
+/// A bounded GET of an aggregated API server.
+pub(crate) struct Get<'a> {
+    /// Path and query.
+    pub path: &'a str,
+    /// The URL, for errors.
+    pub url: &'a str,
+    /// The user headers it is sent with.
+    pub user: &'a [(String, String)],
+    /// Other headers.
+    pub extra: &'a [(&'a str, &'a str)],
+    /// Bound of the whole exchange, body included.
+    pub timeout: std::time::Duration,
+    /// Bound of the body: a larger one is an error.
+    pub bytes_max: usize,
+    /// What the body is, for errors.
+    pub what: &'a str,
+}
+
+/// Does `get`: the status, header fields and body; errors as Go's client words them.
+pub(crate) async fn get_bounded(
+    client: &keel_client::KubeClient,
+    get: &Get<'_>,
+) -> Result<(u16, Vec<(String, String)>, Vec<u8>), String> {
+    let url = get.url;
+    let mut refs: Vec<(&str, &str)> = get
+        .user
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
-    let get = async {
+    refs.extend_from_slice(get.extra);
+    let exchange = async {
         let mut answer = client
             .forward(Forward {
                 method: Method::GET,
-                path: &path,
+                path: get.path,
                 accept: "application/json, */*",
                 headers: &refs,
                 body: None,
@@ -340,27 +391,19 @@ async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, S
             .map_err(|e| format!("Get \"{url}\": {e}"))?;
         let mut body = Vec::new();
         while let Some(chunk) = answer.body.next_chunk().await? {
-            if body.len() + chunk.len() > crate::limits::APISERVICE_DISCOVERY_BYTES_MAX {
-                return Err(format!("Get \"{url}\": discovery document too large"));
+            if body.len() + chunk.len() > get.bytes_max {
+                return Err(format!("Get \"{url}\": {} too large", get.what));
             }
             body.extend_from_slice(chunk);
         }
-        Ok((answer.status, body))
+        Ok((answer.status, answer.headers, body))
     };
-    let (status, body) = match tokio::time::timeout(APISERVICE_CHECK_TIMEOUT, get).await {
-        Err(_) => {
-            return Err(failing(format!(
-                "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-            )))
-        }
-        Ok(r) => r.map_err(failing)?,
-    };
-    if !(200..300).contains(&status) {
-        return Err(failing(format!("bad status from {url}: {status}")));
+    match tokio::time::timeout(get.timeout, exchange).await {
+        Err(_) => Err(format!(
+            "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+        )),
+        Ok(r) => r,
     }
-    Ok(serde_json::from_slice::<Value>(&body)
-        .ok()
-        .filter(|v| v.get("resources").is_some_and(Value::is_array)))
 }
 
 /// Writes the `Available` condition when its status, reason or message differ from the
