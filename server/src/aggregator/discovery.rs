@@ -336,6 +336,7 @@ mod tests {
             available: resources.is_some(),
             resources,
             client: Arc::new(Mutex::new(None)),
+            address: Default::default(),
         }
     }
 
@@ -480,6 +481,28 @@ mod tests {
         assert_eq!(merged[..2], ["apiregistration.k8s.io", "top.example.com"]);
         let merged = group_names(&add_to_aggregated(&aggregated, &local, &top), "items");
         assert_eq!(merged[..2], ["apiregistration.k8s.io", "top.example.com"]);
+    }
+
+    /// The address the availability check resolved is kept for the proxy until a change
+    /// makes the controller forget it.
+    #[test]
+    fn resolved_addresses_are_kept_until_forgotten() {
+        let agg = Aggregator::default();
+        agg.publish(vec![remote("a.example.com", "v1", (100, 10), None)]);
+        let r = agg.remote("a.example.com", "v1").unwrap();
+        assert_eq!(r.address(), None);
+        r.set_address(Some("10.0.0.1:443".into()));
+        assert_eq!(
+            agg.remote("a.example.com", "v1")
+                .unwrap()
+                .address()
+                .as_deref(),
+            Some("10.0.0.1:443")
+        );
+        agg.forget_addresses();
+        assert_eq!(r.address(), None);
+        r.remember_address("10.0.0.2:443".into());
+        assert_eq!(r.address().as_deref(), Some("10.0.0.2:443"));
     }
 
     #[test]

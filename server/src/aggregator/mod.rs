@@ -116,9 +116,28 @@ pub struct Remote {
     /// A client per address the service resolved to (the last one), shared with the remote
     /// of the next pass while the service and trust stay the same.
     pub client: Arc<Mutex<Option<(String, KubeClient)>>>,
+    /// Where its Service resolves (`host:port`): set by the availability check that read the
+    /// Service (or by the proxy when unset), cleared when an APIService, Service or
+    /// EndpointSlice changes, so a proxied request does not read the store.
+    pub address: parking_lot::RwLock<Option<Arc<str>>>,
 }
 
 impl Remote {
+    /// Where its Service resolved, while that is known.
+    pub fn address(&self) -> Option<Arc<str>> {
+        self.address.read().clone()
+    }
+
+    /// Records where its Service resolves (`None`: not known).
+    pub fn set_address(&self, address: Option<String>) {
+        *self.address.write() = address.map(Arc::from);
+    }
+
+    /// Records where its Service resolved (the proxy, when it had to resolve it).
+    pub fn remember_address(&self, address: Arc<str>) {
+        *self.address.write() = Some(address);
+    }
+
     /// A client for the remote at `authority` (`host:port`), made once per address.
     pub fn client(&self, authority: &str, identity: &Identity) -> Result<KubeClient, String> {
         let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
@@ -195,6 +214,16 @@ impl Aggregator {
     /// Whether any APIService with a service is known.
     pub fn any(&self) -> bool {
         self.any.load(Ordering::Relaxed)
+    }
+
+    /// Forgets where every remote's Service resolved (an APIService, Service or
+    /// EndpointSlice changed): until the next check, the proxy resolves it again.
+    pub fn forget_addresses(&self) {
+        for (_, rs) in self.snapshot().groups() {
+            for r in rs {
+                r.set_address(None);
+            }
+        }
     }
 
     /// Replaces what is known (the availability controller's pass).

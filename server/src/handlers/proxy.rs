@@ -12,6 +12,7 @@ use crate::controllers::apiservices::resolve;
 use crate::state::State;
 use keel_client::{Forward, Method};
 use keel_http::{Body, Request, Response};
+use std::sync::Arc;
 
 /// Hop-by-hop headers (RFC 9110 7.6.1) and the framing, which the proxy writes itself: never
 /// passed on in either direction.
@@ -75,16 +76,25 @@ pub async fn proxy(st: &State, req: &Request, user: &User, remote: &Remote) -> R
     let Some(method) = Method::from_name(req.method.as_str()) else {
         return plain(405, "method not allowed");
     };
-    let routing = st.aggregator.endpoint_routing();
-    let authority = match resolve::resolve(st, &remote.service, routing).await {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!(
-                "aggregator: error resolving {}/{}: {e}",
-                remote.service.namespace, remote.service.name
-            );
-            return plain(503, "service unavailable");
-        }
+    // Where the availability check resolved the Service; read from the store only when a
+    // change made that unknown.
+    let authority: Arc<str> = match remote.address() {
+        Some(a) => a,
+        None => match resolve::resolve(st, &remote.service, st.aggregator.endpoint_routing()).await
+        {
+            Ok(a) => {
+                let a: Arc<str> = a.into();
+                remote.remember_address(a.clone());
+                a
+            }
+            Err(e) => {
+                eprintln!(
+                    "aggregator: error resolving {}/{}: {e}",
+                    remote.service.namespace, remote.service.name
+                );
+                return plain(503, "service unavailable");
+            }
+        },
     };
     let client = match remote.client(&authority, st.aggregator.identity()) {
         Ok(c) => c,

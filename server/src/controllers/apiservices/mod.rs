@@ -82,10 +82,15 @@ async fn run(st: Arc<State>, mut first: bool) {
             watches = open_watches(&st).await;
         }
         // A change of what is served (custom resources) wakes it too.
+        let waiting = tokio::time::Instant::now();
         let ended = tokio::select! {
             ended = super::wait_for_change(&mut watches, APISERVICE_RESYNC) => ended,
             () = st.aggregator.served_changed.notified() => false,
         };
+        // Woken before the resync: something changed, so a Service may resolve elsewhere.
+        if waiting.elapsed() < APISERVICE_RESYNC {
+            st.aggregator.forget_addresses();
+        }
         if ended {
             watches = [None, None, None];
         }
@@ -150,7 +155,11 @@ async fn pass(st: &State, first: bool, remotes_too: bool) -> Result<(), ApiError
             continue;
         }
         let remote = remote_of(&name, &spec, svc, &before);
-        let (cond, checked) = check(st, &remote).await;
+        let Checked {
+            condition: cond,
+            resources: checked,
+            address,
+        } = check(st, &remote).await;
         // A failed check keeps what the last successful one found (discovery lists it as
         // stale).
         let resources = checked.or_else(|| {
@@ -161,6 +170,7 @@ async fn pass(st: &State, first: bool, remotes_too: bool) -> Result<(), ApiError
         });
         let available = cond.status == "True";
         write_if_changed(st, res, &api, cond).await;
+        remote.set_address(address);
         remotes.push(Remote {
             available,
             resources,
@@ -219,6 +229,7 @@ fn remote_of(
         available: false,
         resources: None,
         client,
+        address: Default::default(),
     }
 }
 
@@ -238,92 +249,127 @@ fn condition(status: &'static str, reason: &'static str, message: impl Into<Stri
     }
 }
 
-/// The availability of a remote, and the APIResourceList its discovery check answered.
-async fn check(st: &State, remote: &Remote) -> (Condition, Option<Value>) {
+/// What a check of a remote found.
+struct Checked {
+    condition: Condition,
+    /// The APIResourceList its discovery check answered.
+    resources: Option<Value>,
+    /// Where its Service was resolved to.
+    address: Option<String>,
+}
+
+fn failed(condition: Condition) -> Checked {
+    Checked {
+        condition,
+        resources: None,
+        address: None,
+    }
+}
+
+/// The availability of a remote. The Service and its EndpointSlices are read once: the
+/// address comes from them too.
+async fn check(st: &State, remote: &Remote) -> Checked {
     let svc = &remote.service;
     let service = match resolve::service(st, svc).await {
         Ok(Some(s)) => s,
         Ok(None) => {
             let msg = format!("service/{} in {:?} is not present", svc.name, svc.namespace);
-            return (condition("False", "ServiceNotFound", msg), None);
+            return failed(condition("False", "ServiceNotFound", msg));
         }
         Err(e) => {
             let msg = format!(
                 "service/{} in {:?} cannot be checked due to: {e}",
                 svc.name, svc.namespace
             );
-            return (condition("Unknown", "ServiceAccessError", msg), None);
+            return failed(condition("Unknown", "ServiceAccessError", msg));
         }
     };
     let kind = service
         .pointer("/spec/type")
         .and_then(Value::as_str)
         .unwrap_or("ClusterIP");
+    let mut slices = None;
     if kind == "ClusterIP" {
         let Some(port) = resolve::service_port(&service, svc.port) else {
             let msg = format!(
                 "service/{} in {:?} is not listening on port {}",
                 svc.name, svc.namespace, svc.port
             );
-            return (condition("False", "ServicePortError", msg), None);
+            return failed(condition("False", "ServicePortError", msg));
         };
         let port_name = port
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let slices = match resolve::endpoint_slices(st, svc).await {
+        let found = match resolve::endpoint_slices(st, svc).await {
             Ok(s) => s,
             Err(e) => {
                 let msg = format!(
                     "service/{} in {:?} cannot be checked due to: {e}",
                     svc.name, svc.namespace
                 );
-                return (condition("Unknown", "EndpointsAccessError", msg), None);
+                return failed(condition("Unknown", "EndpointsAccessError", msg));
             }
         };
-        if slices.is_empty() {
+        if found.is_empty() {
             let msg = format!(
                 "cannot find endpointslices for service/{} in {:?}",
                 svc.name, svc.namespace
             );
-            return (condition("False", "EndpointsNotFound", msg), None);
+            return failed(condition("False", "EndpointsNotFound", msg));
         }
-        if !resolve::has_ready_endpoint(&port_name, &slices) {
+        if !resolve::has_ready_endpoint(&port_name, &found) {
             let msg = format!(
                 "endpointslices for service/{} in {:?} have no addresses with port name {port_name:?}",
                 svc.name, svc.namespace
             );
-            return (condition("False", "MissingEndpoints", msg), None);
+            return failed(condition("False", "MissingEndpoints", msg));
         }
+        slices = Some(found);
     }
-    match discovery_check(st, remote).await {
-        Ok(resources) => (condition("True", "Passed", "all checks passed"), resources),
-        Err(msg) => (condition("False", "FailedDiscoveryCheck", msg), None),
+    let routing = st.aggregator.endpoint_routing() && resolve::needs_endpoints(&service);
+    let slices = match (routing, slices) {
+        (false, _) => Ok(None),
+        (true, Some(found)) => Ok(Some(found)),
+        (true, None) => resolve::endpoint_slices(st, svc).await.map(Some),
+    };
+    let address = slices.and_then(|sl| resolve::address(&service, svc, sl.as_deref()));
+    match discovery_check(st, remote, &address).await {
+        Ok(resources) => Checked {
+            condition: condition("True", "Passed", "all checks passed"),
+            resources,
+            address: address.ok(),
+        },
+        Err(msg) => Checked {
+            address: address.ok(),
+            ..failed(condition("False", "FailedDiscoveryCheck", msg))
+        },
     }
 }
 
 /// GETs the version's discovery document from the remote; its APIResourceList when it is
 /// JSON.
-async fn discovery_check(st: &State, remote: &Remote) -> Result<Option<Value>, String> {
-    let routing = st.aggregator.endpoint_routing();
+async fn discovery_check(
+    st: &State,
+    remote: &Remote,
+    address: &Result<String, String>,
+) -> Result<Option<Value>, String> {
     let path = if remote.group.is_empty() {
         format!("/api/{}", remote.version)
     } else {
         format!("/apis/{}/{}", remote.group, remote.version)
     };
-    let authority = resolve::resolve(st, &remote.service, routing)
-        .await
-        .map_err(|e| {
-            format!(
-                "failing or missing response from https://{}.{}.svc:{}{path}: {e}",
-                remote.service.name, remote.service.namespace, remote.service.port
-            )
-        })?;
+    let authority = address.as_deref().map_err(|e| {
+        format!(
+            "failing or missing response from https://{}.{}.svc:{}{path}: {e}",
+            remote.service.name, remote.service.namespace, remote.service.port
+        )
+    })?;
     let url = format!("https://{authority}{path}");
     let failing = |e: String| format!("failing or missing response from {url}: {e}");
     let client = remote
-        .client(&authority, st.aggregator.identity())
+        .client(authority, st.aggregator.identity())
         .map_err(failing)?;
     let headers = user_headers("system:kube-aggregator", "", &["system:masters".into()]);
     let (status, _, body) = get_bounded(

@@ -145,11 +145,12 @@ async fn fetch(st: &State, r: &Remote, previous: Option<&Fetched>) -> (Fetched, 
         v2: previous.and_then(|p| p.v2.clone()),
         v3: previous.and_then(|p| p.v3.clone()),
     };
-    let routing = st.aggregator.endpoint_routing();
-    let client = match resolve::resolve(st, &r.service, routing)
-        .await
-        .and_then(|a| Ok((r.client(&a, st.aggregator.identity())?, a)))
-    {
+    // Where the availability check resolved the Service, else read again.
+    let address = match r.address() {
+        Some(a) => Ok(a.to_string()),
+        None => resolve::resolve(st, &r.service, st.aggregator.endpoint_routing()).await,
+    };
+    let client = match address.and_then(|a| Ok((r.client(&a, st.aggregator.identity())?, a))) {
         Ok(c) => c,
         Err(e) => return (out, Some(e)),
     };

@@ -100,11 +100,35 @@ fn join_host_port(host: &str, port: i64) -> String {
     }
 }
 
-/// Where to connect for the Service `svc` names: `host:port`.
+/// Where to connect for the Service `svc` names: `host:port` (reads the Service, and its
+/// EndpointSlices with endpoint routing).
 pub async fn resolve(st: &State, svc: &ServiceRef, endpoints: bool) -> Result<String, String> {
     let service = service(st, svc)
         .await?
         .ok_or_else(|| format!("service \"{}\" not found", svc.name))?;
+    let slices = if endpoints && needs_endpoints(&service) {
+        Some(endpoint_slices(st, svc).await?)
+    } else {
+        None
+    };
+    address(&service, svc, slices.as_deref())
+}
+
+/// Whether resolving `service` with endpoint routing reads its EndpointSlices.
+pub fn needs_endpoints(service: &Value) -> bool {
+    matches!(
+        service.pointer("/spec/type").and_then(Value::as_str),
+        None | Some("" | "ClusterIP" | "NodePort" | "LoadBalancer")
+    )
+}
+
+/// Where to connect for `service` (the Service `svc` names): `host:port`. `slices`: its
+/// EndpointSlices, given for endpoint routing.
+pub fn address(
+    service: &Value,
+    svc: &ServiceRef,
+    slices: Option<&[Value]>,
+) -> Result<String, String> {
     let spec = service.get("spec").unwrap_or(&Value::Null);
     let text = |k: &str| spec.get(k).and_then(Value::as_str).unwrap_or("");
     let kind = match text("type") {
@@ -114,16 +138,15 @@ pub async fn resolve(st: &State, svc: &ServiceRef, endpoints: bool) -> Result<St
     match kind {
         "ExternalName" => Ok(join_host_port(text("externalName"), svc.port)),
         "ClusterIP" | "NodePort" | "LoadBalancer" => {
-            let port = service_port(&service, svc.port).ok_or_else(|| {
+            let port = service_port(service, svc.port).ok_or_else(|| {
                 format!(
                     "no service port {} found for service \"{}\"",
                     svc.port, svc.name
                 )
             })?;
-            if endpoints {
+            if let Some(slices) = slices {
                 let name = port.get("name").and_then(Value::as_str).unwrap_or("");
-                let slices = endpoint_slices(st, svc).await?;
-                let (ip, port) = ready_endpoint(name, &slices).ok_or_else(|| {
+                let (ip, port) = ready_endpoint(name, slices).ok_or_else(|| {
                     format!("no endpoints available for service \"{}\"", svc.name)
                 })?;
                 return Ok(join_host_port(&ip, port));
@@ -162,5 +185,56 @@ mod tests {
         let svc = json!({"spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443}]}});
         assert_eq!(service_port(&svc, 443).unwrap()["name"], "https");
         assert!(service_port(&svc, 80).is_none());
+    }
+
+    /// Where a Service is reached, from the Service (and its EndpointSlices with endpoint
+    /// routing) already read: what the availability check caches for the proxy.
+    #[test]
+    fn addresses_of_services() {
+        let svc = ServiceRef {
+            namespace: "ns".into(),
+            name: "api".into(),
+            port: 443,
+        };
+        let cluster_ip = json!({"spec": {"clusterIP": "10.0.0.7",
+            "ports": [{"name": "https", "port": 443, "targetPort": 8443}]}});
+        let slices = [json!({"ports": [{"name": "https", "port": 8443}],
+                             "endpoints": [{"addresses": ["10.1.0.2"]}]})];
+        type Case<'a> = (Value, Option<&'a [Value]>, Result<&'a str, &'a str>);
+        let cases: [Case; 7] = [
+            (cluster_ip.clone(), None, Ok("10.0.0.7:443")),
+            (cluster_ip.clone(), Some(&slices), Ok("10.1.0.2:8443")),
+            (
+                cluster_ip.clone(),
+                Some(&[]),
+                Err("no endpoints available for service \"api\""),
+            ),
+            (
+                json!({"spec": {"type": "ExternalName", "externalName": "localhost"}}),
+                None,
+                Ok("localhost:443"),
+            ),
+            (
+                json!({"spec": {"clusterIP": "None", "ports": [{"port": 443}]}}),
+                None,
+                Err("cannot route to service with ClusterIP \"None\""),
+            ),
+            (
+                json!({"spec": {"clusterIP": "10.0.0.7", "ports": [{"port": 80}]}}),
+                None,
+                Err("no service port 443 found for service \"api\""),
+            ),
+            (
+                json!({"spec": {"type": "Other"}}),
+                None,
+                Err("unsupported service type \"Other\""),
+            ),
+        ];
+        for (i, (service, slices, want)) in cases.into_iter().enumerate() {
+            let got = address(&service, &svc, slices);
+            assert_eq!(got.as_deref().map_err(String::as_str), want, "case {i}");
+        }
+        assert!(needs_endpoints(&cluster_ip));
+        assert!(!needs_endpoints(&json!({"spec": {"type": "ExternalName"}})));
     }
 }
