@@ -1,7 +1,8 @@
 //! API aggregation, driven with kubectl against an extension API server the test starts
 //! (`python/extension_apiserver.py`, serving `wardle.example.com/v1alpha1`): an APIService
 //! naming its Service becomes `Available`, its group joins discovery (`kubectl
-//! api-resources`, `/apis`, `/apis/<group>`), and gets, lists, watches and creates of its
+//! api-resources`, `/apis`, `/apis/<group>`) in its priority's place, its OpenAPI documents
+//! join keel's (`kubectl explain`, `/openapi/v3`, `/openapi/v2`), and gets, lists, watches and creates of its
 //! resources are proxied with the user in request headers over TLS verified by `caBundle`,
 //! presenting the front-proxy client certificate the extension server verifies. APIServices
 //! whose Service is missing or has no endpoints are not available, with upstream's reasons,

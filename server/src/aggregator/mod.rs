@@ -11,16 +11,22 @@
 //!   not at all with `insecureSkipTLSVerify`), presenting the front-proxy client certificate
 //!   and naming the user in `X-Remote-User`, `X-Remote-Group` and `X-Remote-Extra-` headers;
 //! - lists the aggregated groups in discovery (`/apis`, aggregated discovery and
-//!   `/apis/<group>`), their resources from the last successful discovery check.
+//!   `/apis/<group>`), their resources from the last successful discovery check, every group
+//!   (local or remote) in upstream's priority order (`discovery`);
+//! - includes their OpenAPI documents in `/openapi/v2` (merged) and `/openapi/v3` (listed and
+//!   served as last fetched in the background; `openapi`).
 //!
-//! The Service is reached as upstream's resolver reaches it (the controller's `resolve`): its cluster IP (or,
-//! with `--enable-aggregator-routing`, a ready endpoint of its EndpointSlices), or the host an
-//! `ExternalName` Service names.
+//! The Service is reached as upstream's resolver reaches it (the controller's `resolve`): its
+//! cluster IP (or, with `--enable-aggregator-routing`, a ready endpoint of its
+//! EndpointSlices), or the host an `ExternalName` Service names. The availability check
+//! resolves it and the address is kept in the [`Remote`] for the proxy, until a change of an
+//! APIService, Service or EndpointSlice makes the controller forget it.
 //!
-//! Not done: upgrade requests (exec, port-forward) through the proxy; `/openapi/v2` and
-//! `/openapi/v3` do not include the aggregated APIs' documents; local APIServices for the
-//! built-in groups and CRD groups are not created (upstream's autoregister controller makes
-//! them), so `kubectl get apiservices` lists only those clients created.
+//! Every group version served here has its local APIService (no service), registered by the
+//! controller's `autoregister`.
+//!
+//! Not done: upgrade requests (exec, port-forward) through the proxy; an aggregated server
+//! without OpenAPI v3 gets no `/openapi/v3` entry (upstream converts its v2 document).
 
 pub mod discovery;
 pub mod openapi;
@@ -71,7 +77,7 @@ pub struct Remotes {
 }
 
 impl Remotes {
-    /// Every remote, grouped (groups in name order, versions by priority).
+    /// Every remote, grouped (groups by priority, then name; versions by priority).
     pub fn groups(&self) -> Vec<(&str, &[Arc<Remote>])> {
         let mut out: Vec<(&str, &[Arc<Remote>])> = self
             .by_group

@@ -9,7 +9,9 @@
 //! within `APISERVICE_CHECK_TIMEOUT` (`FailedDiscoveryCheck`), else `Passed`. The condition's
 //! `lastTransitionTime` moves only when its status changes; nothing is written when nothing
 //! changed. A change of any APIService, Service or EndpointSlice wakes it; it also checks
-//! every `APISERVICE_RESYNC` (a server that went away is seen within that).
+//! every `APISERVICE_RESYNC` (a server that went away is seen within that). The address its
+//! check resolved is published for the proxy; after each pass the `openapi` fetcher fetches
+//! the OpenAPI documents of the available remotes that are due.
 
 pub mod autoregister;
 pub mod openapi;
