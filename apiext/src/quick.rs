@@ -63,7 +63,8 @@ fn valid_at(n: &Node, d: &Value, depth: usize) -> bool {
     let Some(t) = simple_type(n) else {
         return false;
     };
-    if !n.enum_values.is_empty() && !(t == Type::String && string_enum(n, d)) {
+    let enum_holds = n.enum_values.is_empty() || (t == Type::String && string_enum(n, d));
+    if !enum_holds {
         return false;
     }
     match (t, d) {
