@@ -168,6 +168,7 @@ impl Convert<'_> {
             fields,
             element_type,
             relationship: self.map_relationship(s).unwrap_or_default(),
+            ..MapType::default()
         }
     }
 

@@ -133,11 +133,46 @@ pub struct MapType {
     /// The type of keys that are not declared fields (a map's values).
     pub element_type: Option<TypeRef>,
     pub relationship: ElementRelationship,
+    /// `fields`' positions sorted by name, built on the first lookup of a struct with many.
+    pub by_name: FieldIndex,
 }
+
+/// A lazily built name index of a struct's fields (see [`MapType::field`]); it takes no part
+/// in the type's equality.
+#[derive(Clone, Debug, Default)]
+pub struct FieldIndex(OnceLock<Vec<u32>>);
+
+impl PartialEq for FieldIndex {
+    fn eq(&self, _: &FieldIndex) -> bool {
+        true
+    }
+}
+
+/// Up to this many fields a struct's field is found by a scan; beyond, by binary search of
+/// its name index (a Pod spec has 40, a custom resource's spec as many as its schema names).
+const FIELD_SCAN_MAX: usize = 8;
 
 impl MapType {
     pub fn field(&self, name: &str) -> Option<&StructField> {
-        self.fields.iter().find(|f| f.name == name)
+        if self.fields.len() <= FIELD_SCAN_MAX {
+            return self.fields.iter().find(|f| f.name == name);
+        }
+        let index = self.by_name.0.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.fields.len() as u32).collect();
+            // Stable: of fields named alike, the first declared is found, as by the scan.
+            order.sort_by(|&a, &b| {
+                self.fields[a as usize]
+                    .name
+                    .cmp(&self.fields[b as usize].name)
+            });
+            order
+        });
+        // The first of any run of equal names: the scan's answer.
+        let at = index.partition_point(|&i| self.fields[i as usize].name.as_str() < name);
+        index
+            .get(at)
+            .map(|&i| &self.fields[i as usize])
+            .filter(|f| f.name == name)
     }
 
     /// The type of the value under `key` and its path element (the field's shared one when
@@ -203,6 +238,7 @@ impl Atom {
                 fields: Vec::new(),
                 element_type: Some(elem),
                 relationship,
+                by_name: FieldIndex::default(),
             }),
             ..Atom::default()
         }
@@ -247,6 +283,7 @@ impl Atom {
                 fields: Vec::new(),
                 element_type: Some(TypeRef::deduced()),
                 relationship: ElementRelationship::Separable,
+                by_name: FieldIndex::default(),
             }),
         }
     }
@@ -266,6 +303,7 @@ impl Atom {
                 fields: Vec::new(),
                 element_type: Some(TypeRef::named(UNTYPED_ATOMIC)),
                 relationship: ElementRelationship::Atomic,
+                by_name: FieldIndex::default(),
             }),
         }
     }
@@ -337,5 +375,37 @@ impl Schema {
             m.relationship = r;
         }
         Ok(Cow::Owned(atom))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Atom, StructField, TypeRef, FIELD_SCAN_MAX};
+
+    /// Small structs are scanned, larger ones searched by name: either way every declared
+    /// field is found, the first of two alike, and nothing else.
+    #[test]
+    fn fields_are_found_by_name() {
+        for n in [0, 3, FIELD_SCAN_MAX, FIELD_SCAN_MAX + 1, 40] {
+            // Declared out of name order, with one name twice.
+            let mut fields: Vec<StructField> = (0..n)
+                .map(|i| {
+                    StructField::new(format!("f{:02}", (i * 7) % n.max(1)), TypeRef::deduced())
+                })
+                .collect();
+            if n > 0 {
+                fields.push(StructField::new("f00", TypeRef::named("second")));
+            }
+            let atom = Atom::structure(fields.clone());
+            let m = atom.map.as_ref().unwrap();
+            for f in &fields {
+                let found = m.field(&f.name).expect("declared field found");
+                assert_eq!(found.name, f.name);
+                assert_eq!(found.type_ref, TypeRef::deduced(), "the first of two alike");
+            }
+            for absent in ["", "f", "f0", "g00", "f99x"] {
+                assert!(m.field(absent).is_none(), "{absent} in {n}");
+            }
+        }
     }
 }
