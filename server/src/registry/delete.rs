@@ -93,6 +93,12 @@ pub struct Deleted {
     pub removed: bool,
 }
 
+/// [`Registry::delete_stored`]'s answer: whether its bytes are the request's version already.
+struct Answer {
+    deleted: Deleted,
+    converted: bool,
+}
+
 impl Registry {
     /// Deletes one object per the two-phase rules.
     pub async fn delete(
@@ -103,25 +109,35 @@ impl Registry {
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let mut done = self.delete_stored(res, namespace, name, opts).await?;
-        done.bytes = super::answer_as_request(res, done.bytes).await?;
-        Ok(done)
+        if !done.converted {
+            done.deleted.bytes = super::answer_as_request(res, done.deleted.bytes).await?;
+        }
+        Ok(done.deleted)
     }
 
-    /// [`Registry::delete`], answering with the object as stored.
+    /// [`Registry::delete`]; an object removed at once is answered as the request's version,
+    /// converted before it is removed (as upstream: a conversion that fails, a webhook that is
+    /// down, leaves the object in place), any other answer as stored.
     async fn delete_stored(
         &self,
         res: &Resource,
         namespace: &str,
         name: &str,
         opts: &DeleteOptions,
-    ) -> Result<Deleted, ApiError> {
-        let removed = |bytes: &[u8]| Deleted {
-            bytes: bytes.to_vec(),
-            removed: true,
+    ) -> Result<Answer, ApiError> {
+        let removed = |bytes: Vec<u8>| Answer {
+            deleted: Deleted {
+                bytes,
+                removed: true,
+            },
+            converted: true,
         };
-        let marked = |bytes: Vec<u8>| Deleted {
-            bytes,
-            removed: false,
+        let marked = |bytes: Vec<u8>| Answer {
+            deleted: Deleted {
+                bytes,
+                removed: false,
+            },
+            converted: false,
         };
         let info = &res.info;
         let key = res.loc.key(namespace, name);
@@ -164,14 +180,15 @@ impl Registry {
             }
             match plan {
                 DeletionPlan::Now => {
+                    let answer = super::answer_as_request(res, current.value().to_vec()).await?;
                     if opts.dry_run {
-                        return Ok(removed(current.value()));
+                        return Ok(removed(answer));
                     }
                     match self.storage.delete(&key, cur_rev).await {
                         Ok(_) => {
                             self.release_held(res.strategy, &obj).await;
                             self.gc_wake.notify_one();
-                            return Ok(removed(current.value()));
+                            return Ok(removed(answer));
                         }
                         Err(StoreError::Conflict { .. }) => continue,
                         Err(StoreError::NotFound) => return Err(res.not_found(name)),
