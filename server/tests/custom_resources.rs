@@ -1011,6 +1011,24 @@ fn a_conversion_webhook_converts_between_versions() {
         "conversion webhook for cr11.example.com/v2, Kind=Shaft failed: refused by the test webhook"
     );
     assert_eq!(s.get(&format!("{}/s2", base("v1"))).status, 404);
+    // Labels the webhook changes are validated as a write's: an invalid key is a 500 naming
+    // it, nothing stored.
+    let bad = s.send_json(
+        "POST",
+        &base("v2"),
+        &json!({"apiVersion": "cr11.example.com/v2", "kind": "Shaft",
+                "metadata": {"name": "s3", "labels": {"convert": "bad-label"}}}),
+    );
+    assert_eq!(bad.status, 500, "{}", bad.text());
+    let message = bad.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with(
+            "conversion webhook for cr11.example.com/v2, Kind=Shaft returned invalid metadata: \
+             metadata.labels: Invalid value: \"bad key!\": name part must consist of alphanumeric characters"
+        ),
+        "{message}"
+    );
+    assert_eq!(s.get(&format!("{}/s3", base("v1"))).status, 404);
     // An unreachable webhook: reads in the stored version still work, others fail.
     hook.child.kill().unwrap();
     hook.child.wait().unwrap();

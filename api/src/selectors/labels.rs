@@ -126,7 +126,7 @@ impl Requirement {
                 ));
             }
         }
-        if let Some(text) = aggregate_text(&errs) {
+        if let Some(text) = field::aggregate(&errs) {
             return Err(ApiError::bad_request(text));
         }
         let values: BTreeSet<String> = values.into_iter().collect();
@@ -196,22 +196,6 @@ impl std::fmt::Display for Requirement {
         } else {
             write!(f, "{op}{values}")
         }
-    }
-}
-
-/// Upstream's aggregate over field errors: dedup, one alone, several as `[a, b]`.
-fn aggregate_text(errs: &[StatusCause]) -> Option<String> {
-    let mut texts: Vec<String> = Vec::new();
-    for e in errs {
-        let t = field::error_text(e);
-        if !texts.contains(&t) {
-            texts.push(t);
-        }
-    }
-    match texts.len() {
-        0 => None,
-        1 => texts.pop(),
-        _ => Some(format!("[{}]", texts.join(", "))),
     }
 }
 

@@ -134,6 +134,23 @@ pub fn error_text(cause: &StatusCause) -> String {
     format!("{}: {}", cause.field, cause.message)
 }
 
+/// Upstream's error aggregate over field errors (`ErrorList.ToAggregate().Error()`): texts
+/// deduplicated, one printed alone, several as `[a, b]`; `None` for none.
+pub fn aggregate(causes: &[StatusCause]) -> Option<String> {
+    let mut seen: Vec<String> = Vec::new();
+    for c in causes {
+        let text = error_text(c);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.len() {
+        0 => None,
+        1 => seen.pop(),
+        _ => Some(format!("[{}]", seen.join(", "))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

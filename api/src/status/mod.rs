@@ -117,7 +117,7 @@ impl ApiError {
     /// `[a, b]` after dropping duplicate texts, as upstream's error aggregate does).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) -> Self {
         let qualified_kind = group_resource(group, kind);
-        let msg = match aggregate(&causes) {
+        let msg = match field::aggregate(&causes) {
             None => format!("{qualified_kind} {} is invalid", gofmt::quote(name)),
             Some(agg) => format!("{qualified_kind} {} is invalid: {agg}", gofmt::quote(name)),
         };
@@ -495,23 +495,6 @@ pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
 
 /// Seconds upstream asks clients to wait after a "Too large resource version" answer.
 pub const TOO_LARGE_RESOURCE_VERSION_RETRY_SECONDS: u64 = 1;
-
-/// Upstream's error aggregate over field errors: dedup by text; one error prints alone, several
-/// print as `[a, b]`.
-fn aggregate(causes: &[StatusCause]) -> Option<String> {
-    let mut seen: Vec<String> = Vec::new();
-    for c in causes {
-        let text = field::error_text(c);
-        if !seen.contains(&text) {
-            seen.push(text);
-        }
-    }
-    match seen.len() {
-        0 => None,
-        1 => seen.pop(),
-        _ => Some(format!("[{}]", seen.join(", "))),
-    }
-}
 
 fn put_nonempty(m: &mut Map<String, Value>, key: &str, val: Option<&str>) {
     if let Some(v) = val.filter(|v| !v.is_empty()) {

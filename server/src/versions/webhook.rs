@@ -4,7 +4,7 @@
 //! written, one per list page for the items not in the wanted version, answers checked
 //! (review kind, uid, result, count, each object's version, kind, name, namespace and uid)
 //! and each converted object's metadata restored from the original but for its labels and
-//! annotations. Every failure is upstream's `conversion webhook for <gvk> ...` text, answered
+//! annotations, which are validated as a write's when the webhook changed them. Every failure is upstream's `conversion webhook for <gvk> ...` text, answered
 //! as a 500.
 //!
 //! A webhook named by `clientConfig.service` is reached where the Service resolves to at each
@@ -375,6 +375,22 @@ fn restore_meta(original: &Value, new: &mut Value) -> Result<(), String> {
                         "metadata.{field}[{k}] must be a string, but is {} in converted object",
                         go_type(v)
                     ));
+                }
+                // What the webhook changed is validated as a write's would be (upstream
+                // names the annotations' path `metadata.annotation`).
+                let before = meta.get(field).and_then(Value::as_object);
+                let changed = before.map_or(0, Map::len) != m.len()
+                    || m.iter()
+                        .any(|(k, v)| before.and_then(|b| b.get(k)) != Some(v));
+                if changed {
+                    let errs = if field == "labels" {
+                        keel_api::names::validate_labels(m, "metadata.labels")
+                    } else {
+                        keel_api::names::validate_annotations(m, "metadata.annotation")
+                    };
+                    if let Some(text) = keel_api::status::field::aggregate(&errs) {
+                        return Err(text);
+                    }
                 }
                 meta.insert(field.into(), Value::Object(m.clone()));
             }

@@ -1,6 +1,7 @@
 """A conversion webhook for the custom resource tests: HTTPS on 127.0.0.1 with the
 certificate and key given, converting `Shaft` objects between v1 (`spec.size`) and v2
-(`spec.length`). An object labelled `convert: refuse` is refused (result Failure). Prints
+(`spec.length`). An object labelled `convert: refuse` is refused (result Failure); one
+labelled `convert: bad-label` comes back with an invalid label key added. Prints
 its port, then serves until its standard input closes."""
 
 import http.server
@@ -21,6 +22,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for obj in request["objects"]:
             labels = obj.get("metadata", {}).get("labels", {})
             refused |= labels.get("convert") == "refuse"
+            if labels.get("convert") == "bad-label":
+                obj["metadata"]["labels"]["bad key!"] = "x"
             spec = obj.setdefault("spec", {})
             if to.endswith("/v2") and "size" in spec:
                 spec["length"] = spec.pop("size")
