@@ -22,6 +22,10 @@
 use cel::common::ast::Expr;
 use std::sync::{Arc, LazyLock};
 
+mod glue;
+mod net;
+mod url;
+
 pub use cel::Value;
 
 /// The interpreter's environment: parse and run with the same macros and functions.
@@ -39,6 +43,8 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     lists::declare(&mut env).expect("Kubernetes list functions are distinct overloads");
     more::declare(&mut env).expect("sets, regex and map-insert functions are distinct overloads");
     quantity::declare(&mut env).expect("quantity functions are distinct overloads");
+    url::declare(&mut env).expect("URL functions are distinct overloads");
+    net::declare(&mut env).expect("IP and CIDR functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
