@@ -24,6 +24,7 @@ use std::sync::{Arc, LazyLock};
 
 mod glue;
 mod net;
+mod semver;
 mod url;
 
 pub use cel::Value;
@@ -45,6 +46,7 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     quantity::declare(&mut env).expect("quantity functions are distinct overloads");
     url::declare(&mut env).expect("URL functions are distinct overloads");
     net::declare(&mut env).expect("IP and CIDR functions are distinct overloads");
+    semver::declare(&mut env).expect("semver functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
