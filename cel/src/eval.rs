@@ -22,6 +22,7 @@
 use cel::common::ast::Expr;
 use std::sync::{Arc, LazyLock};
 
+mod format;
 mod glue;
 mod net;
 mod semver;
@@ -47,6 +48,7 @@ static EXEC_ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| {
     url::declare(&mut env).expect("URL functions are distinct overloads");
     net::declare(&mut env).expect("IP and CIDR functions are distinct overloads");
     semver::declare(&mut env).expect("semver functions are distinct overloads");
+    format::declare(&mut env).expect("format functions are distinct overloads");
     // cel-go keeps the last of repeated map literal keys.
     env.set_error_on_duplicate_map_keys(false);
     Arc::new(env)
