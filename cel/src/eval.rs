@@ -10,14 +10,16 @@
 //! `indexOf`/`lastIndexOf`), its regex library (`find`, `findAll`), cel-go's `sets` extension
 //! `transformMap`'s insertion, and the quantity library (`quantity`, `isQuantity`,
 //! comparisons, `add`/`sub`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`; values
-//! held exactly to the nano unit, an error beyond about ±1.7e29) are added here.
+//! held exactly to the nano unit, an error beyond about ±1.7e29) are added here; the URL
+//! (`eval/url.rs`), IP and CIDR (`eval/net.rs`), format (`eval/format.rs`) and semver
+//! (`eval/semver.rs`) libraries in their own modules, with upstream's results and errors.
 //!
 //! Not done (the checker accepts them; a run reports an undeclared reference or no such
 //! overload): `duration`/`timestamp` values and functions (the `cel` crate's `chrono` feature
-//! is off: its time-zone dependency is not in the lock file), `url()`,
-//! `ip()`/`cidr()`, `isURL`, `format.*`, `authz`, `semver`, `base64`, and
-//! upstream's runtime cost accounting (callers bound the work instead, see
-//! [`Program::work_bound`]).
+//! is off: its time-zone dependency is not in the lock file), `authz` (CRD rules cannot use
+//! it), and upstream's runtime cost accounting (callers bound the work instead, see
+//! [`Program::work_bound`]). `base64.*` is not offered, as upstream's base environment
+//! (v1.36) does not include cel-go's encoders: the checker refuses it.
 
 use cel::common::ast::Expr;
 use std::sync::{Arc, LazyLock};
