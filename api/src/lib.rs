@@ -24,6 +24,7 @@ pub mod patch;
 pub mod rv;
 pub mod selectors;
 pub mod status;
+pub mod strfmt;
 pub mod time;
 pub mod yaml;
 

@@ -6,6 +6,7 @@
 //! bracketed IPv6 hosts), `email` (but for comments and RFC 2047 words). Approximated:
 //! `creditcard` (a Luhn check, not govalidator's pattern).
 
+use keel_api::strfmt::{is_base64, is_date, is_date_time, is_uuid};
 use regex::Regex;
 use std::net::Ipv6Addr;
 use std::sync::OnceLock;
@@ -37,10 +38,6 @@ rx!(
     r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9\-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$"
 );
 rx!(
-    rx_uuid,
-    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
-);
-rx!(
     rx_uuid3,
     r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$"
 );
@@ -51,14 +48,6 @@ rx!(
 rx!(
     rx_uuid5,
     r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$"
-);
-rx!(
-    rx_base64,
-    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$"
-);
-rx!(
-    rx_time,
-    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$"
 );
 rx!(rx_hexcolor, r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$");
 rx!(
@@ -83,8 +72,8 @@ pub fn valid(format: &str, s: &str) -> bool {
         "password" => true,
         "date" => is_date(s),
         "datetime" => is_date_time(s),
-        "byte" => rx_base64().is_match(s),
-        "uuid" => rx_uuid().is_match(s),
+        "byte" => is_base64(s),
+        "uuid" => is_uuid(s),
         "uuid3" => rx_uuid3().is_match(s),
         "uuid4" => rx_uuid4().is_match(s),
         "uuid5" => rx_uuid5().is_match(s),
@@ -110,52 +99,6 @@ pub fn valid(format: &str, s: &str) -> bool {
         "creditcard" => is_credit_card(s),
         _ => true,
     }
-}
-
-/// Go's `time.Parse("2006-01-02", s)`.
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if !s.is_ascii() || b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<u32> {
-        let part = &s[r];
-        part.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| part.parse().ok())
-            .flatten()
-    };
-    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
-        return false;
-    };
-    if !(1..=12).contains(&m) || d < 1 {
-        return false;
-    }
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    d <= days
-}
-
-/// strfmt's `IsDateTime`: a date, a `t`, and a time matching its RFC 3339 pattern.
-fn is_date_time(s: &str) -> bool {
-    if s.len() < 4 {
-        return false;
-    }
-    let lower = s.to_lowercase();
-    let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
-        return false;
-    }
-    let Some(c) = rx_time().captures(parts[1]) else {
-        return false;
-    };
-    let g = |i: usize| c.get(i).map(|m| m.as_str()).unwrap_or("");
-    g(1) <= "23" && g(2) <= "59" && g(3) <= "59"
 }
 
 /// `netutils.ParseIPSloppy`: Go's `net.ParseIP`, IPv4 octets with leading zeros allowed.

@@ -322,7 +322,8 @@ const LOOSE: &[&str] = &[
 /// Macros cel-go's parser expands and this one does not.
 const UNCHECKED: &[&str] = &["optMap", "optFlatMap", "sortBy"];
 
-const FORMATS: &[&str] = &[
+/// The names of the `format` library's formats.
+pub(crate) const FORMATS: &[&str] = &[
     "dns1123Label",
     "dns1123Subdomain",
     "dns1035Label",

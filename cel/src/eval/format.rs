@@ -13,27 +13,13 @@ use cel::common::value::CowVal;
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value};
 use keel_api::names::{is_qualified_name, is_valid_label_value, NameRule};
-use regex::Regex;
-use std::sync::{Arc, LazyLock};
+use keel_api::strfmt;
+use std::sync::Arc;
 
 const TYPE_NAME: &str = "kubernetes.NamedFormat";
 
 /// The formats, by the name `format.named` and `format.<name>()` use.
-const NAMES: [&str; 13] = [
-    "dns1123Label",
-    "dns1123Subdomain",
-    "dns1035Label",
-    "qualifiedName",
-    "dns1123LabelPrefix",
-    "dns1123SubdomainPrefix",
-    "dns1035LabelPrefix",
-    "labelValue",
-    "uri",
-    "uuid",
-    "byte",
-    "date",
-    "datetime",
-];
+const NAMES: &[&str] = crate::stdlib::FORMATS;
 
 /// One of [`NAMES`]; formats are equal when their names are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,7 +67,7 @@ pub fn declare(env: &mut Env) -> Result<(), DeclarationError> {
         "date",
         "datetime"
     );
-    debug_assert!(made.iter().map(|(n, _)| *n).eq(NAMES));
+    debug_assert!(made.iter().map(|(n, _)| *n).eq(NAMES.iter().copied()));
     for (name, f) in made {
         let qualified = format!("format.{name}");
         env.add_overload(&qualified, &qualified, vec![], f)?;
@@ -126,72 +112,12 @@ fn messages(format: &str, s: &str) -> Option<Vec<String>> {
         "dns1035LabelPrefix" => NameRule::Dns1035Label.check(s, true),
         "labelValue" => is_valid_label_value(s),
         "uri" => super::url::parse_request_uri(s).err().into_iter().collect(),
-        "uuid" => one(UUID.is_match(s), "does not match the UUID format"),
-        "byte" => one(BASE64.is_match(s), "invalid base64"),
-        "date" => one(is_date(s), "invalid date"),
-        "datetime" => one(is_date_time(s), "invalid datetime"),
+        "uuid" => one(strfmt::is_uuid(s), "does not match the UUID format"),
+        "byte" => one(strfmt::is_base64(s), "invalid base64"),
+        "date" => one(strfmt::is_date(s), "invalid date"),
+        "datetime" => one(strfmt::is_date_time(s), "invalid datetime"),
         _ => return None,
     })
-}
-
-static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
-        .expect("constant pattern")
-});
-
-static BASE64: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$")
-        .expect("constant pattern")
-});
-
-static TIME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
-        .expect("constant pattern")
-});
-
-/// Go's `time.Parse("2006-01-02", s)`.
-fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if !s.is_ascii() || b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<u32> {
-        let part = &s[r];
-        if part.bytes().all(|c| c.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
-    };
-    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
-        return false;
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        1..=12 => 31,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
-}
-
-/// strfmt's `IsDateTime`: a date, a `t`, and a time matching its RFC 3339 pattern.
-fn is_date_time(s: &str) -> bool {
-    if s.len() < 4 {
-        return false;
-    }
-    let lower = s.to_lowercase();
-    let parts: Vec<&str> = lower.split('t').collect();
-    if parts.len() < 2 || !is_date(parts[0]) {
-        return false;
-    }
-    let Some(c) = TIME.captures(parts[1]) else {
-        return false;
-    };
-    let g = |i: usize| c.get(i).map_or("", |m| m.as_str());
-    g(1) <= "23" && g(2) <= "59" && g(3) <= "59"
 }
 
 #[cfg(test)]
@@ -328,7 +254,7 @@ mod tests {
     /// Upstream also checks every format by name, and that distinct formats differ.
     #[test]
     fn every_format_by_name() {
-        for lhs in NAMES {
+        for &lhs in NAMES {
             check(&[
                 (
                     &format!("format.named('{lhs}').hasValue()"),
