@@ -14,10 +14,10 @@
 //! (`eval/url.rs`), IP and CIDR (`eval/net.rs`), format (`eval/format.rs`) and semver
 //! (`eval/semver.rs`) libraries in their own modules, with upstream's results and errors.
 //!
-//! Not done (the checker accepts them; a run reports an undeclared reference or no such
-//! overload): `duration`/`timestamp` values and functions (the `cel` crate's `chrono` feature
-//! is off: its time-zone dependency is not in the lock file), `authz` (CRD rules cannot use
-//! it), and upstream's runtime cost accounting (callers bound the work instead, see
+//! `duration` and `timestamp` values come from the `cel` crate (its `chrono` feature).
+//!
+//! Not done (the checker accepts it; a run reports an undeclared reference): `authz` (CRD
+//! rules cannot use it); nor upstream's runtime cost accounting (callers bound the work instead, see
 //! [`Program::work_bound`]). `base64.*` is not offered, as upstream's base environment
 //! (v1.36) does not include cel-go's encoders: the checker refuses it.
 
