@@ -81,14 +81,9 @@ fn valid_at(n: &Node, d: &Value, depth: usize) -> bool {
             Num::Int(i) => bounds_hold(n, |bound, exclusive, above| {
                 int_bound_holds(i, bound, exclusive, above)
             }),
-            Num::Float(f) if t == Type::Number => {
-                bounds_hold(n, |bound, exclusive, above| match (above, exclusive) {
-                    (true, false) => f >= bound,
-                    (true, true) => f > bound,
-                    (false, false) => f <= bound,
-                    (false, true) => f < bound,
-                })
-            }
+            Num::Float(f) if t == Type::Number => bounds_hold(n, |bound, exclusive, above| {
+                within(f, bound, exclusive, above)
+            }),
             Num::Float(_) => false,
         },
         (Type::Boolean, Value::Bool(_)) => true,
@@ -147,12 +142,17 @@ fn int_bound_holds(i: i64, bound: f64, exclusive: bool, above: bool) -> bool {
     if bound.fract() != 0.0 || bound.abs() >= EXACT {
         return false;
     }
-    let b = bound as i64;
+    within(i, bound as i64, exclusive, above)
+}
+
+/// `x` on the right side of a lower (`above`) or upper bound, the bound itself allowed
+/// unless `exclusive`.
+fn within<T: PartialOrd>(x: T, bound: T, exclusive: bool, above: bool) -> bool {
     match (above, exclusive) {
-        (true, false) => i >= b,
-        (true, true) => i > b,
-        (false, false) => i <= b,
-        (false, true) => i < b,
+        (true, false) => x >= bound,
+        (true, true) => x > bound,
+        (false, false) => x <= bound,
+        (false, true) => x < bound,
     }
 }
 

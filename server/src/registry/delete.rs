@@ -93,12 +93,6 @@ pub struct Deleted {
     pub removed: bool,
 }
 
-/// [`Registry::delete_stored`]'s answer: whether its bytes are the request's version already.
-struct Answer {
-    deleted: Deleted,
-    converted: bool,
-}
-
 impl Registry {
     /// Deletes one object per the two-phase rules.
     pub async fn delete(
@@ -109,10 +103,10 @@ impl Registry {
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         let mut done = self.delete_stored(res, namespace, name, opts).await?;
-        if !done.converted {
-            done.deleted.bytes = super::answer_as_request(res, done.deleted.bytes).await?;
+        if !done.removed {
+            done.bytes = super::answer_as_request(res, done.bytes).await?;
         }
-        Ok(done.deleted)
+        Ok(done)
     }
 
     /// [`Registry::delete`]; an object removed at once is answered as the request's version,
@@ -124,20 +118,14 @@ impl Registry {
         namespace: &str,
         name: &str,
         opts: &DeleteOptions,
-    ) -> Result<Answer, ApiError> {
-        let removed = |bytes: Vec<u8>| Answer {
-            deleted: Deleted {
-                bytes,
-                removed: true,
-            },
-            converted: true,
+    ) -> Result<Deleted, ApiError> {
+        let removed = |bytes: Vec<u8>| Deleted {
+            bytes,
+            removed: true,
         };
-        let marked = |bytes: Vec<u8>| Answer {
-            deleted: Deleted {
-                bytes,
-                removed: false,
-            },
-            converted: false,
+        let marked = |bytes: Vec<u8>| Deleted {
+            bytes,
+            removed: false,
         };
         let info = &res.info;
         let key = res.loc.key(namespace, name);
