@@ -152,6 +152,27 @@ impl From<Vec<PathElement>> for Path {
     }
 }
 
+/// Where the field `name` is among sorted elements (fields come first, by name).
+fn field_position<'a>(
+    elements: impl Iterator<Item = &'a PathElement>,
+    name: &str,
+) -> Option<usize> {
+    let name = name.as_bytes();
+    for (i, pe) in elements.enumerate() {
+        let PathElement::Field(n) = pe else {
+            return None;
+        };
+        // The first bytes decide most comparisons, without a call to compare the rest.
+        let n = n.as_bytes();
+        match n.first().cmp(&name.first()).then_with(|| n.cmp(name)) {
+            Ordering::Less => {}
+            Ordering::Equal => return Some(i),
+            Ordering::Greater => return None,
+        }
+    }
+    None
+}
+
 /// A set of field paths (see the module documentation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Set {
@@ -205,6 +226,20 @@ impl Set {
             }
         }
         node.members.contains(last)
+    }
+
+    /// Whether the field or map key `name` is a member here: [`Set::has`] of the one-element
+    /// path, without making the element (walks ask it at every key of the levels a set of
+    /// skipped fields reaches). Fields sort first and by name, so the scan stops early.
+    pub fn has_field(&self, name: &str) -> bool {
+        field_position(self.members.iter(), name).is_some()
+    }
+
+    /// The set below the field or map key `name` ([`Set::child`] without making the
+    /// element).
+    pub fn field_child(&self, name: &str) -> Option<&Set> {
+        let at = field_position(self.children.keys(), name)?;
+        self.children.values().nth(at)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -390,6 +390,44 @@ pub fn fields_v1_intersects(node: &Map<String, Value>, set: &Set) -> Result<bool
     Ok(false)
 }
 
+/// Whether `path` is a member of the FieldsV1 value `node` ([`Set::has`] without decoding
+/// `node`). Errors on a node on the way that is not an object.
+pub fn fields_v1_has(
+    node: &Map<String, Value>,
+    path: &[PathElement],
+) -> Result<bool, FieldsV1Error> {
+    let Some((last, up)) = path.split_last() else {
+        return Ok(false);
+    };
+    // One key buffer for the whole path (a field's key is most paths' every element).
+    fn key_of(key: &mut String, pe: &PathElement) {
+        key.clear();
+        match pe {
+            PathElement::Field(name) => {
+                key.push_str("f:");
+                key.push_str(name);
+            }
+            other => key.push_str(&serialize_element(other)),
+        }
+    }
+    let mut key = String::new();
+    let mut node = node;
+    for pe in up {
+        key_of(&mut key, pe);
+        match node.get(&key) {
+            None => return Ok(false),
+            Some(Value::Object(child)) => node = child,
+            Some(_) => return Err(FieldsV1Error::NotAnObject { at: key }),
+        }
+    }
+    key_of(&mut key, last);
+    match node.get(&key) {
+        None => Ok(false),
+        Some(Value::Object(child)) => Ok(node_is_member(child)),
+        Some(_) => Err(FieldsV1Error::NotAnObject { at: key }),
+    }
+}
+
 /// Whether every member path of the FieldsV1 value `inner` is one of `outer` (both as this
 /// module writes them).
 pub fn fields_v1_contains(outer: &Map<String, Value>, inner: &Map<String, Value>) -> bool {

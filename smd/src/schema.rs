@@ -14,7 +14,6 @@
 
 use crate::fieldpath::PathElement;
 use serde_json::Value;
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -45,6 +44,21 @@ pub struct TypeRef {
     pub named: Option<String>,
     pub inlined: Option<Box<Atom>>,
     pub relationship: Option<ElementRelationship>,
+    /// The atom with `relationship` applied, made on the first [`Schema::resolve`] (a walk
+    /// resolves a use site once per value, and copying the atom each time was a fifth of a
+    /// Pod's shape signature).
+    pub overridden: OverrideCache,
+}
+
+/// [`TypeRef::overridden`]: the schema it was resolved against (its address) and the atom;
+/// it takes no part in the reference's equality.
+#[derive(Clone, Debug, Default)]
+pub struct OverrideCache(OnceLock<(usize, Box<Atom>)>);
+
+impl PartialEq for OverrideCache {
+    fn eq(&self, _: &OverrideCache) -> bool {
+        true
+    }
 }
 
 impl TypeRef {
@@ -53,6 +67,7 @@ impl TypeRef {
             named: Some(name.into()),
             inlined: None,
             relationship: None,
+            overridden: OverrideCache::default(),
         }
     }
 
@@ -61,6 +76,7 @@ impl TypeRef {
             named: None,
             inlined: Some(Box::new(atom)),
             relationship: None,
+            overridden: OverrideCache::default(),
         }
     }
 
@@ -75,6 +91,7 @@ impl TypeRef {
     /// The same reference, with its element relationship overridden.
     pub fn with_relationship(mut self, r: ElementRelationship) -> TypeRef {
         self.relationship = Some(r);
+        self.overridden = OverrideCache::default();
         self
     }
 }
@@ -140,7 +157,7 @@ pub struct MapType {
 /// A lazily built name index of a struct's fields (see [`MapType::field`]); it takes no part
 /// in the type's equality.
 #[derive(Clone, Debug, Default)]
-pub struct FieldIndex(OnceLock<Vec<u32>>);
+pub struct FieldIndex(OnceLock<HashMap<Box<str>, u32, foldhash::fast::FixedState>>);
 
 impl PartialEq for FieldIndex {
     fn eq(&self, _: &FieldIndex) -> bool {
@@ -148,9 +165,11 @@ impl PartialEq for FieldIndex {
     }
 }
 
-/// Up to this many fields a struct's field is found by a scan; beyond, by binary search of
-/// its name index (a Pod spec has 40, a custom resource's spec as many as its schema names).
-const FIELD_SCAN_MAX: usize = 8;
+/// Up to this many fields a struct's field is found by a scan; beyond, by its name index (a
+/// Pod spec has 40 fields, a container 25, a custom resource's spec as many as its schema
+/// names). A hash lookup replaced a binary search of the sorted names, which was a third of a
+/// Pod create's shape signature (its compares miss the cache on every probe).
+const FIELD_SCAN_MAX: usize = 4;
 
 impl MapType {
     pub fn field(&self, name: &str) -> Option<&StructField> {
@@ -158,21 +177,15 @@ impl MapType {
             return self.fields.iter().find(|f| f.name == name);
         }
         let index = self.by_name.0.get_or_init(|| {
-            let mut order: Vec<u32> = (0..self.fields.len() as u32).collect();
-            // Stable: of fields named alike, the first declared is found, as by the scan.
-            order.sort_by(|&a, &b| {
-                self.fields[a as usize]
-                    .name
-                    .cmp(&self.fields[b as usize].name)
-            });
-            order
+            let mut index =
+                HashMap::with_capacity_and_hasher(self.fields.len(), Default::default());
+            for (i, f) in self.fields.iter().enumerate() {
+                // Of fields named alike, the first declared is found, as by the scan.
+                index.entry(f.name.as_str().into()).or_insert(i as u32);
+            }
+            index
         });
-        // The first of any run of equal names: the scan's answer.
-        let at = index.partition_point(|&i| self.fields[i as usize].name.as_str() < name);
-        index
-            .get(at)
-            .map(|&i| &self.fields[i as usize])
-            .filter(|f| f.name == name)
+        index.get(name).map(|&i| &self.fields[i as usize])
     }
 
     /// The type of the value under `key` and its path element (the field's shared one when
@@ -325,6 +338,34 @@ pub struct Schema {
     pub types: HashMap<String, Atom, foldhash::fast::FixedState>,
 }
 
+/// What [`Schema::resolve`] gives: the schema's atom (almost always), or one made for a
+/// reference resolved against a schema other than its own.
+pub enum Resolved<'s> {
+    Borrowed(&'s Atom),
+    Owned(Box<Atom>),
+}
+
+impl Resolved<'_> {
+    /// The atom, owned.
+    pub fn into_owned(self) -> Atom {
+        match self {
+            Resolved::Borrowed(a) => a.clone(),
+            Resolved::Owned(a) => *a,
+        }
+    }
+}
+
+impl std::ops::Deref for Resolved<'_> {
+    type Target = Atom;
+
+    fn deref(&self) -> &Atom {
+        match self {
+            Resolved::Borrowed(a) => a,
+            Resolved::Owned(a) => a,
+        }
+    }
+}
+
 /// A type reference that names no type in the schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownType(pub String);
@@ -351,30 +392,44 @@ impl Schema {
     }
 
     /// The atom a reference denotes, with the use site's relationship override applied.
-    pub fn resolve<'s>(&'s self, tr: &'s TypeRef) -> Result<Cow<'s, Atom>, UnknownType> {
-        let atom: Cow<'s, Atom> = match (&tr.inlined, &tr.named) {
-            (Some(a), _) => Cow::Borrowed(&**a),
+    pub fn resolve<'s>(&'s self, tr: &'s TypeRef) -> Result<Resolved<'s>, UnknownType> {
+        let atom: &'s Atom = match (&tr.inlined, &tr.named) {
+            (Some(a), _) => a,
             (None, Some(n)) => match self.types.get(n) {
-                Some(a) => Cow::Borrowed(a),
-                None if n == DEDUCED => Cow::Borrowed(builtin(&DEDUCED_ATOM, Atom::deduced)),
-                None if n == UNTYPED_ATOMIC => {
-                    Cow::Borrowed(builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic))
-                }
+                Some(a) => a,
+                None if n == DEDUCED => builtin(&DEDUCED_ATOM, Atom::deduced),
+                None if n == UNTYPED_ATOMIC => builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic),
                 None => return Err(UnknownType(n.clone())),
             },
             (None, None) => return Err(UnknownType("inlined type".to_string())),
         };
         let Some(r) = tr.relationship else {
-            return Ok(atom);
+            return Ok(Resolved::Borrowed(atom));
         };
-        let mut atom = atom.into_owned();
-        if let Some(l) = atom.list.as_mut() {
-            l.relationship = r;
+        // Made once per use site and schema (a reference resolved against another schema
+        // than the one it was first resolved against makes its atom again).
+        let me = self as *const Schema as usize;
+        let overridden = |atom: &Atom| {
+            let mut atom = atom.clone();
+            if let Some(l) = atom.list.as_mut() {
+                l.relationship = r;
+            }
+            if let Some(m) = atom.map.as_mut() {
+                m.relationship = r;
+            }
+            atom
+        };
+        match tr.overridden.0.get() {
+            Some((schema, cached)) if *schema == me => Ok(Resolved::Borrowed(cached)),
+            Some(_) => Ok(Resolved::Owned(Box::new(overridden(atom)))),
+            None => {
+                let (_, cached) = tr
+                    .overridden
+                    .0
+                    .get_or_init(|| (me, Box::new(overridden(atom))));
+                Ok(Resolved::Borrowed(cached))
+            }
         }
-        if let Some(m) = atom.map.as_mut() {
-            m.relationship = r;
-        }
-        Ok(Cow::Owned(atom))
     }
 }
 

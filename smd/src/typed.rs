@@ -97,7 +97,7 @@ fn resolve_part<'s>(
     schema: &'s Schema,
     tr: &'s TypeRef,
     path: &[PathElement],
-) -> Result<std::borrow::Cow<'s, Atom>, TypedError> {
+) -> Result<crate::schema::Resolved<'s>, TypedError> {
     schema.resolve(tr).map_err(|e| err(path, e.to_string()))
 }
 
@@ -936,6 +936,173 @@ fn for_each_element(
 }
 
 // ---------------------------------------------------------------------------------------
+// modified_leaves
+
+/// The paths [`compare_skipping`] reports modified from `lhs` to `rhs` when it reports
+/// nothing added or removed: the common update, which changes values and leaves the
+/// object's shape alone. Found without building sets: each differing leaf's path is made
+/// only when one is found (usually a few). `None` where the comparison adds or removes
+/// something, finds more than `max` modified leaves, or meets what this walk leaves to
+/// [`compare_skipping`]: a null, a value whose kind changed, duplicate list items, an
+/// object that does not fit its type.
+pub fn modified_leaves(
+    schema: &Schema,
+    tr: &TypeRef,
+    lhs: &Value,
+    rhs: &Value,
+    skip: &Set,
+    max: usize,
+) -> Option<Vec<Vec<PathElement>>> {
+    let mut walk = LeafWalk {
+        schema,
+        steps: Vec::new(),
+        found: Vec::new(),
+        max,
+    };
+    let skip = (!skip.is_empty()).then_some(skip);
+    walk.walk(tr, lhs, rhs, skip)?;
+    Some(walk.found)
+}
+
+/// One step of [`modified_leaves`]' path: a map key (its element made only when a leaf
+/// below it is reported) or a list item's element.
+enum Step<'v> {
+    Key(&'v str),
+    Item(PathElement),
+}
+
+struct LeafWalk<'s, 'v> {
+    schema: &'s Schema,
+    steps: Vec<Step<'v>>,
+    found: Vec<Vec<PathElement>>,
+    max: usize,
+}
+
+impl<'s, 'v> LeafWalk<'s, 'v> {
+    fn leaf(&mut self) -> Option<()> {
+        if self.found.len() >= self.max {
+            return None;
+        }
+        let path = self
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Key(k) => PathElement::field(k),
+                Step::Item(pe) => pe.clone(),
+            })
+            .collect();
+        self.found.push(path);
+        Some(())
+    }
+
+    fn walk(&mut self, tr: &TypeRef, l: &'v Value, r: &'v Value, skip: Option<&Set>) -> Option<()> {
+        if equals(l, r) {
+            return Some(());
+        }
+        if l.is_null() || r.is_null() {
+            return None;
+        }
+        let atom = self.schema.resolve(tr).ok()?;
+        let (pl, pr) = (part(&atom, Some(l))?, part(&atom, Some(r))?);
+        if !pl.same_kind(&pr) {
+            return None;
+        }
+        match pr {
+            Part::Scalar => self.leaf(),
+            Part::List(t) => {
+                let (Value::Array(la), Value::Array(ra)) = (l, r) else {
+                    return None;
+                };
+                if t.relationship == ElementRelationship::Atomic || (la.is_empty() && ra.is_empty())
+                {
+                    return self.leaf();
+                }
+                if la.len() != ra.len() {
+                    return None;
+                }
+                let items = |list: &'v [Value]| -> Option<Vec<(PathElement, &'v Value)>> {
+                    let mut out: Vec<(PathElement, &'v Value)> = list
+                        .iter()
+                        .map(|item| Some((list_item_element(self.schema, t, item).ok()?, item)))
+                        .collect::<Option<_>>()?;
+                    out.sort_by(|a, b| a.0.cmp(&b.0));
+                    // Duplicates are owned as a whole: compare decides those.
+                    out.windows(2).all(|w| w[0].0 != w[1].0).then_some(out)
+                };
+                let (li, ri) = (items(la)?, items(ra)?);
+                for ((lpe, lv), (rpe, rv)) in li.into_iter().zip(ri) {
+                    if lpe != rpe {
+                        return None;
+                    }
+                    self.steps.push(Step::Item(rpe));
+                    self.walk(&t.element_type, lv, rv, None)?;
+                    self.steps.pop();
+                }
+                Some(())
+            }
+            Part::Map(t) => {
+                let (Value::Object(lm), Value::Object(rm)) = (l, r) else {
+                    return None;
+                };
+                if t.relationship == ElementRelationship::Atomic || (lm.is_empty() && rm.is_empty())
+                {
+                    return self.leaf();
+                }
+                // Keys only on one side are added or removed, unless skipped. The sides of
+                // an update mostly hold the same keys in the same order (but for skipped
+                // ones, such as a resourceVersion): they are paired in order, and looked up
+                // (hashed) only from the first key out of order.
+                let skipped = |k: &str| skip.is_some_and(|s| s.has_field(k));
+                let mut right = rm.iter().peekable();
+                let mut in_order = true;
+                let mut paired = 0;
+                for (k, lv) in lm {
+                    let child_skip = match skip {
+                        None => None,
+                        Some(s) if s.has_field(k) => continue,
+                        Some(s) => s.field_child(k),
+                    };
+                    let rv = if in_order {
+                        let mut found = None;
+                        while let Some((rk, rv)) = right.peek() {
+                            if *rk == k {
+                                found = Some(*rv);
+                                right.next();
+                                break;
+                            }
+                            if !skipped(rk) {
+                                break;
+                            }
+                            right.next();
+                        }
+                        if found.is_none() {
+                            in_order = false;
+                            found = rm.get(k);
+                        }
+                        found
+                    } else {
+                        rm.get(k)
+                    };
+                    let rv = rv?;
+                    paired += 1;
+                    self.steps.push(Step::Key(k));
+                    self.walk(t.type_of(k), lv, rv, child_skip)?;
+                    self.steps.pop();
+                }
+                // What is left on the right must be skipped, else it was added.
+                let added = match in_order {
+                    true => right.any(|(rk, _)| !skipped(rk)),
+                    false => {
+                        rm.len() != paired && rm.keys().filter(|k| !skipped(k)).count() != paired
+                    }
+                };
+                (!added).then_some(())
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // changed_fields_v1
 
 /// The FieldsV1 of what [`compare_skipping`] reports added or modified from `lhs` to `rhs`,
@@ -1214,18 +1381,13 @@ fn shape_walk(
             };
             for (k, rv) in m {
                 // The path element only where something is skipped (the top levels).
-                let (child_tr, child_skip) = match skip {
-                    None => (t.type_of(k), None),
-                    Some(s) => {
-                        let (child_tr, pe) = t.child(k);
-                        if s.members.contains(&pe) {
-                            continue;
-                        }
-                        (child_tr, s.children.get(&pe))
-                    }
+                let child_skip = match skip {
+                    None => None,
+                    Some(s) if s.has_field(k) => continue,
+                    Some(s) => s.field_child(k),
                 };
-                crate::value::push_decimal(out, k.len() as u64);
-                out.push(':');
+                let child_tr = t.type_of(k);
+                push_len(out, k.len());
                 out.push_str(k);
                 shape_walk(
                     schema,
@@ -1241,6 +1403,21 @@ fn shape_walk(
         _ => return None,
     }
     Some(())
+}
+
+/// A key's length in a signature, prefix-free: one character for lengths below 0xD000 (the
+/// common case, where writing decimal digits and a separator cost more than the rest of a
+/// key), else U+E000 (never a length character), the decimal length and `:`.
+fn push_len(out: &mut String, len: usize) {
+    const ONE_CHAR_MAX: usize = 0xD000;
+    match u32::try_from(len).ok().filter(|_| len < ONE_CHAR_MAX) {
+        Some(n) => out.push(char::from_u32(n).expect("below the surrogates")),
+        None => {
+            out.push('\u{E000}');
+            crate::value::push_decimal(out, len as u64);
+            out.push(':');
+        }
+    }
 }
 
 /// Which part of `atom` a value takes (0 none, 1 scalar, 2 list, 3 map).

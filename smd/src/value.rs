@@ -86,9 +86,24 @@ pub fn equals(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(l, r)| equals(l, r))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
+            // Objects compared are mostly one object before and after a change, keys in the
+            // same order: pairs are compared in place, and keys are looked up (hashed) only
+            // from the first pair whose keys differ.
+            x.len() == y.len() && {
+                let mut rest = 0;
+                for ((xk, xv), (yk, yv)) in x.iter().zip(y) {
+                    if xk != yk {
+                        break;
+                    }
+                    if !equals(xv, yv) {
+                        return false;
+                    }
+                    rest += 1;
+                }
+                x.iter()
+                    .skip(rest)
                     .all(|(k, l)| y.get(k).is_some_and(|r| equals(l, r)))
+            }
         }
         _ => a == b,
     }
@@ -277,6 +292,28 @@ mod tests {
         }
         assert_eq!(compare(&json!(1), &json!(1.0)), Ordering::Equal);
         assert!(equals(&json!({"a": [1, 2]}), &json!({"a": [1.0, 2]})));
+        // Key order does not matter, wherever it starts to differ.
+        let a = json!({"p": 1, "q": {"x": 1, "y": 2}, "r": 3, "s": 4});
+        for (b, same) in [
+            (json!({"p": 1, "q": {"y": 2, "x": 1}, "s": 4, "r": 3}), true),
+            (json!({"s": 4, "r": 3, "q": {"x": 1, "y": 2}, "p": 1}), true),
+            (
+                json!({"p": 1, "q": {"x": 1, "y": 2}, "s": 4, "t": 3}),
+                false,
+            ),
+            (
+                json!({"p": 1, "q": {"x": 1, "y": 2}, "s": 4, "r": 5}),
+                false,
+            ),
+            (
+                json!({"p": 1, "r": 3, "q": {"x": 1, "y": 3}, "s": 4}),
+                false,
+            ),
+            (json!({"p": 1, "q": {"x": 1, "y": 2}, "r": 3}), false),
+        ] {
+            assert_eq!(equals(&a, &b), same, "{b}");
+            assert_eq!(equals(&b, &a), same, "{b}");
+        }
     }
 
     #[test]

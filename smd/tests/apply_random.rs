@@ -244,3 +244,75 @@ fn equal_signatures_mean_equal_changed_fields() {
         seen.len()
     );
 }
+
+/// `value` with some of its scalars changed (its shape kept): an update's usual change.
+fn with_new_values(rng: &mut Rng, value: &Value) -> Value {
+    match value {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), with_new_values(rng, v)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| with_new_values(rng, v)).collect())
+        }
+        Value::String(_) if rng.below(3) == 0 => json!(rng.pick(&["i1", "i2", "x", "1", "2"])),
+        Value::Number(_) if rng.below(3) == 0 => json!(rng.below(3)),
+        other => other.clone(),
+    }
+}
+
+/// `modified_leaves` (an update's fast check) says what `compare` says whenever it answers:
+/// nothing added or removed, and exactly its leaves modified. It answers for most updates
+/// that only change values (list-map keys changed by the mutation are an add and a remove).
+#[test]
+fn modified_leaves_agree_with_compare() {
+    use keel_smd::typed::{compare_skipping, modified_leaves};
+    use keel_smd::{Path, Set};
+    let schema = common::schema();
+    let root = common::root();
+    let skips = [
+        Set::new(),
+        Set::from_paths([
+            Path::fields(&["spec", "replicas"]),
+            Path::fields(&["metadata", "finalizers"]),
+        ]),
+    ];
+    let (mut answered, mut value_only) = (0, 0);
+    for seed in 1..=3000u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let lhs = config(&mut rng);
+        let rhs = if rng.below(3) == 0 {
+            config(&mut rng)
+        } else {
+            with_new_values(&mut rng, &lhs)
+        };
+        for skip in &skips {
+            let cmp = compare_skipping(&schema, &root, &lhs, &rhs, skip).unwrap();
+            let got = modified_leaves(&schema, &root, &lhs, &rhs, skip, usize::MAX);
+            let shape_kept = cmp.added.is_empty() && cmp.removed.is_empty();
+            if let Some(paths) = got {
+                answered += 1;
+                assert!(shape_kept, "seed {seed}: {lhs} -> {rhs}: {cmp:?}");
+                let got = Set::from_paths(paths.into_iter().map(Path::from));
+                assert_eq!(got, cmp.modified, "seed {seed}: {lhs} -> {rhs}");
+            } else if shape_kept {
+                value_only += 1;
+            }
+        }
+    }
+    eprintln!("answered {answered}, declined {value_only}");
+    assert!(answered > 2500, "answered {answered}");
+    assert!(
+        value_only < answered / 10,
+        "declined {value_only} of {answered}"
+    );
+    // Past `max` leaves it declines.
+    let lhs = json!({"spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "x", "image": "i1"}]}}}});
+    let rhs = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "x", "image": "i2"}]}}}});
+    assert_eq!(
+        modified_leaves(&schema, &root, &lhs, &rhs, &Set::new(), 2).map(|p| p.len()),
+        Some(2)
+    );
+    assert!(modified_leaves(&schema, &root, &lhs, &rhs, &Set::new(), 1).is_none());
+}

@@ -107,8 +107,26 @@ fn set_algebra_matches_model() {
             .cloned()
             .collect();
         assert_eq!(model(&a.leaves()), leaves, "seed {seed}: leaves");
+        let fa_value = a.to_fields_v1_value();
         for p in ma.iter().chain(&mb) {
             assert_eq!(a.has(&p.0), ma.contains(p), "seed {seed}: has {p}");
+            assert_eq!(
+                keel_smd::fieldsv1::fields_v1_has(fa_value.as_object().unwrap(), &p.0).unwrap(),
+                ma.contains(p),
+                "seed {seed}: fields_v1_has {p}"
+            );
+            if let Some(keel_smd::PathElement::Field(name)) = p.0.first() {
+                assert_eq!(
+                    a.has_field(name),
+                    a.has(&p.0[..1]),
+                    "seed {seed}: has_field {name}"
+                );
+                assert_eq!(
+                    a.field_child(name),
+                    a.child(&p.0[0]),
+                    "seed {seed}: field_child {name}"
+                );
+            }
         }
         assert_eq!(a.is_empty(), ma.is_empty(), "seed {seed}: is_empty");
         assert_eq!(a.len(), ma.len(), "seed {seed}: len");
