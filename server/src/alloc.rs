@@ -14,6 +14,7 @@
 
 use crate::options::{Cidr, IP_SCAN_MAX};
 use crate::storage::Location;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_strategy::{
     AllocError, FailedNeed, NodePortNeed, Request, ServiceHeld, ServiceNeeds, Strategy,
@@ -215,12 +216,12 @@ impl Allocators {
                     }
                 },
                 NodePortNeed::SameAs(j) => svc
-                    .pointer(&format!("/spec/ports/{j}/nodePort"))
+                    .at(&format!("/spec/ports/{j}/nodePort"))
                     .and_then(Value::as_i64)
                     .unwrap_or(0),
             };
             if let Some(p) = svc
-                .pointer_mut(&format!("/spec/ports/{i}"))
+                .at_mut(&format!("/spec/ports/{i}"))
                 .and_then(Value::as_object_mut)
             {
                 p.insert("nodePort".into(), port.into());

@@ -7,6 +7,7 @@
 //! controller once no other definition of the group claims them), as upstream's handler and
 //! discovery do; its spec names take effect once accepted.
 
+use keel_api::jsonmap::JsonPointer;
 use keel_catalog::{ResourceSpec, SubresourceSpec, CUSTOM_RESOURCE_VERBS};
 use serde_json::Value;
 use std::sync::Arc;
@@ -233,7 +234,7 @@ impl Custom {
             "resourceVersion",
             "creationTimestamp",
         ] {
-            if let Some(v) = obj.pointer(&format!("/metadata/{key}")) {
+            if let Some(v) = obj.at(&format!("/metadata/{key}")) {
                 meta.insert(key.into(), v.clone());
             }
         }
@@ -342,12 +343,12 @@ pub struct Served<'a> {
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    v.at(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
     let strings = v
-        .pointer(pointer)
+        .at(pointer)
         .and_then(Value::as_array)
         .into_iter()
         .flatten();
@@ -392,7 +393,7 @@ pub fn served(crd: &Value) -> Vec<Served<'_>> {
         return Vec::new();
     }
     let versions = crd
-        .pointer("/spec/versions")
+        .at("/spec/versions")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -405,7 +406,7 @@ pub fn served(crd: &Value) -> Vec<Served<'_>> {
     };
     let namespaced = str_at(crd, "/spec/scope") != "Cluster";
     let terminating = crd
-        .pointer("/metadata/deletionTimestamp")
+        .at("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null());
     let mut out = Vec::new();
     for v in versions {
@@ -414,14 +415,10 @@ pub fn served(crd: &Value) -> Vec<Served<'_>> {
         }
         let version = str_at(v, "/name");
         let mut subresources = Vec::new();
-        if v.pointer("/subresources/status")
-            .is_some_and(Value::is_object)
-        {
+        if v.at("/subresources/status").is_some_and(Value::is_object) {
             subresources.push(SubresourceSpec::status());
         }
-        if v.pointer("/subresources/scale")
-            .is_some_and(Value::is_object)
-        {
+        if v.at("/subresources/scale").is_some_and(Value::is_object) {
             subresources.push(SubresourceSpec::scale());
         }
         let singular = match str_at(crd, "/status/acceptedNames/singular") {
@@ -452,9 +449,9 @@ pub fn served(crd: &Value) -> Vec<Served<'_>> {
             v,
             terminating,
             deprecation_warning,
-            crd.pointer("/metadata/uid"),
+            crd.at("/metadata/uid"),
             version_names,
-            crd.pointer("/spec/conversion")
+            crd.at("/spec/conversion")
         ])
         .to_string();
         out.push(Served {
@@ -484,7 +481,7 @@ fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
     let name = str_at(version, "/name");
     let mut msg = format!("{group}/{name} {kind} is deprecated");
     let newer = crd
-        .pointer("/spec/versions")
+        .at("/spec/versions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -544,7 +541,7 @@ impl Served<'_> {
     pub fn custom(&self, resolver: Option<&crate::service_ref::ServiceResolver>) -> Custom {
         let v = self.version;
         let schema = v
-            .pointer("/schema/openAPIV3Schema")
+            .at("/schema/openAPIV3Schema")
             .cloned()
             .unwrap_or(Value::Null);
         let compiled = match &schema {
@@ -557,7 +554,7 @@ impl Served<'_> {
             schema: Arc::new(schema),
             compiled,
             scale: v
-                .pointer("/subresources/scale")
+                .at("/subresources/scale")
                 .filter(|s| s.is_object())
                 .cloned(),
             columns: keel_catalog::CustomColumns::new(

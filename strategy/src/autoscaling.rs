@@ -8,6 +8,7 @@
 use crate::errors::FieldErr;
 use crate::json::{child, child_if, default};
 use crate::quantity;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::names;
 use serde_json::{json, Value};
 
@@ -189,7 +190,7 @@ fn scales_on_object_or_external(obj: &Value) -> bool {
     if is_v1(obj) {
         return false;
     }
-    let metrics = obj.pointer("/spec/metrics").and_then(Value::as_array);
+    let metrics = obj.at("/spec/metrics").and_then(Value::as_array);
     metrics
         .into_iter()
         .flatten()

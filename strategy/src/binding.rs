@@ -3,6 +3,7 @@
 use crate::errors::FieldErr;
 use crate::json::{child, str_at};
 use crate::Ctx;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::StatusCause;
 use serde_json::{json, Value};
 
@@ -31,7 +32,7 @@ pub fn validate_binding(binding: &Value) -> Vec<StatusCause> {
 pub fn bind(pod: &mut Value, binding: &Value, ctx: &Ctx) -> Result<(), String> {
     let name = str_at(pod, "metadata.name").to_string();
     if pod
-        .pointer("/metadata/deletionTimestamp")
+        .at("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
     {
         return Err(format!(
@@ -46,7 +47,7 @@ pub fn bind(pod: &mut Value, binding: &Value, ctx: &Ctx) -> Result<(), String> {
         ));
     }
     let gated = pod
-        .pointer("/spec/schedulingGates")
+        .at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|g| !g.is_empty());
     if gated {
@@ -54,7 +55,7 @@ pub fn bind(pod: &mut Value, binding: &Value, ctx: &Ctx) -> Result<(), String> {
     }
     let node = str_at(binding, "target.name").to_string();
     let annotations = binding
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();

@@ -3,6 +3,7 @@
 use crate::errors::FieldErr;
 use crate::json::str_at;
 use crate::names;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 /// Total size limit of a ConfigMap's or Secret's data (1 MiB).
@@ -39,7 +40,7 @@ pub fn validate_config_map(cm: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     let total = validate_keys(cm, &["data", "binaryData"], &mut errs);
     for (key, _) in keys_of(cm, "binaryData") {
-        if cm.pointer("/data").and_then(|d| d.get(&key)).is_some() {
+        if cm.at("/data").and_then(|d| d.get(&key)).is_some() {
             errs.push(FieldErr::invalid(
                 &format!("data[{key}]"),
                 key.as_str(),
@@ -108,7 +109,7 @@ pub fn validate_secret(secret: &Value) -> Vec<FieldErr> {
         errs.push(FieldErr::too_long("data", DATA_SIZE_MAX_BYTES));
     }
     let ty = str_at(secret, "type");
-    let has = |k: &str| secret.pointer("/data").and_then(|d| d.get(k)).is_some();
+    let has = |k: &str| secret.at("/data").and_then(|d| d.get(k)).is_some();
     for (t, keys) in REQUIRED_KEYS {
         if *t != ty {
             continue;
@@ -122,7 +123,7 @@ pub fn validate_secret(secret: &Value) -> Vec<FieldErr> {
         errs.push(FieldErr::required("data[password]", ""));
     }
     let sa_name = secret
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get("kubernetes.io/service-account.name"))
         .and_then(Value::as_str)
         .unwrap_or("");

@@ -12,6 +12,7 @@ use crate::gojson::{self, F, T};
 use crate::json::{child, default, each_obj, str_at};
 use crate::kind::Kind;
 use crate::podspec_defaults::{default_plugin_sources, default_pod_template};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Map, Value};
 
 /// Finalizer upstream's StorageObjectInUseProtection admission puts on new PersistentVolumes.
@@ -136,20 +137,19 @@ pub fn prepare_update(kind: Kind, new: &mut Value, old: &Value) {
     match kind {
         Kind::DaemonSet => {
             let old_generation = old.as_object().map(template_generation).unwrap_or_default();
-            let changed = new.pointer("/spec/template") != old.pointer("/spec/template");
+            let changed = new.at("/spec/template") != old.at("/spec/template");
             if let Some(map) = new.as_object_mut() {
                 set_template_generation(map, old_generation + i64::from(changed));
             }
         }
         Kind::EndpointSlice => {
             let old_gen = old
-                .pointer("/metadata/generation")
+                .at("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0);
-            let same_gen =
-                new.pointer("/metadata/generation").and_then(Value::as_i64) == Some(old_gen);
+            let same_gen = new.at("/metadata/generation").and_then(Value::as_i64) == Some(old_gen);
             let labels = |o: &Value| {
-                o.pointer("/metadata/labels")
+                o.at("/metadata/labels")
                     .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
                     .cloned()
             };

@@ -14,6 +14,7 @@ use crate::json::child;
 use crate::kind::Kind;
 use crate::registry::Strategy;
 use crate::Ctx;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 /// What a delete request does to a stored object.
@@ -35,7 +36,7 @@ fn meta_i64(obj: &Value, key: &str) -> Option<i64> {
 }
 
 fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp")
+    obj.at("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
 }
 
@@ -44,11 +45,11 @@ fn non_empty_list(v: Option<&Value>) -> bool {
 }
 
 fn has_meta_finalizers(obj: &Value) -> bool {
-    non_empty_list(obj.pointer("/metadata/finalizers"))
+    non_empty_list(obj.at("/metadata/finalizers"))
 }
 
 fn has_spec_finalizers(obj: &Value) -> bool {
-    non_empty_list(obj.pointer("/spec/finalizers"))
+    non_empty_list(obj.at("/spec/finalizers"))
 }
 
 /// The stored grace period of a deleting object; a negative one counts as 1 (upstream).
@@ -73,16 +74,16 @@ fn finalizer_plan(obj: &Value) -> DeletionPlan {
 /// `terminationGracePeriodSeconds`; 0 for a pod no node runs or that has finished.
 fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     let mut period = requested.unwrap_or_else(|| {
-        pod.pointer("/spec/terminationGracePeriodSeconds")
+        pod.at("/spec/terminationGracePeriodSeconds")
             .and_then(Value::as_i64)
             .unwrap_or(0)
     });
     let unbound = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty);
     let finished = matches!(
-        pod.pointer("/status/phase").and_then(Value::as_str),
+        pod.at("/status/phase").and_then(Value::as_str),
         Some("Succeeded" | "Failed")
     );
     if unbound || finished {
@@ -213,7 +214,7 @@ pub fn set_crd_condition(
 
 fn mark_as_deleting(obj: &mut Value, ctx: &Ctx) {
     let current = obj
-        .pointer("/metadata/deletionTimestamp")
+        .at("/metadata/deletionTimestamp")
         .and_then(Value::as_str)
         .map(keel_api::time::parse_rfc3339);
     if current.is_none() {
@@ -238,7 +239,7 @@ fn mark_graceful(obj: &mut Value, grace: i64, ctx: &Ctx) {
 /// delete (the stored timestamp minus the stored grace period).
 fn shorten_grace(obj: &mut Value, grace: i64, ctx: &Ctx) {
     let stored = obj
-        .pointer("/metadata/deletionTimestamp")
+        .at("/metadata/deletionTimestamp")
         .and_then(Value::as_str)
         .and_then(keel_api::time::parse_rfc3339);
     let current = deletion_grace(obj).unwrap_or(0);
@@ -316,7 +317,7 @@ impl Strategy {
             return None;
         }
         let node = obj
-            .pointer("/spec/nodeName")
+            .at("/spec/nodeName")
             .and_then(Value::as_str)
             .unwrap_or("");
         (node.is_empty() || !node_exists(node)).then_some(0)
@@ -372,7 +373,7 @@ impl Strategy {
             return None;
         }
         let current: Vec<String> = obj
-            .pointer("/metadata/finalizers")
+            .at("/metadata/finalizers")
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()

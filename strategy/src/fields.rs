@@ -2,6 +2,7 @@
 
 use crate::json::str_at;
 use crate::kind::Kind;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 /// Fields every namespaced type supports.
@@ -69,7 +70,7 @@ pub fn value(kind: Kind, obj: &Value, field: &str) -> String {
             flag.unwrap_or(false).to_string()
         }
         (Kind::Pod, "status.podIP") => {
-            let first = obj.pointer("/status/podIPs/0/ip").and_then(Value::as_str);
+            let first = obj.at("/status/podIPs/0/ip").and_then(Value::as_str);
             first
                 .unwrap_or_else(|| str_at(obj, "status.podIP"))
                 .to_string()

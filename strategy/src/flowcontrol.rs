@@ -10,6 +10,7 @@
 use crate::errors::{Bad, FieldErr};
 use crate::gojson::{self, F, T};
 use crate::json::str_at;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 /// The priority level that must be, and is the only one that may be, `type: Exempt`.
@@ -89,7 +90,7 @@ fn int_at(v: &Value, key: &str) -> Option<i64> {
 pub fn validate_priority_level(obj: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     if obj
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(PRESERVE_ZERO_SHARES_ANNOTATION))
         .is_some()
     {

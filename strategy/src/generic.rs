@@ -1,6 +1,7 @@
 //! Type-independent policy: status reset on create, the spec/status split on update,
 //! and `metadata.generation` tracking: what every strategy (custom resources' too) does.
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{Map, Value};
 
 /// Top-level members that are not "spec": a change to anything else bumps the generation.
@@ -43,7 +44,7 @@ pub fn prepare_update(
     if status_subresource {
         copy_member(map, old, "status");
     }
-    let old_gen = old.pointer("/metadata/generation").and_then(Value::as_i64);
+    let old_gen = old.at("/metadata/generation").and_then(Value::as_i64);
     let Some(meta) = crate::json::child(map, "metadata") else {
         return;
     };
@@ -103,7 +104,7 @@ pub fn prepare_status_update(new: &mut Value, old: &Value) {
         if let Some(m) = meta.as_object_mut() {
             for key in STATUS_WRITE_KEEPS_META {
                 m.remove(*key);
-                if let Some(v) = old.pointer(&format!("/metadata/{key}")) {
+                if let Some(v) = old.at(&format!("/metadata/{key}")) {
                     m.insert((*key).into(), v.clone());
                 }
             }

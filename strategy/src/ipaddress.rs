@@ -5,6 +5,7 @@
 
 use crate::errors::{Bad, FieldErr};
 use crate::json::arr_at;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::names;
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -63,7 +64,7 @@ pub fn name_errors(name: &str, _prefix: bool) -> Vec<String> {
 /// `spec.parentRef` of an IPAddress: resource and name required; group a DNS-1123
 /// subdomain; resource, name and namespace usable as path segments.
 pub fn validate(obj: &Value) -> Vec<FieldErr> {
-    let Some(parent) = obj.pointer("/spec/parentRef").filter(|v| !v.is_null()) else {
+    let Some(parent) = obj.at("/spec/parentRef").filter(|v| !v.is_null()) else {
         return vec![FieldErr::required("spec.parentRef", "")];
     };
     let text = |k: &str| parent.get(k).and_then(Value::as_str).unwrap_or("");
@@ -108,10 +109,7 @@ fn parent_ref_text(parent: Option<&Value>) -> String {
 
 /// An IPAddress's spec never changes.
 pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
-    let (n, o) = (
-        new.pointer("/spec/parentRef"),
-        old.pointer("/spec/parentRef"),
-    );
+    let (n, o) = (new.at("/spec/parentRef"), old.at("/spec/parentRef"));
     if parent_ref_text(n) == parent_ref_text(o) {
         return Vec::new();
     }

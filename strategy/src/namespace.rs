@@ -1,6 +1,7 @@
 //! Namespaces: the `kubernetes` finalizer, the `kubernetes.io/metadata.name` label, phases.
 
 use crate::json::{child, str_at};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 /// The finalizer the namespace controller removes after emptying the namespace.
@@ -44,7 +45,7 @@ pub fn prepare_create(ns: &mut Value) {
 
 /// On update of the main resource: `spec.finalizers` changes only through `/finalize`.
 pub fn prepare_update(new: &mut Value, old: &Value) {
-    let old_finalizers = old.pointer("/spec/finalizers").cloned();
+    let old_finalizers = old.at("/spec/finalizers").cloned();
     let Some(spec) = new.as_object_mut().and_then(|m| child(m, "spec")) else {
         return;
     };

@@ -6,6 +6,7 @@ use crate::json::{arr_at, child, default, each_obj, str_at};
 use crate::podspec_defaults::default_pod_spec;
 use crate::podspec_validation::quantity_text;
 use crate::quantity::{self, Nanos};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Map, Value};
 
 /// Seconds a pod tolerates `not-ready` / `unreachable` nodes (DefaultTolerationSeconds plugin).
@@ -139,11 +140,11 @@ pub fn qos_class(pod: &Value) -> &'static str {
     for c in containers {
         let mut limited = [false; 2];
         for (i, r) in QOS_RESOURCES.iter().enumerate() {
-            if let Some(q) = positive(c.pointer(&format!("/resources/requests/{r}"))) {
+            if let Some(q) = positive(c.at(&format!("/resources/requests/{r}"))) {
                 any_request = true;
                 requests[i] = Nanos(requests[i].0.saturating_add(q.0));
             }
-            if let Some(q) = positive(c.pointer(&format!("/resources/limits/{r}"))) {
+            if let Some(q) = positive(c.at(&format!("/resources/limits/{r}"))) {
                 any_limit = true;
                 limited[i] = true;
                 limits[i] = Nanos(limits[i].0.saturating_add(q.0));
@@ -196,10 +197,10 @@ pub fn prepare_resize(new: &mut Value, old: &Value) {
     let mut merged = old.clone();
     for list in RESIZABLE_LISTS {
         let pointer = format!("/spec/{list}");
-        let Some(new_list) = new.pointer(&pointer).and_then(Value::as_array) else {
+        let Some(new_list) = new.at(&pointer).and_then(Value::as_array) else {
             continue;
         };
-        let Some(out) = merged.pointer_mut(&pointer).and_then(Value::as_array_mut) else {
+        let Some(out) = merged.at_mut(&pointer).and_then(Value::as_array_mut) else {
             continue;
         };
         for (c, n) in out.iter_mut().zip(new_list) {
@@ -219,7 +220,7 @@ pub fn prepare_resize(new: &mut Value, old: &Value) {
     }
     if merged.get("spec") != old.get("spec") {
         let generation = old
-            .pointer("/metadata/generation")
+            .at("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
         crate::generic::bump_generation(&mut merged, generation);
@@ -235,18 +236,12 @@ pub fn validate_resize(new: &Value, old: &Value) -> Vec<FieldErr> {
     for list in RESIZABLE_LISTS {
         let pointer = format!("/spec/{list}");
         let empty = Vec::new();
-        let olds = old
-            .pointer(&pointer)
-            .and_then(Value::as_array)
-            .unwrap_or(&empty);
-        let news = new
-            .pointer(&pointer)
-            .and_then(Value::as_array)
-            .unwrap_or(&empty);
+        let olds = old.at(&pointer).and_then(Value::as_array).unwrap_or(&empty);
+        let news = new.at(&pointer).and_then(Value::as_array).unwrap_or(&empty);
         for (i, (o, n)) in olds.iter().zip(news).enumerate() {
             for (kind, what) in [("requests", "requests"), ("limits", "limits")] {
                 let field = |c: &Value| {
-                    c.pointer(&format!("/resources/{kind}"))
+                    c.at(&format!("/resources/{kind}"))
                         .and_then(Value::as_object)
                         .cloned()
                         .unwrap_or_default()
@@ -294,10 +289,8 @@ fn munge_allowed(old: &Value, new: &Value) -> Value {
             continue;
         };
         for (i, c) in items.iter_mut().enumerate() {
-            if let (Some(c), Some(img)) = (
-                c.as_object_mut(),
-                new.pointer(&format!("/{list}/{i}/image")),
-            ) {
+            if let (Some(c), Some(img)) = (c.as_object_mut(), new.at(&format!("/{list}/{i}/image")))
+            {
                 c.insert("image".into(), img.clone());
             }
         }

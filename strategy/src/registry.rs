@@ -106,6 +106,7 @@ const fn row(group: &'static str, resource: &'static str, kind: Kind, traits: Tr
 /// Upstream's new-object statuses (recorded from kube-apiserver v1.36.2), in Go field order.
 mod zero {
     use crate::Ctx;
+    use keel_api::jsonmap::JsonPointer;
     use serde_json::{json, Value};
 
     pub(super) fn pending(_: &Value, _: &Ctx) -> Value {
@@ -127,7 +128,7 @@ mod zero {
     /// version is the one stored so far (the first one marked, as upstream's create strategy
     /// takes; validation reports a second one).
     pub(super) fn definition(obj: &Value, _: &Ctx) -> Value {
-        let versions = obj.pointer("/spec/versions").and_then(Value::as_array);
+        let versions = obj.at("/spec/versions").and_then(Value::as_array);
         let stored: Vec<&Value> = versions
             .into_iter()
             .flatten()
@@ -143,7 +144,7 @@ mod zero {
     }
     /// An APIService served by this server itself (no `spec.service`) is available at once.
     pub(super) fn api_service(obj: &Value, ctx: &Ctx) -> Value {
-        if obj.pointer("/spec/service").is_some_and(|s| !s.is_null()) {
+        if obj.at("/spec/service").is_some_and(|s| !s.is_null()) {
             return json!({});
         }
         json!({"conditions": [{"type": "Available", "status": "True",

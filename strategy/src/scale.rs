@@ -3,6 +3,7 @@
 use crate::errors::FieldErr;
 use crate::json::{at, child};
 use crate::kind::Kind;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::names::{validate_object_meta, NameRule};
 use keel_api::status::StatusCause;
 use serde_json::{json, Value};
@@ -28,7 +29,7 @@ pub fn scale_from(kind: Kind, obj: &Value) -> Option<Value> {
         "resourceVersion",
         "creationTimestamp",
     ] {
-        if let Some(v) = obj.pointer(&format!("/metadata/{key}")) {
+        if let Some(v) = obj.at(&format!("/metadata/{key}")) {
             meta.insert(key.into(), v.clone());
         }
     }

@@ -4,6 +4,7 @@ use crate::errors::{Bad, FieldErr};
 use crate::json::{arr_at, child, default, each_obj, str_at};
 use crate::names::{self, is_valid_port_num, PORT_RANGE_MSG};
 use crate::podspec_validation::PROTOCOLS;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -84,9 +85,8 @@ pub fn default_service(svc: &mut Value) {
 /// is carried.
 pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     let (old_ty, new_ty) = (spec_type(old).to_string(), spec_type(new).to_string());
-    let same = |new: &Value, k: &str| {
-        new.pointer(&format!("/spec/{k}")) == old.pointer(&format!("/spec/{k}"))
-    };
+    let same =
+        |new: &Value, k: &str| new.at(&format!("/spec/{k}")) == old.at(&format!("/spec/{k}"));
     let node_ports = |v: &Value| -> Vec<i64> {
         arr_at(v, "spec.ports")
             .iter()
@@ -118,8 +118,8 @@ pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
         drop.push("healthCheckNodePort");
     }
     if old_ty == "LoadBalancer" && new_ty != "LoadBalancer" {
-        let a = new.pointer("/spec/allocateLoadBalancerNodePorts");
-        let b = old.pointer("/spec/allocateLoadBalancerNodePorts");
+        let a = new.at("/spec/allocateLoadBalancerNodePorts");
+        let b = old.at("/spec/allocateLoadBalancerNodePorts");
         if a.is_some_and(Value::is_boolean) && a == b {
             drop.push("allocateLoadBalancerNodePorts");
         }
@@ -224,7 +224,7 @@ pub fn validate(svc: &Value) -> Vec<FieldErr> {
         }
     }
     errs.extend(crate::selector::validate_labels(
-        svc.pointer("/spec/selector"),
+        svc.at("/spec/selector"),
         "spec.selector",
     ));
     errs.extend(crate::service_families::validate_related(svc));

@@ -6,6 +6,7 @@
 use crate::errors::FieldErr;
 use crate::json::{arr_at, child, str_at};
 use crate::service_families::{family_of, IPV4};
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use serde_json::Value;
 
@@ -124,7 +125,7 @@ impl AllocError {
         match need {
             FailedNeed::ClusterIp(Request::Exactly(ip)) => {
                 let ips = svc
-                    .pointer("/spec/clusterIPs")
+                    .at("/spec/clusterIPs")
                     .filter(|v| v.is_array())
                     .cloned()
                     .unwrap_or_else(|| Value::from(vec![ip.clone()]));
@@ -186,7 +187,7 @@ fn allocates_node_ports(svc: &Value) -> bool {
     match spec_type(svc) {
         "NodePort" => true,
         "LoadBalancer" => {
-            svc.pointer("/spec/allocateLoadBalancerNodePorts") != Some(&Value::Bool(false))
+            svc.at("/spec/allocateLoadBalancerNodePorts") != Some(&Value::Bool(false))
         }
         _ => false,
     }
@@ -204,10 +205,7 @@ fn port_number(p: &Value) -> Option<&Value> {
 pub fn needs(svc: &Value) -> ServiceNeeds {
     let cluster_ips = cluster_ip_needs(svc);
     let health_check_node_port = needs_health_check(svc).then(|| {
-        match svc
-            .pointer("/spec/healthCheckNodePort")
-            .and_then(Value::as_i64)
-        {
+        match svc.at("/spec/healthCheckNodePort").and_then(Value::as_i64) {
             Some(n) if n != 0 => Request::Exactly(n),
             _ => Request::Any,
         }
@@ -298,10 +296,7 @@ pub fn held(svc: &Value) -> ServiceHeld {
         .collect();
     let mut node_ports: Vec<i64> = Vec::new();
     let health = needs_health_check(svc)
-        .then(|| {
-            svc.pointer("/spec/healthCheckNodePort")
-                .and_then(Value::as_i64)
-        })
+        .then(|| svc.at("/spec/healthCheckNodePort").and_then(Value::as_i64))
         .flatten();
     let ports = arr_at(svc, "spec.ports").iter().map(node_port);
     for n in ports.chain(health) {
@@ -372,7 +367,7 @@ pub fn keep_allocated(new: &mut Value, old: &Value) {
     };
     if keep_ips {
         let ip_unset = spec.get("clusterIP").is_none_or(|v| v.is_null() || v == "");
-        if let (true, Some(ip)) = (ip_unset, old.pointer("/spec/clusterIP")) {
+        if let (true, Some(ip)) = (ip_unset, old.at("/spec/clusterIP")) {
             spec.insert("clusterIP".into(), ip.clone());
         }
         let ips_unset = spec
@@ -380,7 +375,7 @@ pub fn keep_allocated(new: &mut Value, old: &Value) {
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
         let old_ips = old
-            .pointer("/spec/clusterIPs")
+            .at("/spec/clusterIPs")
             .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()));
         if let (true, Some(ips)) = (ips_unset, old_ips) {
             spec.insert("clusterIPs".into(), ips.clone());
@@ -409,7 +404,7 @@ pub fn keep_allocated(new: &mut Value, old: &Value) {
             .and_then(Value::as_i64)
             .unwrap_or(0)
             == 0;
-        if let (true, Some(h)) = (unset, old.pointer("/spec/healthCheckNodePort")) {
+        if let (true, Some(h)) = (unset, old.at("/spec/healthCheckNodePort")) {
             spec.insert("healthCheckNodePort".into(), h.clone());
         }
     }

@@ -7,6 +7,7 @@
 
 use crate::errors::{Bad, FieldErr};
 use crate::json::{arr_at, str_at};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
@@ -45,7 +46,7 @@ fn strings<'a>(svc: &'a Value, path: &str) -> Vec<&'a str> {
 
 fn raw_list(svc: &Value, path: &str) -> Bad {
     let v = svc
-        .pointer(&format!("/{}", path.replace('.', "/")))
+        .at(&format!("/{}", path.replace('.', "/")))
         .cloned()
         .filter(Value::is_array)
         .unwrap_or(json!([]));
@@ -57,7 +58,7 @@ fn is_headless(svc: &Value) -> bool {
 }
 
 fn has_selector(svc: &Value) -> bool {
-    svc.pointer("/spec/selector")
+    svc.at("/spec/selector")
         .and_then(Value::as_object)
         .is_some_and(|m| !m.is_empty())
 }
@@ -99,11 +100,7 @@ pub fn validate_related(svc: &Value) -> Vec<FieldErr> {
         seen.push(f);
     }
     let policy = str_at(svc, "spec.ipFamilyPolicy");
-    if svc
-        .pointer("/spec/ipFamilyPolicy")
-        .is_some_and(Value::is_string)
-        && !POLICIES.contains(&policy)
-    {
+    if svc.at("/spec/ipFamilyPolicy").is_some_and(Value::is_string) && !POLICIES.contains(&policy) {
         errs.push(FieldErr::not_supported(
             "spec.ipFamilyPolicy",
             policy,
@@ -201,10 +198,7 @@ pub fn init_ip_families(svc: &mut Value, old: Option<&Value>, cluster: &[&str]) 
     if str_at(svc, "spec.type") == "ExternalName" || unchanged_prefer_dual_stack(svc, old) {
         return Vec::new();
     }
-    if !svc
-        .pointer("/spec/ipFamilyPolicy")
-        .is_some_and(Value::is_string)
-    {
+    if !svc.at("/spec/ipFamilyPolicy").is_some_and(Value::is_string) {
         let policy = match old.map(|o| str_at(o, "spec.ipFamilyPolicy")) {
             Some(p) if !p.is_empty() => p.to_string(),
             _ if is_headless(svc) && !has_selector(svc) => REQUIRE_DUAL_STACK.into(),

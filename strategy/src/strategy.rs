@@ -8,6 +8,7 @@ use crate::{
     api_defaults, autoscaling, binding, config, core_defaults, crd, dra, fields, generic,
     namespace, node, pod, scale, service, validation, workload_defaults, Ctx,
 };
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::StatusCause;
 use serde_json::Value;
 
@@ -188,12 +189,12 @@ impl Strategy {
             service::drop_type_dependent_status(new);
         }
         let old_gen = old
-            .pointer("/metadata/generation")
+            .at("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        let bumped = new.pointer("/metadata/generation").and_then(Value::as_i64) != Some(old_gen);
+        let bumped = new.at("/metadata/generation").and_then(Value::as_i64) != Some(old_gen);
         let annotations_changed =
-            new.pointer("/metadata/annotations") != old.pointer("/metadata/annotations");
+            new.at("/metadata/annotations") != old.at("/metadata/annotations");
         // Upstream's deployment strategy also bumps on annotation changes (rollback and
         // pause annotations used to drive the controller).
         if self.kind == K::Deployment && !bumped && annotations_changed {
@@ -225,7 +226,7 @@ impl Strategy {
             }
             (K::Pod, "ephemeralcontainers") => {
                 self.apply_defaults(new);
-                let ephemeral = new.pointer("/spec/ephemeralContainers").cloned();
+                let ephemeral = new.at("/spec/ephemeralContainers").cloned();
                 let mut merged = old.clone();
                 if let Some(spec) = merged.get_mut("spec").and_then(Value::as_object_mut) {
                     match ephemeral {

@@ -4,6 +4,7 @@
 use crate::json::{child, child_if, default, each_obj, str_at};
 use crate::kind::Kind;
 use crate::podspec_defaults::default_pod_template;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Map, Value};
 
 /// Default `revisionHistoryLimit` of Deployments, StatefulSets and DaemonSets.
@@ -173,7 +174,7 @@ fn job(map: &mut Map<String, Value>) {
     default(spec, "manualSelector", json!(false));
     let template_labels = spec
         .get("template")
-        .and_then(|t| t.pointer("/metadata/labels"))
+        .and_then(|t| t.at("/metadata/labels"))
         .cloned();
     let Some(meta) = child(map, "metadata") else {
         return;
@@ -210,7 +211,7 @@ fn replication_controller(map: &mut Map<String, Value>) {
     replicas_and_template(map);
     let template_labels = map
         .get("spec")
-        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .and_then(|s| s.at("/template/metadata/labels"))
         .cloned();
     let Some(labels) = template_labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
     else {
@@ -245,7 +246,7 @@ const JOB_NAME_LABELS: &[&str] = &["job-name", "batch.kubernetes.io/job-name"];
 pub fn job_generate_selector(job: &mut Value) {
     let uid = str_at(job, "metadata.uid").to_string();
     let name = str_at(job, "metadata.name").to_string();
-    let manual = job.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
+    let manual = job.at("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
     if uid.is_empty() || manual {
         return;
     }

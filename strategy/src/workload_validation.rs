@@ -5,6 +5,7 @@ use crate::json::{at, str_at};
 use crate::kind::Kind;
 use crate::podspec_validation::validate_pod_spec;
 use crate::selector;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 const NONNEGATIVE: &str = "must be greater than or equal to 0";
@@ -87,7 +88,7 @@ fn template(spec: &Value, sel: &Value, errs: &mut Vec<FieldErr>) {
         errs.push(FieldErr::required("spec.template", ""));
         return;
     };
-    let labels = t.pointer("/metadata/labels");
+    let labels = t.at("/metadata/labels");
     if !sel.is_null() && !selector::is_empty(sel) && !selector::matches(sel, labels) {
         errs.push(FieldErr::invalid(
             "spec.template.metadata.labels",
@@ -104,7 +105,7 @@ fn template(spec: &Value, sel: &Value, errs: &mut Vec<FieldErr>) {
             &["Always"],
         ));
     }
-    if t.pointer("/spec/activeDeadlineSeconds")
+    if t.at("/spec/activeDeadlineSeconds")
         .is_some_and(|v| !v.is_null())
     {
         errs.push(FieldErr::forbidden(
@@ -116,7 +117,7 @@ fn template(spec: &Value, sel: &Value, errs: &mut Vec<FieldErr>) {
 
 fn pod_template(t: &Value, path: &str, errs: &mut Vec<FieldErr>) {
     errs.extend(crate::selector::validate_labels(
-        t.pointer("/metadata/labels"),
+        t.at("/metadata/labels"),
         &format!("{path}.metadata.labels"),
     ));
     let spec = t.get("spec").unwrap_or(&Value::Null);
@@ -259,7 +260,7 @@ fn job_spec(spec: &Value, path: &str, errs: &mut Vec<FieldErr>) {
     }
     if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
         errs.extend(selector::validate(sel, &format!("{path}.selector")));
-        let labels = t.pointer("/metadata/labels");
+        let labels = t.at("/metadata/labels");
         if !selector::matches(sel, labels) {
             errs.push(FieldErr::invalid(
                 &format!("{tpath}.metadata.labels"),
@@ -290,7 +291,7 @@ fn cronjob(obj: &Value, spec: &Value, errs: &mut Vec<FieldErr>) {
     ] {
         nonnegative(spec, &format!("spec.{key}"), errs);
     }
-    match spec.pointer("/jobTemplate/spec") {
+    match spec.at("/jobTemplate/spec") {
         Some(js) => job_spec(js, "spec.jobTemplate.spec", errs),
         None => errs.push(FieldErr::required("spec.jobTemplate.spec", "")),
     }
@@ -300,7 +301,7 @@ fn cronjob(obj: &Value, spec: &Value, errs: &mut Vec<FieldErr>) {
 pub fn validate_update(kind: Kind, new: &Value, old: &Value) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     let immutable = |path: &str, errs: &mut Vec<FieldErr>| {
-        let (n, o) = (new.pointer(path), old.pointer(path));
+        let (n, o) = (new.at(path), old.at(path));
         if n.filter(|v| !v.is_null()) != o.filter(|v| !v.is_null()) {
             let field = path.trim_start_matches('/').replace('/', ".");
             let shown = n.map_or(Bad::Raw("null".into()), |v| Bad::Raw(v.to_string()));
@@ -316,8 +317,8 @@ pub fn validate_update(kind: Kind, new: &Value, old: &Value) -> Vec<FieldErr> {
             immutable("/spec/selector", &mut errs);
             immutable("/spec/completions", &mut errs);
             immutable("/spec/completionMode", &mut errs);
-            let suspended = new.pointer("/spec/suspend") == Some(&Value::Bool(true))
-                || old.pointer("/spec/suspend") == Some(&Value::Bool(true));
+            let suspended = new.at("/spec/suspend") == Some(&Value::Bool(true))
+                || old.at("/spec/suspend") == Some(&Value::Bool(true));
             if !suspended {
                 immutable("/spec/template", &mut errs);
             }

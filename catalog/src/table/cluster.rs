@@ -2,6 +2,7 @@
 //! certificates, API services, component statuses, disruption budgets, lease candidates,
 //! storage versions and their migrations, and the gang-scheduling kinds.
 
+use keel_api::jsonmap::JsonPointer;
 use std::cmp::Ordering;
 
 use serde_json::{json, Value};
@@ -124,7 +125,7 @@ const POD_DISRUPTION_BUDGET: Printer = Printer {
     ],
     print: |pdb, now| {
         let bound = |p: &str| {
-            pdb.pointer(p)
+            pdb.at(p)
                 .filter(|v| !v.is_null())
                 .map_or_else(|| "N/A".to_owned(), int_or_string)
         };
@@ -154,7 +155,7 @@ const API_SERVICE: Printer = Printer {
         AGE,
     ],
     print: |svc, now| {
-        let service = match svc.pointer("/spec/service").filter(|v| v.is_object()) {
+        let service = match svc.at("/spec/service").filter(|v| v.is_object()) {
             Some(r) => format!("{}/{}", s(r, "/namespace"), s(r, "/name")),
             None => "Local".to_owned(),
         };
@@ -258,7 +259,7 @@ const WEBHOOK_CONFIGURATION: Printer = Printer {
 };
 
 fn param_kind(policy: &Value) -> String {
-    match policy.pointer("/spec/paramKind").filter(|v| v.is_object()) {
+    match policy.at("/spec/paramKind").filter(|v| v.is_object()) {
         Some(k) => format!("{}/{}", s(k, "/apiVersion"), s(k, "/kind")),
         None => "<unset>".to_owned(),
     }
@@ -334,7 +335,7 @@ fn go_label_selector(sel: &Value) -> String {
 }
 
 fn param_ref(binding: &Value) -> String {
-    let Some(pr) = binding.pointer("/spec/paramRef").filter(|v| v.is_object()) else {
+    let Some(pr) = binding.at("/spec/paramRef").filter(|v| v.is_object()) else {
         return "<unset>".to_owned();
     };
     let (ns, param) = (s(pr, "/namespace"), s(pr, "/name"));
@@ -414,7 +415,7 @@ const FLOW_SCHEMA: Printer = Printer {
     ],
     print: |fs, now| {
         let method = fs
-            .pointer("/spec/distinguisherMethod/type")
+            .at("/spec/distinguisherMethod/type")
             .and_then(Value::as_str)
             .unwrap_or("<none>");
         let dangling =
@@ -472,10 +473,10 @@ const PRIORITY_LEVEL: Printer = Printer {
     print: |pl, now| {
         let none = || json!("<none>");
         let (mut shares, mut queues, mut hand, mut length) = (none(), none(), none(), none());
-        if let Some(limited) = pl.pointer("/spec/limited").filter(|v| v.is_object()) {
+        if let Some(limited) = pl.at("/spec/limited").filter(|v| v.is_object()) {
             shares = json!(i(limited, "/nominalConcurrencyShares"));
             if let Some(q) = limited
-                .pointer("/limitResponse/queuing")
+                .at("/limitResponse/queuing")
                 .filter(|v| v.is_object())
             {
                 queues = json!(i(q, "/queues"));
@@ -535,7 +536,7 @@ const CSR: Printer = Printer {
     ],
     print: |csr, now| {
         let duration = csr
-            .pointer("/spec/expirationSeconds")
+            .at("/spec/expirationSeconds")
             .and_then(Value::as_i64)
             .map_or_else(|| "<none>".to_owned(), human_duration);
         Row::new(vec![
@@ -635,7 +636,7 @@ const POD_CERTIFICATE_REQUEST: Printer = Printer {
             json!(s(r, "/spec/nodeName")),
             json!(s(r, "/spec/signerName")),
             json!(state),
-            json!(format_labels(r.pointer("/spec/unverifiedUserAnnotations"))),
+            json!(format_labels(r.at("/spec/unverifiedUserAnnotations"))),
         ])
     },
 };
@@ -691,7 +692,7 @@ const STORAGE_VERSION: Printer = Printer {
     ],
     print: |sv, now| {
         let common = sv
-            .pointer("/status/commonEncodingVersion")
+            .at("/status/commonEncodingVersion")
             .and_then(Value::as_str)
             .unwrap_or("<unset>");
         let versions: Vec<String> = arr(sv, "/status/storageVersions")
@@ -760,7 +761,7 @@ const POD_GROUP: Printer = Printer {
     ],
     print: |pg, now| {
         let policy = if pg
-            .pointer("/spec/schedulingPolicy/gang")
+            .at("/spec/schedulingPolicy/gang")
             .is_some_and(|g| !g.is_null())
         {
             "Gang"
@@ -776,7 +777,7 @@ const POD_GROUP: Printer = Printer {
             status = s(c, "/reason").to_owned();
         }
         let workload = pg
-            .pointer("/spec/podGroupTemplateRef/workload/workloadName")
+            .at("/spec/podGroupTemplateRef/workload/workloadName")
             .and_then(Value::as_str)
             .unwrap_or("<none>");
         Row::new(vec![

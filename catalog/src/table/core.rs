@@ -1,6 +1,7 @@
 //! Printers for core (`v1`) kinds other than pods and replication controllers, and for
 //! `events.k8s.io` events (rendered through the core event printer, as upstream does).
 
+use keel_api::jsonmap::JsonPointer;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
@@ -35,7 +36,7 @@ const NODE_ROLE_LABEL: &str = "kubernetes.io/role";
 
 fn node_roles(node: &Value) -> String {
     let mut roles = BTreeSet::new();
-    if let Some(labels) = node.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = node.at("/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             if let Some(role) = k.strip_prefix(NODE_ROLE_PREFIX).filter(|r| !r.is_empty()) {
                 roles.insert(role.to_owned());
@@ -58,7 +59,7 @@ fn node_status(node: &Value) -> String {
         Some(_) => status.push("NotReady"),
         None => status.push("Unknown"),
     }
-    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+    if node.at("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
         status.push("SchedulingDisabled");
     }
     status.join(",")
@@ -186,7 +187,7 @@ fn service_external_ip(svc: &Value) -> String {
     match s(svc, "/spec/type") {
         "ClusterIP" | "NodePort" | "" => or_none(external.join(",")),
         "LoadBalancer" => {
-            let lb = load_balancer_addresses(svc.pointer("/status/loadBalancer"));
+            let lb = load_balancer_addresses(svc.at("/status/loadBalancer"));
             let mut all: Vec<&str> = lb.split(',').filter(|a| !a.is_empty()).collect();
             all.extend(external);
             if all.is_empty() {
@@ -242,7 +243,7 @@ const SERVICE: Printer = Printer {
             json!(service_external_ip(svc)),
             json!(service_ports(svc)),
             json!(since(created(svc), now)),
-            json!(format_labels(svc.pointer("/spec/selector"))),
+            json!(format_labels(svc.at("/spec/selector"))),
         ])
     },
 };
@@ -312,7 +313,7 @@ const ENDPOINTS: Printer = Printer {
 // ---- config ----
 
 fn map_len(obj: &Value, pointer: &str) -> usize {
-    obj.pointer(pointer)
+    obj.at(pointer)
         .and_then(Value::as_object)
         .map_or(0, |m| m.len())
 }
@@ -459,11 +460,7 @@ fn event_source(ev: &Value) -> String {
 }
 
 fn print_core_event(ev: &Value, now: i64) -> Row {
-    let nonempty = |p: &str| {
-        ev.pointer(p)
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-    };
+    let nonempty = |p: &str| ev.at(p).and_then(Value::as_str).filter(|t| !t.is_empty());
     let first_seen = match nonempty("/firstTimestamp") {
         Some(t) => since(Some(t), now),
         None => since(nonempty("/eventTime"), now),
@@ -521,14 +518,14 @@ fn access_modes(modes: &[Value]) -> String {
 
 fn storage_class(obj: &Value, spec_field: &str) -> String {
     let beta = obj
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"))
         .and_then(Value::as_str);
     beta.unwrap_or(s(obj, spec_field)).to_owned()
 }
 
 fn unset_if_missing(obj: &Value, pointer: &str) -> String {
-    match obj.pointer(pointer).and_then(Value::as_str) {
+    match obj.at(pointer).and_then(Value::as_str) {
         Some(v) if !v.is_empty() => v.to_owned(),
         _ => "<unset>".to_owned(),
     }
@@ -592,7 +589,7 @@ const PERSISTENT_VOLUME: Printer = Printer {
         ),
     ],
     print: |pv, now| {
-        let claim = match pv.pointer("/spec/claimRef") {
+        let claim = match pv.at("/spec/claimRef") {
             Some(c) if c.is_object() => format!("{}/{}", s(c, "/namespace"), s(c, "/name")),
             _ => String::new(),
         };

@@ -1,6 +1,7 @@
 //! Printers for pod templates, quotas, controller revisions, autoscalers, networking,
 //! discovery, storage, node and dynamic resource allocation (`resource.k8s.io`) kinds.
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 use super::time::since;
@@ -86,19 +87,19 @@ const POD_TEMPLATE: Printer = Printer {
         ),
     ],
     print: |pt, _| {
-        let (containers, images) = containers_and_images(pt.pointer("/template/spec"));
+        let (containers, images) = containers_and_images(pt.at("/template/spec"));
         Row::new(vec![
             json!(name(pt)),
             json!(containers),
             json!(images),
-            json!(format_labels(pt.pointer("/template/metadata/labels"))),
+            json!(format_labels(pt.at("/template/metadata/labels"))),
         ])
     },
 };
 
 /// `resource: used/hard` for every hard limit, sorted by name; `limits.*` go to the second cell.
 fn quota_cells(rq: &Value) -> (String, String) {
-    let Some(hard) = rq.pointer("/status/hard").and_then(Value::as_object) else {
+    let Some(hard) = rq.at("/status/hard").and_then(Value::as_object) else {
         return (String::new(), String::new());
     };
     let mut names: Vec<&String> = hard.keys().collect();
@@ -106,7 +107,7 @@ fn quota_cells(rq: &Value) -> (String, String) {
     let (mut requests, mut limits) = (Vec::new(), Vec::new());
     for res in names {
         let used = rq
-            .pointer("/status/used")
+            .at("/status/used")
             .and_then(|u| u.get(res.as_str()))
             .map_or_else(|| "0".to_owned(), int_or_string);
         let piece = format!("{res}: {used}/{}", int_or_string(&hard[res]));
@@ -200,7 +201,7 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
         status
             .filter(|st| s(st, "/type") == ty)
             .and_then(|st| st.get(key))
-            .and_then(|c| c.pointer(&format!("/current/{field}")))
+            .and_then(|c| c.at(&format!("/current/{field}")))
     };
     match ty {
         "External" | "Object" => {
@@ -210,19 +211,19 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
                 "object"
             };
             let target = source(key);
-            if let Some(avg) = quantity(target.pointer("/target/averageValue")) {
+            if let Some(avg) = quantity(target.at("/target/averageValue")) {
                 let cur = quantity(current(key, "averageValue")).unwrap_or_else(unknown);
                 format!("{cur}/{avg} (avg)")
             } else {
                 let cur = quantity(current(key, "value")).unwrap_or_else(unknown);
-                let value = quantity(target.pointer("/target/value")).unwrap_or_else(|| "0".into());
+                let value = quantity(target.at("/target/value")).unwrap_or_else(|| "0".into());
                 format!("{cur}/{value}")
             }
         }
         "Pods" => {
             let cur = quantity(current("pods", "averageValue")).unwrap_or_else(unknown);
-            let avg = quantity(source("pods").pointer("/target/averageValue"))
-                .unwrap_or_else(|| "0".into());
+            let avg =
+                quantity(source("pods").at("/target/averageValue")).unwrap_or_else(|| "0".into());
             format!("{cur}/{avg}")
         }
         "Resource" | "ContainerResource" => {
@@ -233,7 +234,7 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
             };
             let target = source(key);
             let res = s(&target, "/name");
-            if let Some(avg) = quantity(target.pointer("/target/averageValue")) {
+            if let Some(avg) = quantity(target.at("/target/averageValue")) {
                 let cur = quantity(current(key, "averageValue")).unwrap_or_else(unknown);
                 format!("{res}: {cur}/{avg}")
             } else {
@@ -241,7 +242,7 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
                     .and_then(Value::as_i64)
                     .map_or_else(unknown, |u| format!("{u}%"));
                 let want = target
-                    .pointer("/target/averageUtilization")
+                    .at("/target/averageUtilization")
                     .and_then(Value::as_i64)
                     .map_or_else(|| "<auto>".to_owned(), |u| format!("{u}%"));
                 format!("{res}: {cur}/{want}")
@@ -255,10 +256,10 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
 fn hpa_targets(hpa: &Value) -> String {
     let mut specs: Vec<Value> = arr(hpa, "/spec/metrics").to_vec();
     let mut statuses: Vec<Value> = arr(hpa, "/status/currentMetrics").to_vec();
-    if let Some(cpu) = hpa.pointer("/spec/targetCPUUtilizationPercentage") {
+    if let Some(cpu) = hpa.at("/spec/targetCPUUtilizationPercentage") {
         specs = vec![json!({"type": "Resource", "resource": {"name": "cpu",
             "target": {"type": "Utilization", "averageUtilization": cpu}}})];
-        statuses = match hpa.pointer("/status/currentCPUUtilizationPercentage") {
+        statuses = match hpa.at("/status/currentCPUUtilizationPercentage") {
             Some(cur) => vec![json!({"type": "Resource", "resource": {"name": "cpu",
                 "current": {"averageUtilization": cur}}})],
             None => Vec::new(),
@@ -330,7 +331,7 @@ const HPA: Printer = Printer {
     ],
     print: |hpa, now| {
         let min = hpa
-            .pointer("/spec/minReplicas")
+            .at("/spec/minReplicas")
             .and_then(Value::as_i64)
             .map_or_else(|| "<unset>".to_owned(), |m| m.to_string());
         Row::new(vec![
@@ -367,7 +368,7 @@ const INGRESS_CLASS: Printer = Printer {
         AGE,
     ],
     print: |ic, now| {
-        let parameters = match ic.pointer("/spec/parameters").filter(|p| p.is_object()) {
+        let parameters = match ic.at("/spec/parameters").filter(|p| p.is_object()) {
             None => "<none>".to_owned(),
             Some(p) => {
                 let mut text = s(p, "/kind").to_owned();
@@ -399,7 +400,7 @@ const NETWORK_POLICY: Printer = Printer {
     print: |np, now| {
         Row::new(vec![
             json!(name(np)),
-            json!(or_none(label_selector(np.pointer("/spec/podSelector")))),
+            json!(or_none(label_selector(np.at("/spec/podSelector")))),
             json!(since(created(np), now)),
         ])
     },
@@ -440,7 +441,7 @@ const IP_ADDRESS: Printer = Printer {
         ),
     ],
     print: |ip, now| {
-        let parent = match ip.pointer("/spec/parentRef").filter(|p| p.is_object()) {
+        let parent = match ip.at("/spec/parentRef").filter(|p| p.is_object()) {
             None => "<none>".to_owned(),
             Some(p) => {
                 let (group, resource) = (s(p, "/group"), s(p, "/resource"));
@@ -513,9 +514,7 @@ const ENDPOINT_SLICE: Printer = Printer {
 // ---- storage, node ----
 
 fn bool_or(obj: &Value, pointer: &str, default: bool) -> bool {
-    obj.pointer(pointer)
-        .and_then(Value::as_bool)
-        .unwrap_or(default)
+    obj.at(pointer).and_then(Value::as_bool).unwrap_or(default)
 }
 
 const CSI_DRIVER: Printer = Printer {
@@ -557,7 +556,7 @@ const CSI_DRIVER: Printer = Printer {
         AGE,
     ],
     print: |d, now| {
-        let tokens = match d.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+        let tokens = match d.at("/spec/tokenRequests").and_then(Value::as_array) {
             None => "<unset>".to_owned(),
             Some(list) => list
                 .iter()
@@ -680,10 +679,7 @@ fn claim_state(claim: &Value) -> String {
     if deleting(claim) {
         states.push("deleted");
     }
-    if claim
-        .pointer("/status/allocation")
-        .is_some_and(|a| !a.is_null())
-    {
+    if claim.at("/status/allocation").is_some_and(|a| !a.is_null()) {
         states.push("allocated");
         if !arr(claim, "/status/reservedFor").is_empty() {
             states.push("reserved");
@@ -771,7 +767,7 @@ const DEVICE_TAINT_RULE: Printer = Printer {
     ],
     print: |r, now| {
         let added = r
-            .pointer("/spec/taint/timeAdded")
+            .at("/spec/taint/timeAdded")
             .and_then(Value::as_str)
             .map_or_else(String::new, |t| since(Some(t), now));
         Row::new(vec![

@@ -11,6 +11,7 @@
 //! shows, named as a [`Desc::Field`] and read from the schemas `keel_schema` embeds; the rest
 //! are the sentences upstream's printers write themselves.
 
+use keel_api::jsonmap::JsonPointer;
 mod cluster;
 mod core;
 mod custom;
@@ -106,7 +107,7 @@ impl Desc {
                 property,
             } => keel_schema::schemas()
                 .definition(definition)
-                .and_then(|d| d.pointer(&format!("/properties/{property}/description")))
+                .and_then(|d| d.at(&format!("/properties/{property}/description")))
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or_default(),
         }

@@ -1,5 +1,6 @@
 //! Printers for leases, storage classes, ingresses and priority classes.
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 use super::time::since;
@@ -36,7 +37,7 @@ const LEASE: Printer = Printer {
 };
 
 fn is_default_class(sc: &Value) -> bool {
-    let ann = sc.pointer("/metadata/annotations");
+    let ann = sc.at("/metadata/annotations");
     let get = |k: &str| ann.and_then(|a| a.get(k)).and_then(Value::as_str);
     get("storageclass.kubernetes.io/is-default-class") == Some("true")
         || get("storageclass.beta.kubernetes.io/is-default-class") == Some("true")
@@ -72,12 +73,8 @@ const STORAGE_CLASS: Printer = Printer {
         if is_default_class(sc) {
             display.push_str(" (default)");
         }
-        let or = |p: &str, d: &'static str| {
-            sc.pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or(d)
-                .to_owned()
-        };
+        let or =
+            |p: &str, d: &'static str| sc.at(p).and_then(Value::as_str).unwrap_or(d).to_owned();
         Row::new(vec![
             json!(display),
             json!(s(sc, "/provisioner")),
@@ -128,7 +125,7 @@ const INGRESS: Printer = Printer {
     ],
     print: |ing, now| {
         let class = ing
-            .pointer("/spec/ingressClassName")
+            .at("/spec/ingressClassName")
             .and_then(Value::as_str)
             .unwrap_or("<none>");
         let ports = if arr(ing, "/spec/tls").is_empty() {
@@ -140,7 +137,7 @@ const INGRESS: Printer = Printer {
             json!(name(ing)),
             json!(class),
             json!(ingress_hosts(ing)),
-            json!(load_balancer_addresses(ing.pointer("/status/loadBalancer"))),
+            json!(load_balancer_addresses(ing.at("/status/loadBalancer"))),
             json!(ports),
             json!(since(created(ing), now)),
         ])

@@ -1,20 +1,21 @@
 //! Small accessors and formatters shared by the printers (objects are untyped JSON).
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 /// String at a JSON pointer, or `""`.
 pub(crate) fn s<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    obj.at(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Integer at a JSON pointer, or 0.
 pub(crate) fn i(obj: &Value, pointer: &str) -> i64 {
-    obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+    obj.at(pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// Array at a JSON pointer, or empty.
 pub(crate) fn arr<'a>(obj: &'a Value, pointer: &str) -> &'a [Value] {
-    obj.pointer(pointer)
+    obj.at(pointer)
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
@@ -27,13 +28,13 @@ pub(crate) fn name(obj: &Value) -> &str {
 
 /// `metadata.creationTimestamp`, if present.
 pub(crate) fn created(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/creationTimestamp")
+    obj.at("/metadata/creationTimestamp")
         .and_then(Value::as_str)
 }
 
 /// Whether `metadata.deletionTimestamp` is set.
 pub(crate) fn deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp")
+    obj.at("/metadata/deletionTimestamp")
         .is_some_and(|v| !v.is_null())
 }
 

@@ -1,5 +1,6 @@
 //! Printers for pods and the workload controllers.
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{json, Value};
 
 use super::time::{human_duration, parse_rfc3339, since};
@@ -90,7 +91,7 @@ fn init_containers(pod: &Value, sum: &mut PodSummary, sidecar_restarts: &mut Res
         if restartable {
             sidecar_restarts.add(c);
         }
-        let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
+        let terminated = c.at("/state/terminated").filter(|t| t.is_object());
         let waiting_reason = s(c, "/state/waiting/reason");
         if terminated.is_some_and(|t| i(t, "/exitCode") == 0) {
             continue;
@@ -118,13 +119,13 @@ fn main_containers(pod: &Value, sum: &mut PodSummary) {
     for c in arr(pod, "/status/containerStatuses").iter().rev() {
         sum.restarts.add(c);
         let waiting = s(c, "/state/waiting/reason");
-        let terminated = c.pointer("/state/terminated").filter(|t| t.is_object());
+        let terminated = c.at("/state/terminated").filter(|t| t.is_object());
         if !waiting.is_empty() {
             sum.reason = waiting.to_owned();
         } else if let Some(t) = terminated {
             sum.reason = terminated_reason(t, "");
         } else if c.get("ready").and_then(Value::as_bool) == Some(true)
-            && c.pointer("/state/running").is_some_and(Value::is_object)
+            && c.at("/state/running").is_some_and(Value::is_object)
         {
             has_running = true;
             sum.ready += 1;
@@ -243,10 +244,10 @@ fn print_pod(pod: &Value, now: i64) -> Row {
 // ---- controllers ----
 
 fn template_cells(obj: &Value, with_selector: bool) -> Vec<Value> {
-    let (containers, images) = containers_and_images(obj.pointer("/spec/template/spec"));
+    let (containers, images) = containers_and_images(obj.at("/spec/template/spec"));
     let mut cells = vec![json!(containers), json!(images)];
     if with_selector {
-        cells.push(json!(label_selector(obj.pointer("/spec/selector"))));
+        cells.push(json!(label_selector(obj.at("/spec/selector"))));
     }
     cells
 }
@@ -296,7 +297,7 @@ const DEPLOYMENT: Printer = Printer {
 };
 
 fn print_replicas(obj: &Value, now: i64, selector: String) -> Row {
-    let (containers, images) = containers_and_images(obj.pointer("/spec/template/spec"));
+    let (containers, images) = containers_and_images(obj.at("/spec/template/spec"));
     Row::new(vec![
         json!(name(obj)),
         json!(i(obj, "/spec/replicas")),
@@ -336,7 +337,7 @@ const REPLICA_SET: Printer = Printer {
             field("io.k8s.api.apps.v1.ReplicaSetSpec", "selector"),
         ),
     ],
-    print: |rs, now| print_replicas(rs, now, label_selector(rs.pointer("/spec/selector"))),
+    print: |rs, now| print_replicas(rs, now, label_selector(rs.at("/spec/selector"))),
 };
 
 const REPLICATION_CONTROLLER: Printer = Printer {
@@ -371,7 +372,7 @@ const REPLICATION_CONTROLLER: Printer = Printer {
     ],
     // A ReplicationController's selector is a plain label map.
     print: |rc, now| {
-        let selector = super::util::format_labels(rc.pointer("/spec/selector"));
+        let selector = super::util::format_labels(rc.at("/spec/selector"));
         let selector = if selector == "<none>" {
             String::new()
         } else {
@@ -468,7 +469,7 @@ const DAEMON_SET: Printer = Printer {
             json!(i(ds, "/status/updatedNumberScheduled")),
             json!(i(ds, "/status/numberAvailable")),
             json!(super::util::format_labels(
-                ds.pointer("/spec/template/spec/nodeSelector")
+                ds.at("/spec/template/spec/nodeSelector")
             )),
             json!(since(created(ds), now)),
         ];
@@ -500,7 +501,7 @@ fn job_status(job: &Value) -> &'static str {
 
 fn job_completions(job: &Value) -> String {
     let succeeded = i(job, "/status/succeeded");
-    if let Some(c) = job.pointer("/spec/completions").and_then(Value::as_i64) {
+    if let Some(c) = job.at("/spec/completions").and_then(Value::as_i64) {
         return format!("{succeeded}/{c}");
     }
     let parallelism = i(job, "/spec/parallelism");
@@ -595,25 +596,22 @@ const CRON_JOB: Printer = Printer {
         ),
     ],
     print: |cj, now| {
-        let suspend = match cj.pointer("/spec/suspend").and_then(Value::as_bool) {
+        let suspend = match cj.at("/spec/suspend").and_then(Value::as_bool) {
             None => "<unset>",
             Some(true) => "True",
             Some(false) => "False",
         };
-        let last = match cj
-            .pointer("/status/lastScheduleTime")
-            .and_then(Value::as_str)
-        {
+        let last = match cj.at("/status/lastScheduleTime").and_then(Value::as_str) {
             Some(t) => since(Some(t), now),
             None => "<none>".to_owned(),
         };
         let tz = cj
-            .pointer("/spec/timeZone")
+            .at("/spec/timeZone")
             .and_then(Value::as_str)
             .unwrap_or("<none>");
         let (containers, images) =
-            containers_and_images(cj.pointer("/spec/jobTemplate/spec/template/spec"));
-        let selector = label_selector(cj.pointer("/spec/jobTemplate/spec/selector"));
+            containers_and_images(cj.at("/spec/jobTemplate/spec/template/spec"));
+        let selector = label_selector(cj.at("/spec/jobTemplate/spec/selector"));
         Row::new(vec![
             json!(name(cj)),
             json!(s(cj, "/spec/schedule")),

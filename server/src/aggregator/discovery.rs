@@ -18,6 +18,7 @@
 //! are proxied).
 
 use super::{Remote, Remotes};
+use keel_api::jsonmap::JsonPointer;
 use keel_catalog::LocalApiService;
 use serde_json::{json, Map, Value};
 use std::cmp::{Ordering, Reverse};
@@ -217,7 +218,7 @@ pub fn add_to_aggregated(list: &[u8], local: &[LocalApiService], remotes: &Remot
         merge_ordered(
             items,
             &order,
-            |v| v.pointer("/metadata/name").and_then(Value::as_str),
+            |v| v.at("/metadata/name").and_then(Value::as_str),
             &aggregated_group,
         );
     }
@@ -446,7 +447,7 @@ mod tests {
             .unwrap()
             .iter()
             .map(|g| {
-                let name = g.get("name").or_else(|| g.pointer("/metadata/name"));
+                let name = g.get("name").or_else(|| g.at("/metadata/name"));
                 name.and_then(Value::as_str).unwrap().to_owned()
             })
             .collect()

@@ -16,6 +16,7 @@ use crate::registry::{DeleteOptions, Source, UpdateOptions};
 use crate::routes::Resource;
 use crate::selection::Selection;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_catalog::{CatalogChange, ResourceId};
 use keel_strategy::set_crd_condition as set_condition;
@@ -115,13 +116,13 @@ struct Used {
 }
 
 fn names_in_use(crds: &[Value], i: usize) -> Used {
-    let group = crds[i].pointer("/spec/group");
+    let group = crds[i].at("/spec/group");
     let mut used = Used {
         resources: BTreeSet::new(),
         kinds: BTreeSet::new(),
     };
-    for c in crds.iter().filter(|c| c.pointer("/spec/group") == group) {
-        let accepted = c.pointer("/status/acceptedNames");
+    for c in crds.iter().filter(|c| c.at("/spec/group") == group) {
+        let accepted = c.at("/status/acceptedNames");
         let s = |k: &str| {
             accepted
                 .and_then(|a| a.get(k))
@@ -218,7 +219,7 @@ fn short_names(
 fn settled(crd: &Value) -> bool {
     let status = crd.get("status").unwrap_or(&Value::Null);
     let accepted = status.get("acceptedNames").unwrap_or(&Value::Null);
-    let spec = crd.pointer("/spec/names").unwrap_or(&Value::Null);
+    let spec = crd.at("/spec/names").unwrap_or(&Value::Null);
     spec_names(spec) == spec_names(accepted)
         && condition_is(status, "NamesAccepted", "True")
         && condition_is(status, "Established", "True")
@@ -228,7 +229,7 @@ fn settled(crd: &Value) -> bool {
 /// stays as it is.
 fn next_status(crd: &Value, used: &Used, now: &str) -> Option<Value> {
     let empty = Value::Object(Map::new());
-    let spec = crd.pointer("/spec/names").unwrap_or(&empty);
+    let spec = crd.at("/spec/names").unwrap_or(&empty);
     let status = crd.get("status").cloned().unwrap_or_else(|| json!({}));
     let accepted = status
         .get("acceptedNames")
@@ -445,12 +446,9 @@ async fn write_status(st: &State, res: &Resource, name: &str, status: Value) {
 /// Deletes the definition's instances; once none is left, takes the cleanup finalizer off.
 async fn finalize(st: &State, res: &Resource, crd: &Value) -> Result<(), ApiError> {
     let name = objects::name(crd).to_owned();
-    let group = crd
-        .pointer("/spec/group")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let group = crd.at("/spec/group").and_then(Value::as_str).unwrap_or("");
     let plural = crd
-        .pointer("/status/acceptedNames/plural")
+        .at("/status/acceptedNames/plural")
         .and_then(Value::as_str)
         .unwrap_or("");
     let routes = st.routes.load();

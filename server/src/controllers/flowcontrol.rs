@@ -16,6 +16,7 @@ use crate::objects;
 use crate::registry::{CreateOptions, UpdateOptions};
 use crate::routes::{Resource, Snapshot};
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -109,7 +110,7 @@ async fn ensure_all(st: &State, res: &Resource, wanted: Vec<Value>) -> Result<()
 }
 
 fn autoupdate(obj: &Value) -> bool {
-    obj.pointer("/metadata/annotations")
+    obj.at("/metadata/annotations")
         .and_then(|a| a.get(AUTOUPDATE_ANNOTATION))
         .and_then(Value::as_str)
         == Some("true")
@@ -177,7 +178,7 @@ async fn set_dangling(
 ) -> Result<(), ApiError> {
     let name = objects::name(fs).to_string();
     let Some(level) = fs
-        .pointer("/spec/priorityLevelConfiguration/name")
+        .at("/spec/priorityLevelConfiguration/name")
         .and_then(Value::as_str)
     else {
         return Ok(());
@@ -197,7 +198,7 @@ async fn set_dangling(
         )
     };
     let current = fs
-        .pointer("/status/conditions")
+        .at("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find(|c| c["type"] == "Dangling"));
     if current.is_some_and(|c| c["status"] == status && c["reason"] == reason) {
@@ -223,7 +224,7 @@ async fn set_dangling(
                 .ok_or_else(|| ApiError::not_found(GROUP, "flowschemas", &name))?
                 .clone();
             let mut conditions: Vec<Value> = new
-                .pointer("/status/conditions")
+                .at("/status/conditions")
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();

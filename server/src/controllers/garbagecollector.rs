@@ -35,6 +35,7 @@ use crate::objects;
 use crate::registry::{DeleteOptions, UpdateOptions};
 use crate::routes::{Resource, Routes};
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_strategy::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use serde_json::Value;
@@ -72,7 +73,7 @@ pub struct OwnerRef {
 /// The references of `obj` (malformed entries are skipped: validation refused them).
 pub fn owner_refs(obj: &Value) -> Vec<OwnerRef> {
     let refs = obj
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array);
     let s = |r: &Value, k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     refs.into_iter()

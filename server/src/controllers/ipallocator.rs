@@ -12,6 +12,7 @@ use crate::registry::{self, CreateOptions, DeleteOptions, Source, UpdateOptions}
 use crate::routes::Resource;
 use crate::selection::Selection;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_engine::Revision;
 use serde_json::{json, Value};
@@ -195,7 +196,7 @@ async fn restore_without_objects(st: &State, services: &Resource) -> Result<(), 
 /// An IPAddress the allocator made whose parent Service does not hold its IP.
 fn is_orphan(obj: &Value, ip: IpAddr, holders: &HashSet<(IpAddr, String, String)>) -> bool {
     let managed = obj
-        .pointer("/metadata/labels")
+        .at("/metadata/labels")
         .and_then(|l| l.get(registry::MANAGED_BY_LABEL))
         .and_then(Value::as_str)
         == Some(registry::MANAGED_BY);
@@ -263,14 +264,14 @@ pub fn ready_ranges(cidrs: &[Value]) -> Vec<Cidr> {
             continue;
         }
         let ready = sc
-            .pointer("/status/conditions")
+            .at("/status/conditions")
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c.get("type") == Some(&json!("Ready"))))
             .is_none_or(|c| c.get("status") == Some(&json!("True")));
         if !ready {
             continue;
         }
-        let texts = sc.pointer("/spec/cidrs").and_then(Value::as_array);
+        let texts = sc.at("/spec/cidrs").and_then(Value::as_array);
         for text in texts.into_iter().flatten().filter_map(Value::as_str) {
             if let Ok(c) = Cidr::parse(text) {
                 if c.to_string() == text {
@@ -331,7 +332,7 @@ async fn ensure_default_cidr(st: &State, res: &Resource) -> Result<(), ApiError>
 }
 
 fn has_default_ready(sc: &Value) -> bool {
-    sc.pointer("/status/conditions")
+    sc.at("/status/conditions")
         .and_then(Value::as_array)
         .is_some_and(|cs| {
             cs.iter().any(|c| {

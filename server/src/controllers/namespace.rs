@@ -9,6 +9,7 @@ use crate::registry::{DeleteOptions, Source, UpdateOptions};
 use crate::routes::Routes;
 use crate::selection::Selection;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -83,10 +84,7 @@ async fn finish(st: &State, routes: &Routes, ns: &Value) -> Result<(), ApiError>
                 let mut new = current
                     .ok_or_else(|| ApiError::not_found("", "namespaces", &name))?
                     .clone();
-                if let Some(f) = new
-                    .pointer_mut("/spec/finalizers")
-                    .and_then(Value::as_array_mut)
-                {
+                if let Some(f) = new.at_mut("/spec/finalizers").and_then(Value::as_array_mut) {
                     f.retain(|x| x != "kubernetes");
                 }
                 Ok(new)

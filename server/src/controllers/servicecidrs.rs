@@ -12,6 +12,7 @@ use crate::options::Cidr;
 use crate::registry::{self, UpdateOptions};
 use crate::routes::Resource;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -46,7 +47,7 @@ pub enum Action {
 }
 
 fn cidrs_of(sc: &Value) -> Vec<Cidr> {
-    let texts = sc.pointer("/spec/cidrs").and_then(Value::as_array);
+    let texts = sc.at("/spec/cidrs").and_then(Value::as_array);
     texts
         .into_iter()
         .flatten()
@@ -56,7 +57,7 @@ fn cidrs_of(sc: &Value) -> Vec<Cidr> {
 }
 
 fn ready(sc: &Value) -> Option<&Value> {
-    sc.pointer("/status/conditions")
+    sc.at("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c.get("type") == Some(&json!("Ready")))
@@ -155,7 +156,7 @@ pub async fn reconcile(
     let managed: Vec<IpAddr> = ips
         .iter()
         .filter(|(_, o)| {
-            o.pointer("/metadata/labels")
+            o.at("/metadata/labels")
                 .and_then(|l| l.get(registry::MANAGED_BY_LABEL))
                 .and_then(Value::as_str)
                 == Some(registry::MANAGED_BY)

@@ -20,6 +20,7 @@ use crate::registry::Source;
 use crate::routes::{Resource, Routes};
 use crate::selection::Selection;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -95,15 +96,15 @@ async fn run(st: Arc<State>, parts: Parts) {
 /// Whether `pod` (not finished) mounts the claim `claim` of its namespace, directly or as
 /// the claim of a generic ephemeral volume (named `<pod>-<volume>`).
 pub fn pod_uses_claim(pod: &Value, claim: &str) -> bool {
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str);
+    let phase = pod.at("/status/phase").and_then(Value::as_str);
     if matches!(phase, Some("Succeeded" | "Failed")) {
         return false;
     }
     let pod_name = objects::name(pod);
-    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
+    let volumes = pod.at("/spec/volumes").and_then(Value::as_array);
     volumes.into_iter().flatten().any(|v| {
         let direct = v
-            .pointer("/persistentVolumeClaim/claimName")
+            .at("/persistentVolumeClaim/claimName")
             .and_then(Value::as_str)
             == Some(claim);
         let ephemeral = v.get("ephemeral").is_some_and(|e| !e.is_null())
@@ -116,14 +117,14 @@ pub fn pod_uses_claim(pod: &Value, claim: &str) -> bool {
 
 /// Whether a PersistentVolume being deleted is still in use (upstream: while Bound).
 pub fn volume_in_use(pv: &Value) -> bool {
-    pv.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
+    pv.at("/status/phase").and_then(Value::as_str) == Some("Bound")
 }
 
 /// The VolumeAttributesClasses `obj` names in `fields` (empty names are none).
 pub fn classes_named<'a>(obj: &'a Value, fields: &'a [&str]) -> impl Iterator<Item = &'a str> {
     fields
         .iter()
-        .filter_map(|f| obj.pointer(f).and_then(Value::as_str))
+        .filter_map(|f| obj.at(f).and_then(Value::as_str))
         .filter(|n| !n.is_empty())
 }
 

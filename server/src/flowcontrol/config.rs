@@ -13,6 +13,7 @@
 //! keel is thread-per-core: each core owns `ceil(NominalCL / cores)` (at least 1) of every
 //! level's seats and has its own queues; see `super` for why.
 
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 /// What a level does with requests beyond its seats.
@@ -110,14 +111,14 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
 }
 
 fn meta(v: &Value, key: &str) -> String {
-    v.pointer(&format!("/metadata/{key}"))
+    v.at(&format!("/metadata/{key}"))
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string()
 }
 
 fn num(v: &Value, ptr: &str) -> Option<u64> {
-    v.pointer(ptr).and_then(Value::as_u64)
+    v.at(ptr).and_then(Value::as_u64)
 }
 
 /// Parses a stored PriorityLevelConfiguration; `None` if it has no name or an unknown type.
@@ -140,7 +141,7 @@ pub fn parse_level(v: &Value) -> Option<Level> {
         }),
         "Limited" => {
             let l = spec.get("limited").cloned().unwrap_or(Value::Null);
-            let response = match l.pointer("/limitResponse/type").and_then(Value::as_str) {
+            let response = match l.at("/limitResponse/type").and_then(Value::as_str) {
                 Some("Queue") => {
                     let queues = num(&l, "/limitResponse/queuing/queues")
                         .map_or(QUEUES_DEFAULT, |n| n as usize)
@@ -174,11 +175,11 @@ pub fn parse_level(v: &Value) -> Option<Level> {
 
 fn parse_subject(s: &Value) -> Option<Subject> {
     match s.get("kind").and_then(Value::as_str)? {
-        "User" => Some(Subject::User(s.pointer("/user/name")?.as_str()?.into())),
-        "Group" => Some(Subject::Group(s.pointer("/group/name")?.as_str()?.into())),
+        "User" => Some(Subject::User(s.at("/user/name")?.as_str()?.into())),
+        "Group" => Some(Subject::Group(s.at("/group/name")?.as_str()?.into())),
         "ServiceAccount" => Some(Subject::ServiceAccount {
-            namespace: s.pointer("/serviceAccount/namespace")?.as_str()?.into(),
-            name: s.pointer("/serviceAccount/name")?.as_str()?.into(),
+            namespace: s.at("/serviceAccount/namespace")?.as_str()?.into(),
+            name: s.at("/serviceAccount/name")?.as_str()?.into(),
         }),
         _ => None,
     }
@@ -189,16 +190,13 @@ pub fn parse_schema(v: &Value) -> Option<Schema> {
     let name = meta(v, "name");
     let spec = v.get("spec")?;
     let level = spec
-        .pointer("/priorityLevelConfiguration/name")
+        .at("/priorityLevelConfiguration/name")
         .and_then(Value::as_str)?
         .to_string();
     if name.is_empty() || level.is_empty() {
         return None;
     }
-    let distinguisher = match spec
-        .pointer("/distinguisherMethod/type")
-        .and_then(Value::as_str)
-    {
+    let distinguisher = match spec.at("/distinguisherMethod/type").and_then(Value::as_str) {
         Some("ByUser") => Distinguisher::ByUser,
         Some("ByNamespace") => Distinguisher::ByNamespace,
         _ => Distinguisher::None,

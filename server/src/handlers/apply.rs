@@ -10,6 +10,7 @@ use super::respond::{self, table_of, with_warnings};
 use crate::fieldmanager::{self, Apply, Write};
 use crate::objects;
 use crate::registry::{Tracking, UpdateOptions};
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::{field, ApiError, StatusCause};
 use keel_http::Response;
 use serde_json::Value;
@@ -198,7 +199,7 @@ pub(super) fn scale_config(c: &Call<'_>, name: &str) -> Result<(Value, Tracking,
         "kind": c.info().kind,
         "metadata": {"name": name},
     });
-    if let Some(r) = cfg.pointer("/spec/replicas") {
+    if let Some(r) = cfg.at("/spec/replicas") {
         parent["spec"] = serde_json::json!({"replicas": r});
     }
     let tracking = Tracking {

@@ -8,6 +8,7 @@ use super::call::Call;
 use super::respond;
 use crate::auth::{self, Attributes, User};
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::{field, ApiError};
 use keel_http::Response;
 use serde_json::{json, Value};
@@ -151,10 +152,7 @@ fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, 
 }
 
 fn token_review(app: &State, obj: &Value) -> Value {
-    let token = obj
-        .pointer("/spec/token")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let token = obj.at("/spec/token").and_then(Value::as_str).unwrap_or("");
     let header = format!("Bearer {token}");
     match auth::authenticate(&app.tokens, Some(&header), None) {
         Some(user) if !token.is_empty() => json!({"authenticated": true, "user": user_info(&user)}),

@@ -10,6 +10,7 @@ use crate::objects;
 use crate::registry::{DeleteOptions, UpdateOptions};
 use crate::repr::{self, Format};
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_http::Response;
 use serde_json::{json, Value};
@@ -117,7 +118,7 @@ pub async fn scale(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
                     }
                 }
                 let replicas = wanted
-                    .pointer("/spec/replicas")
+                    .at("/spec/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
                 let mut new = obj.clone();
@@ -245,7 +246,7 @@ pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         .get_latest(c.res, c.namespace(), c.name())
         .await?;
     let containers: Vec<String> = pod
-        .pointer("/spec/containers")
+        .at("/spec/containers")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -272,7 +273,7 @@ pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
     };
     // Upstream answers an empty stream for a pod no node has taken yet.
     let node = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .unwrap_or("");
     if node.is_empty() {
@@ -284,15 +285,13 @@ pub async fn log(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         return Err(ApiError::not_found("", "nodes", node));
     }
     let running = pod
-        .pointer("/status/containerStatuses")
+        .at("/status/containerStatuses")
         .and_then(Value::as_array)
         .and_then(|a| {
             a.iter()
                 .find(|s| s.get("name").and_then(Value::as_str) == Some(&container))
         })
-        .is_some_and(|s| {
-            s.pointer("/state/running").is_some() || s.pointer("/state/terminated").is_some()
-        });
+        .is_some_and(|s| s.at("/state/running").is_some() || s.at("/state/terminated").is_some());
     if !running {
         return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{}\" is waiting to start: ContainerCreating",

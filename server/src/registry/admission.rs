@@ -6,6 +6,7 @@
 use super::Registry;
 use crate::objects;
 use crate::routes::Resource;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::{ApiError, StatusCause};
 use keel_engine::{KeyValue, Revision};
 use serde_json::Value;
@@ -75,7 +76,7 @@ impl Registry {
             .ok_or_else(|| ApiError::not_found("", "namespaces", namespace))?;
         let ns = objects::parse_stored(kv.value())?;
         let labelled = ns
-            .pointer("/metadata/labels")
+            .at("/metadata/labels")
             .and_then(|l| l.get(keel_strategy::ADMIN_ACCESS_LABEL))
             .and_then(Value::as_str)
             == Some("true");

@@ -7,6 +7,7 @@ use crate::objects::{self, Spliced};
 use crate::routes::Resource;
 use crate::selection::Filter;
 use crate::storage::storage_error;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
 use keel_strategy::{DeletionPlan, Propagation};
@@ -249,7 +250,7 @@ fn set_finalizers(obj: &mut Value, list: &[String]) {
 
 /// A graceful deletion is running (a pod's grace period): its finalizers do not change.
 fn graceful_pending(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionGracePeriodSeconds")
+    obj.at("/metadata/deletionGracePeriodSeconds")
         .and_then(Value::as_i64)
         .is_some_and(|g| g > 0)
 }

@@ -7,6 +7,7 @@ use super::Registry;
 use crate::alloc::Allocation;
 use crate::objects::{self, Spliced};
 use crate::storage::{storage_error, Location};
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
 use keel_strategy::{AllocError, FailedNeed, Request, ServiceHeld, ServiceNeeds, Strategy};
@@ -53,7 +54,7 @@ pub fn family(ip: IpAddr) -> &'static str {
 
 /// Whether the IPAddress `ip_obj` names `svc` as its holder.
 pub fn held_by(ip_obj: &Value, svc_namespace: &str, svc_name: &str) -> bool {
-    let p = ip_obj.pointer("/spec/parentRef").unwrap_or(&Value::Null);
+    let p = ip_obj.at("/spec/parentRef").unwrap_or(&Value::Null);
     let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
     text("group").is_empty()
         && text("resource") == "services"

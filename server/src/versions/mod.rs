@@ -22,6 +22,7 @@
 //! Objects stored before the storage version changed stay in their version until they are
 //! written again (as upstream's, whose `status.storedVersions` lists them).
 
+use keel_api::jsonmap::JsonPointer;
 pub mod webhook;
 
 use keel_api::status::ApiError;
@@ -61,17 +62,17 @@ impl Versions {
         version: &str,
         resolver: Option<&crate::service_ref::ServiceResolver>,
     ) -> Option<Versions> {
-        let versions = crd.pointer("/spec/versions")?.as_array()?;
+        let versions = crd.at("/spec/versions")?.as_array()?;
         if versions.len() < 2 {
             return None;
         }
-        let group = crd.pointer("/spec/group")?.as_str()?;
+        let group = crd.at("/spec/group")?.as_str()?;
         let storage = versions
             .iter()
             .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?
             .get("name")?
             .as_str()?;
-        let conversion = crd.pointer("/spec/conversion").unwrap_or(&Value::Null);
+        let conversion = crd.at("/spec/conversion").unwrap_or(&Value::Null);
         let how = match conversion.get("strategy").and_then(Value::as_str) {
             Some("Webhook") => How::Webhook(Arc::new(webhook::Webhook::of(
                 conversion,

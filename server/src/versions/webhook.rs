@@ -19,6 +19,7 @@
 use crate::limits::{CONVERSION_WEBHOOK_IDLE_CONNECTIONS, CONVERSION_WEBHOOK_TIMEOUT};
 use crate::service_ref::{ServiceRef, ServiceResolver};
 use base64::Engine;
+use keel_api::jsonmap::JsonPointer;
 use keel_client::kubeconfig::Endpoint;
 use keel_client::{KubeClient, Method};
 use serde_json::{json, Map, Value};
@@ -314,7 +315,7 @@ pub fn gvk_text(api_version: &str, kind: &str) -> String {
 }
 
 fn text(v: &Value, pointer: &str) -> String {
-    v.pointer(pointer)
+    v.at(pointer)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned()

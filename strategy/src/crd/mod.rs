@@ -19,6 +19,7 @@
 //! Also left out: a conversion webhook's `caBundle` is not parsed (upstream refuses an
 //! invalid one only when an established CRD changes it).
 
+use keel_api::jsonmap::JsonPointer;
 mod celrules;
 mod defaults;
 mod gojson;
@@ -321,7 +322,7 @@ fn unchanged_schemas(new: &Value, old: &Value) -> Vec<String> {
 }
 
 fn condition_true(crd: &Value, kind: &str) -> bool {
-    crd.pointer("/status/conditions")
+    crd.at("/status/conditions")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -375,7 +376,7 @@ pub fn validate_update(new: &Value, old: &Value) -> Vec<FieldErr> {
 /// The rules of a write to `customresourcedefinitions/status`, without ObjectMeta.
 pub fn validate_status_update(new: &Value) -> Vec<FieldErr> {
     let null = Value::Null;
-    let accepted = new.pointer("/status/acceptedNames").unwrap_or(&null);
+    let accepted = new.at("/status/acceptedNames").unwrap_or(&null);
     names(accepted, "status.acceptedNames")
 }
 
@@ -1188,8 +1189,8 @@ fn webhook_service(s: &Value, path: &str) -> Vec<FieldErr> {
 fn immutable(new: &Value, old: &Value, opts: &Opts) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     let mut check = |path: &str, pointer: &str, named_type: bool| {
-        let n = new.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-        let o = old.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+        let n = new.at(pointer).and_then(Value::as_str).unwrap_or("");
+        let o = old.at(pointer).and_then(Value::as_str).unwrap_or("");
         if n != o {
             // A named string type (ResourceScope) prints as JSON, a plain string with %q.
             let bad = if named_type {
@@ -1212,9 +1213,7 @@ fn immutable(new: &Value, old: &Value, opts: &Opts) -> Vec<FieldErr> {
 fn status_and_stored_versions(obj: &Value) -> Vec<FieldErr> {
     let mut errs = validate_status_update(obj);
     let null = Value::Null;
-    let stored_raw = obj
-        .pointer("/status/storedVersions")
-        .filter(|v| !v.is_null());
+    let stored_raw = obj.at("/status/storedVersions").filter(|v| !v.is_null());
     let stored = stored_raw.map_or(&[][..], as_slice);
     // An empty list here is the nil slice upstream's create strategy leaves when no version
     // is marked for storage.
@@ -1241,7 +1240,7 @@ fn status_and_stored_versions(obj: &Value) -> Vec<FieldErr> {
             None => left.push((v, i)),
         }
     }
-    let versions = obj.pointer("/spec/versions").map_or(&[][..], as_slice);
+    let versions = obj.at("/spec/versions").map_or(&[][..], as_slice);
     for v in versions {
         let name = str_of(v, "name");
         let found = left.iter().position(|(n, _)| *n == name);
@@ -1286,7 +1285,7 @@ enum Approval {
 
 fn approval_state(crd: &Value) -> (Approval, String) {
     let a = crd
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|m| m.get(APPROVAL_ANNOTATION))
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -1325,7 +1324,7 @@ fn api_approval(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
     }
     let path = format!("metadata.annotations[{APPROVAL_ANNOTATION}]");
     let value = new
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|m| m.get(APPROVAL_ANNOTATION))
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -1338,7 +1337,7 @@ fn api_approval(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
 
 fn preserve_unknown_fields(new: &Value, old: Option<&Value>) -> Vec<FieldErr> {
     let on = |o: &Value| {
-        o.pointer("/spec/preserveUnknownFields")
+        o.at("/spec/preserveUnknownFields")
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };

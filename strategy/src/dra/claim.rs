@@ -6,6 +6,7 @@ use super::common::{self as c, has, items, s};
 use super::gojson;
 use crate::errors::{Bad, FieldErr};
 use crate::json;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{Map, Value};
 
 const REQUEST_REF_MSG: &str =
@@ -99,7 +100,7 @@ pub fn default_claim_spec(spec: &mut Value) {
 /// does, and the members are put in Go order.
 pub fn prepare_status(new: &mut Value, old: &Value) {
     let results = |v: &Value| -> Vec<DeviceId> {
-        items(v.pointer("/status/allocation/devices/results"))
+        items(v.at("/status/allocation/devices/results"))
             .iter()
             .map(device_id)
             .collect()
@@ -153,7 +154,7 @@ struct RequestNames(Vec<(String, Option<Vec<String>>)>);
 
 impl RequestNames {
     fn of(spec: &Value) -> Self {
-        let reqs = items(spec.pointer("/devices/requests"));
+        let reqs = items(spec.at("/devices/requests"));
         RequestNames(
             reqs.iter()
                 .map(|r| {
@@ -453,7 +454,7 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldErr> {
     );
     let allocation = status.get("allocation").filter(|a| !a.is_null());
     let allocated: Vec<_> = allocation
-        .map(|a| items(a.pointer("/devices/results")))
+        .map(|a| items(a.at("/devices/results")))
         .unwrap_or(&[])
         .iter()
         .map(device_id)
@@ -506,7 +507,7 @@ pub fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldErr> {
 fn allocation_result(a: &Value, names: &RequestNames) -> Vec<FieldErr> {
     let path = "status.allocation";
     let mut errs = c::list(
-        a.pointer("/devices/results"),
+        a.at("/devices/results"),
         Some(c::ALLOCATION_RESULTS_MAX),
         &format!("{path}.devices.results"),
         |r, p| {
@@ -522,7 +523,7 @@ fn allocation_result(a: &Value, names: &RequestNames) -> Vec<FieldErr> {
         },
     );
     errs.extend(c::list(
-        a.pointer("/devices/config"),
+        a.at("/devices/config"),
         Some(2 * c::CONFIG_MAX),
         &format!("{path}.devices.config"),
         |k, p| {

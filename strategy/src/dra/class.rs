@@ -3,6 +3,7 @@
 
 use super::common as c;
 use crate::errors::FieldErr;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 /// Validates a class's spec; on update (`old`), unchanged selectors and config count as
@@ -41,23 +42,17 @@ fn is_extended_resource_name(name: &str) -> bool {
 
 /// DeviceTaintRules of v1alpha3/v1beta2: the taint gets the request time as `timeAdded`.
 pub fn default_taint_rule(obj: &mut Value, now: &str) {
-    if let Some(taint) = obj
-        .pointer_mut("/spec/taint")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(taint) = obj.at_mut("/spec/taint").and_then(Value::as_object_mut) {
         crate::json::default(taint, "timeAdded", Value::from(now));
     }
 }
 
 /// An update that changes the effect but not `timeAdded` moves `timeAdded` to now.
 pub fn taint_rule_time_added(new: &mut Value, old: &Value, now: &str) {
-    let effect = |v: &Value| v.pointer("/spec/taint/effect").cloned();
-    let added = |v: &Value| v.pointer("/spec/taint/timeAdded").cloned();
+    let effect = |v: &Value| v.at("/spec/taint/effect").cloned();
+    let added = |v: &Value| v.at("/spec/taint/timeAdded").cloned();
     if effect(new) != effect(old) && added(new) == added(old) {
-        if let Some(t) = new
-            .pointer_mut("/spec/taint")
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(t) = new.at_mut("/spec/taint").and_then(Value::as_object_mut) {
             t.insert("timeAdded".into(), Value::from(now));
         }
     }
@@ -86,7 +81,7 @@ pub fn validate_taint_rule_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldE
 
 /// A rule's status write: valid conditions, at most 8.
 pub fn validate_taint_rule_status(new: &Value) -> Vec<FieldErr> {
-    let conditions = new.pointer("/status/conditions");
+    let conditions = new.at("/status/conditions");
     let mut errs = c::conditions(conditions, "status.conditions");
     let n = c::items(conditions).len();
     if n > c::TAINT_RULE_CONDITIONS_MAX {

@@ -18,6 +18,7 @@
 //! `class` (DeviceClasses and DeviceTaintRules), `v1beta1` (the flattened beta shape),
 //! `gojson` (how upstream prints an immutable value).
 
+use keel_api::jsonmap::JsonPointer;
 mod claim;
 mod class;
 mod common;
@@ -52,12 +53,12 @@ pub fn apply_defaults(kind: Kind, obj: &mut Value) {
             if let Some(spec) = obj.get_mut("spec") {
                 v1beta1::default_claim_spec(spec);
             }
-            if let Some(results) = obj.pointer_mut("/status/allocation/devices/results") {
+            if let Some(results) = obj.at_mut("/status/allocation/devices/results") {
                 claim::default_results(results);
             }
         }
         Kind::ResourceClaimTemplate if v1beta1::is_v1beta1(obj) => {
-            if let Some(spec) = obj.pointer_mut("/spec/spec") {
+            if let Some(spec) = obj.at_mut("/spec/spec") {
                 v1beta1::default_claim_spec(spec);
             }
         }
@@ -65,7 +66,7 @@ pub fn apply_defaults(kind: Kind, obj: &mut Value) {
             if let Some(spec) = obj.get_mut("spec") {
                 claim::default_claim_spec(spec);
             }
-            if let Some(results) = obj.pointer_mut("/status/allocation/devices/results") {
+            if let Some(results) = obj.at_mut("/status/allocation/devices/results") {
                 claim::default_results(results);
             }
         }
@@ -132,7 +133,7 @@ pub fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
         return;
     };
     for key in ["labels", "annotations", "finalizers"] {
-        match old.pointer(&format!("/metadata/{key}")) {
+        match old.at(&format!("/metadata/{key}")) {
             Some(v) => meta.insert(key.into(), v.clone()),
             None => meta.remove(key),
         };
@@ -233,7 +234,7 @@ pub fn admin_access_field(
             };
             crate::json::arr_at(&new, spec)
                 .iter()
-                .position(|r| r.pointer("/exactly/adminAccess") == Some(&Value::Bool(true)))
+                .position(|r| r.at("/exactly/adminAccess") == Some(&Value::Bool(true)))
                 .map(|i| format!("spec.devices.requests[{i}].adminAccess"))
         }
         (Kind::ResourceClaim, "status", Some(old)) if granted(&v1(old)).is_none() => {

@@ -5,6 +5,7 @@
 use super::common::{self as c, has, items, s};
 use super::gojson;
 use crate::errors::{Bad, FieldErr};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{Map, Value};
 
 const DEVICES_MAX: usize = 128;
@@ -25,10 +26,7 @@ const DEVICE_NODE_FIELDS_MSG: &str = "exactly one of `nodeName`, `nodeSelector`,
 /// Devices' taints get `timeAdded` (the request time) when they have none; the fields of
 /// features off by default (list-type attributes, node-allocatable mappings) are dropped.
 pub fn default_slice(obj: &mut Value, now: &str) {
-    let Some(devices) = obj
-        .pointer_mut("/spec/devices")
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(devices) = obj.at_mut("/spec/devices").and_then(Value::as_array_mut) else {
         return;
     };
     for d in devices.iter_mut().filter_map(Value::as_object_mut) {
@@ -40,7 +38,7 @@ pub fn default_slice(obj: &mut Value, now: &str) {
 
 /// `spec.pool.generation` has no `omitempty`: Go prints 0.
 pub fn default_pool_generation(obj: &mut Value) {
-    if let Some(pool) = obj.pointer_mut("/spec/pool").and_then(Value::as_object_mut) {
+    if let Some(pool) = obj.at_mut("/spec/pool").and_then(Value::as_object_mut) {
         if !pool.contains_key("generation") {
             pool.insert("generation".into(), Value::from(0));
             super::claim::reorder(pool, &["name", "generation", "resourceSliceCount"]);
@@ -53,7 +51,7 @@ pub fn default_pool_generation(obj: &mut Value) {
 pub fn drop_disabled(obj: &mut Value, old: Option<&Value>) {
     let uses = |key: &str| {
         old.is_some_and(|o| {
-            items(o.pointer("/spec/devices")).iter().any(|d| match key {
+            items(o.at("/spec/devices")).iter().any(|d| match key {
                 "lists" => d
                     .get("attributes")
                     .and_then(Value::as_object)
@@ -70,10 +68,7 @@ pub fn drop_disabled(obj: &mut Value, old: Option<&Value>) {
     };
     let keep_lists = uses("lists");
     let keep_mappings = uses("nodeAllocatableResourceMappings");
-    let Some(devices) = obj
-        .pointer_mut("/spec/devices")
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(devices) = obj.at_mut("/spec/devices").and_then(Value::as_array_mut) else {
         return;
     };
     for d in devices.iter_mut().filter_map(Value::as_object_mut) {

@@ -6,6 +6,7 @@
 
 use super::claim;
 use crate::convert::dra::{exact_field_set, EXACT as EXACT_MEMBERS};
+use keel_api::jsonmap::JsonPointer;
 use serde_json::{Map, Value};
 
 /// Whether `obj` is written in `resource.k8s.io/v1beta1`.
@@ -95,8 +96,8 @@ fn claim_spec_to_v1(spec: Option<&mut Value>) {
 pub fn to_v1(obj: &Value) -> Value {
     let mut v = obj.clone();
     claim_spec_to_v1(v.get_mut("spec"));
-    claim_spec_to_v1(v.pointer_mut("/spec/spec"));
-    if let Some(devices) = v.pointer_mut("/spec/devices").and_then(Value::as_array_mut) {
+    claim_spec_to_v1(v.at_mut("/spec/spec"));
+    if let Some(devices) = v.at_mut("/spec/devices").and_then(Value::as_array_mut) {
         for d in devices.iter_mut().filter_map(Value::as_object_mut) {
             if let Some(Value::Object(basic)) = d.remove("basic") {
                 d.extend(basic);
@@ -108,10 +109,7 @@ pub fn to_v1(obj: &Value) -> Value {
 
 /// Taints of v1beta1 slices sit in `devices[].basic`.
 pub fn default_slice_taints(obj: &mut Value, now: &str) {
-    let Some(devices) = obj
-        .pointer_mut("/spec/devices")
-        .and_then(Value::as_array_mut)
-    else {
+    let Some(devices) = obj.at_mut("/spec/devices").and_then(Value::as_array_mut) else {
         return;
     };
     for d in devices.iter_mut().filter_map(Value::as_object_mut) {

@@ -14,6 +14,7 @@ use crate::objects;
 use crate::registry::{CreateOptions, DeleteOptions, UpdateOptions};
 use crate::routes::Resource;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_catalog::LocalApiService;
 use serde_json::{json, Value};
@@ -46,7 +47,7 @@ pub fn desired_spec(s: &LocalApiService) -> Value {
 }
 
 fn label(api: &Value) -> &str {
-    api.pointer("/metadata/labels")
+    api.at("/metadata/labels")
         .and_then(|l| l.get(MANAGED_LABEL))
         .and_then(Value::as_str)
         .unwrap_or("")

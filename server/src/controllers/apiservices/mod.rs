@@ -13,6 +13,7 @@
 //! check resolved is published for the proxy; after each pass the `openapi` fetcher fetches
 //! the OpenAPI documents of the available remotes that are due.
 
+use keel_api::jsonmap::JsonPointer;
 pub mod autoregister;
 pub mod openapi;
 pub mod resolve;
@@ -287,7 +288,7 @@ async fn check(st: &State, remote: &Remote) -> Checked {
         }
     };
     let kind = service
-        .pointer("/spec/type")
+        .at("/spec/type")
         .and_then(Value::as_str)
         .unwrap_or("ClusterIP");
     let mut slices = None;
@@ -489,7 +490,7 @@ async fn write_if_changed(st: &State, res: &Resource, api: &Value, cond: Conditi
                 "message": cond.message,
             });
             let mut conditions: Vec<Value> = new
-                .pointer("/status/conditions")
+                .at("/status/conditions")
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
@@ -508,7 +509,7 @@ async fn write_if_changed(st: &State, res: &Resource, api: &Value, cond: Conditi
 }
 
 fn available_condition(api: &Value) -> Option<&Value> {
-    api.pointer("/status/conditions")
+    api.at("/status/conditions")
         .and_then(Value::as_array)?
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Available"))

@@ -24,6 +24,7 @@ use crate::limits::{
     APISERVICE_OPENAPI_REFRESH,
 };
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -216,7 +217,7 @@ impl Fetcher<'_> {
         let index: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
         let key = format!("apis/{}/{}", r.group, r.version);
         let Some(url) = index
-            .pointer(&format!(
+            .at(&format!(
                 "/paths/{}",
                 key.replace('~', "~0").replace('/', "~1")
             ))

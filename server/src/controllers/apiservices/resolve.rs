@@ -6,6 +6,7 @@
 use crate::objects;
 use crate::service_ref::ServiceRef;
 use crate::state::State;
+use keel_api::jsonmap::JsonPointer;
 use serde_json::Value;
 
 /// The Service `svc` names, `None` when there is none (errors of the store are errors).
@@ -33,7 +34,7 @@ pub async fn endpoint_slices(st: &State, svc: &ServiceRef) -> Result<Vec<Value>,
     let mut out = Vec::new();
     for kv in items {
         let v = objects::parse_stored(kv.value()).map_err(|e| e.message)?;
-        if v.pointer("/metadata/labels/kubernetes.io~1service-name")
+        if v.at("/metadata/labels/kubernetes.io~1service-name")
             .and_then(Value::as_str)
             == Some(svc.name.as_str())
         {
@@ -46,7 +47,7 @@ pub async fn endpoint_slices(st: &State, svc: &ServiceRef) -> Result<Vec<Value>,
 /// The Service port whose `port` is `port`: its name and target.
 pub fn service_port(service: &Value, port: i64) -> Option<&Value> {
     service
-        .pointer("/spec/ports")
+        .at("/spec/ports")
         .and_then(Value::as_array)?
         .iter()
         .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
@@ -75,7 +76,7 @@ fn ready_endpoint(port_name: &str, slices: &[Value]) -> Option<(String, i64)> {
             .flatten()
         {
             // Ready unless it says it is not (upstream: a nil `ready` is ready).
-            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+            if ep.at("/conditions/ready").and_then(Value::as_bool) == Some(false) {
                 continue;
             }
             if let Some(a) = ep
@@ -117,7 +118,7 @@ pub async fn resolve(st: &State, svc: &ServiceRef, endpoints: bool) -> Result<St
 /// Whether resolving `service` with endpoint routing reads its EndpointSlices.
 pub fn needs_endpoints(service: &Value) -> bool {
     matches!(
-        service.pointer("/spec/type").and_then(Value::as_str),
+        service.at("/spec/type").and_then(Value::as_str),
         None | Some("" | "ClusterIP" | "NodePort" | "LoadBalancer")
     )
 }
