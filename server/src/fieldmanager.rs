@@ -29,6 +29,7 @@
 //! `cargo run --release -p keel-server --example fieldmanager_cost` measures them.
 
 use crate::objects;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::{ApiError, StatusCause};
 use keel_smd::managedfields::{self, UPDATE_MANAGERS_MAX};
 use keel_smd::schema::{Schema, TypeRef};
@@ -89,7 +90,7 @@ fn build(group: &str, version: &str, kind: &str) -> TypeSchema {
     let has_status = defs
         .iter()
         .find(|(n, _)| n == root)
-        .is_some_and(|(_, d)| d.pointer("/properties/status").is_some());
+        .is_some_and(|(_, d)| d.at("/properties/status").is_some());
     match keel_smd::openapi::schema_from_openapi(defs.iter().map(|(k, v)| (k.as_str(), v))) {
         Ok(schema) => TypeSchema {
             schema,
@@ -195,7 +196,7 @@ fn add_defaults(name: &str, def: &mut Value) {
         "io.k8s.api.discovery.v1.EndpointPort",
     ];
     if ports.contains(&name) {
-        if let Some(p) = def.pointer_mut("/properties/protocol") {
+        if let Some(p) = def.at_mut("/properties/protocol") {
             p["default"] = json!("TCP");
         }
     }
@@ -274,7 +275,7 @@ impl Write<'_> {
     fn type_schema(&self) -> Arc<TypeSchema> {
         match self.custom {
             Some(c) => custom_type_schema(&c.schema, c.status),
-            None => type_schema(self.group, self.version, self.kind),
+            None => per_core_kind(self).0,
         }
     }
 
@@ -355,7 +356,46 @@ fn zero_value(w: &Write<'_>) -> &'static Value {
 
 /// The live object of a write: the stored one, or the type's zero value for a create.
 fn live_or_zero<'v>(w: &Write<'_>, live: Option<&'v Value>) -> &'v Value {
-    live.unwrap_or_else(|| zero_value(w))
+    live.unwrap_or_else(|| match w.custom {
+        Some(_) => zero_value(w),
+        None => per_core_kind(w).1,
+    })
+}
+
+/// A built-in kind's schema and zero value, as [`type_schema`] and [`zero_value`] give them.
+type KindInfo = (Arc<TypeSchema>, &'static Value);
+
+/// At most this many built-in kinds' schemas each core keeps at hand (past it, it forgets
+/// them all): there are about a hundred.
+const KINDS_PER_CORE_MAX: usize = 512;
+
+thread_local! {
+    /// Per core: a key buffer and the kinds written lately, so that a write formats no key
+    /// and takes no lock shared with the other cores to find its schema.
+    static KINDS: std::cell::RefCell<(String, HashMap<String, KindInfo, foldhash::fast::FixedState>)> =
+        Default::default();
+}
+
+/// [`KindInfo`] of a built-in kind's write, from the core's cache.
+fn per_core_kind(w: &Write<'_>) -> KindInfo {
+    KINDS.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let (key, kinds) = &mut *cell;
+        key.clear();
+        for part in [w.group, w.version, w.kind] {
+            key.push_str(part);
+            key.push('\u{0}');
+        }
+        if let Some(info) = kinds.get(key.as_str()) {
+            return info.clone();
+        }
+        let info = (type_schema(w.group, w.version, w.kind), zero_value(w));
+        if kinds.len() >= KINDS_PER_CORE_MAX {
+            kinds.clear();
+        }
+        kinds.insert(key.clone(), info.clone());
+        info
+    })
 }
 
 /// Upstream's `stripSet`: members dropped from the writer's own set (not their children).
@@ -463,12 +503,25 @@ fn record(
     // the live ones.
     let from_written = written
         .as_ref()
-        .filter(|v| Some(*v) != live_managed.as_deref())
+        .filter(|v| !live_managed.as_deref().is_some_and(|l| entries_equal(v, l)))
         .and_then(|v| managedfields::decode(Some(v)).ok())
         .filter(|(m, _)| !m.is_empty());
     let ts = w.type_schema();
     let mut updater = Updater::new(&ts.schema, &ts.root).with_ignored(w.ignored(&ts));
     let live_obj = live_or_zero(w, live);
+    let mut live_managed = live_managed;
+    if direct && live.is_some() && from_written.is_none() {
+        if let Some(Value::Array(entries)) = live_managed.take().map(Cow::into_owned) {
+            match owned_values_update(w, &ts, live_obj, entries, new, now) {
+                Ok(entries) => return put_managed(new, entries),
+                Err(entries) => live_managed = Some(Cow::Owned(Value::Array(entries))),
+            }
+        }
+    }
+    // From here on the entries' fields are read: those kept as text are parsed.
+    if let Some(l) = live_managed.as_mut().filter(|l| objects::has_raw(l)) {
+        objects::materialize(l.to_mut());
+    }
     let restore = |new: &mut Value, live_managed: Option<Cow<'_, Value>>| {
         if let Some(v) = live_managed {
             if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -485,7 +538,6 @@ fn record(
         return restore(new, live_managed);
     };
     // (`live_managed` is what a failed update puts back: the entries as stored.)
-    let mut live_managed = live_managed;
     let (managers, mut times) = match from_written {
         Some(d) => d,
         None if cmp.is_same() => return restore(new, live_managed),
@@ -582,6 +634,155 @@ impl<'e> EntryId<'e> {
             && matches!(id.operation, "Apply" | "Update"))
         .then_some(id)
     }
+}
+
+/// At most this many values an update may change for [`owned_values_update`] to decide its
+/// tracking; past it the general path does.
+const OWNED_LEAVES_MAX: usize = 32;
+
+/// An Update that changes only values its writer alone owns, as most updates are (a
+/// controller's or a client's replace of what it wrote): every entry stays as it is but the
+/// writer's time, so the stored entries are neither decoded nor edited (nor parsed, where
+/// the registry kept their FieldsV1 as text), and the objects are compared without sets
+/// ([`keel_smd::typed::modified_leaves`]). The same entries as the general path's (see the
+/// tests). `Err` gives the entries back where that path decides: a field added or
+/// removed, a value another manager owns or the writer does not, an entry it would drop
+/// or reject.
+fn owned_values_update(
+    w: &Write<'_>,
+    ts: &TypeSchema,
+    live: &Value,
+    mut entries: Vec<Value>,
+    new: &Value,
+    now: &str,
+) -> Result<Vec<Value>, Vec<Value>> {
+    let api_version = w.api_version();
+    let mut writer = None;
+    for (i, e) in entries.iter().enumerate() {
+        let Some(id) = EntryId::of(e) else {
+            return Err(entries);
+        };
+        if id.operation == "Update"
+            && id.manager == w.manager()
+            && id.api_version == api_version
+            && id.subresource == w.subresource
+        {
+            writer = Some(i);
+        }
+    }
+    // (A writer's entry without a time would take one last, out of Go's member order.)
+    let Some(writer) = writer.filter(|&i| entries[i].get("time").is_some_and(Value::is_string))
+    else {
+        return Err(entries);
+    };
+    let Some(leaves) = keel_smd::typed::modified_leaves(
+        &ts.schema,
+        &ts.root,
+        live,
+        new,
+        w.ignored(ts),
+        OWNED_LEAVES_MAX,
+    ) else {
+        return Err(entries);
+    };
+    if leaves.is_empty() {
+        // Nothing tracked changed: the entries stay, times too.
+        return Ok(entries);
+    }
+    let owned_by_writer_alone = |entries: &[Value]| -> Option<bool> {
+        for leaf in &leaves {
+            if strip_set().has(leaf) {
+                return None;
+            }
+            for (i, e) in entries.iter().enumerate() {
+                let has = with_entry_fields(e, |fields| {
+                    // An empty entry is dropped by the general path.
+                    (!fields.is_empty())
+                        .then(|| keel_smd::fieldsv1::fields_v1_has(fields, leaf).ok())
+                        .flatten()
+                })??;
+                if has != (i == writer) {
+                    return Some(false);
+                }
+            }
+        }
+        Some(true)
+    };
+    if owned_by_writer_alone(&entries) != Some(true) {
+        return Err(entries);
+    }
+    entries[writer]["time"] = Value::String(now.to_string());
+    managedfields::sort_entries(&mut entries);
+    Ok(entries)
+}
+
+/// `f` of an entry's FieldsV1 object: its tree, or its text parsed (remembered per core, by
+/// text: objects of one shape, and one object's successive updates, share theirs). `None`
+/// when the entry has no FieldsV1 object.
+fn with_entry_fields<T>(e: &Value, f: impl FnOnce(&Fields) -> T) -> Option<T> {
+    match e.get("fieldsV1")? {
+        Value::Object(fields) => Some(f(fields)),
+        Value::String(s) => {
+            let text = objects::raw_json_text(s)?;
+            let parsed = PARSED_FIELDS.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                if let Some(p) = cache.get(text) {
+                    return Some(p.clone());
+                }
+                let Ok(Value::Object(parsed)) = serde_json::from_str::<Value>(text) else {
+                    return None;
+                };
+                if cache.len() >= PARSED_FIELDS_MAX {
+                    cache.clear();
+                }
+                let parsed = Rc::new(parsed);
+                cache.insert(text.to_string(), parsed.clone());
+                Some(parsed)
+            })?;
+            Some(f(&parsed))
+        }
+        _ => None,
+    }
+}
+
+/// Stored entries' FieldsV1 texts each core keeps parsed (past it, it forgets them all).
+pub const PARSED_FIELDS_MAX: usize = 256;
+
+thread_local! {
+    static PARSED_FIELDS: std::cell::RefCell<HashMap<String, Rc<Fields>, foldhash::fast::RandomState>> =
+        Default::default();
+}
+
+/// Whether two `managedFields` values are the same entries, FieldsV1 held as text or as
+/// trees alike (a client echoes the entries it read; the registry may hold the stored
+/// ones' fields as text).
+fn entries_equal(a: &Value, b: &Value) -> bool {
+    let (Value::Array(a), Value::Array(b)) = (a, b) else {
+        return a == b;
+    };
+    let text_of = |v: &Value| -> Option<String> {
+        match v {
+            Value::String(s) => objects::raw_json_text(s).map(str::to_string),
+            Value::Object(m) => String::from_utf8(objects::object_json(m)).ok(),
+            _ => None,
+        }
+    };
+    let fields_equal = |x: Option<&Value>, y: Option<&Value>| match (x, y) {
+        (Some(x), Some(y)) if x == y => true,
+        (Some(x), Some(y)) => text_of(x).is_some_and(|t| Some(t) == text_of(y)),
+        (x, y) => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter().all(|(k, xv)| match k.as_str() {
+                        "fieldsV1" => fields_equal(Some(xv), y.get(k)),
+                        _ => y.get(k) == Some(xv),
+                    })
+            }
+            (x, y) => x == y,
+        })
 }
 
 /// What a comparison adds or modifies.
@@ -736,13 +937,18 @@ fn record_create(
 /// (past it, it forgets them all and starts again): a cluster's templates are few.
 pub const CREATE_SHAPES_MAX: usize = 256;
 
-/// Per core: a signature buffer and the fields of recent create shapes.
-type Shapes = (String, HashMap<String, Rc<ShapeFields>>);
+/// Per core: a signature buffer and the fields of recent create shapes (hashed with
+/// foldhash, seeded per process: a Pod's signature is a few KiB, which SipHash took
+/// microseconds to hash on every create).
+type Shapes = (
+    String,
+    HashMap<String, Rc<ShapeFields>, foldhash::fast::RandomState>,
+);
 
 /// The fields of one shape, as a tree and as the JSON text the encoder writes for it.
 struct ShapeFields {
     fields: Fields,
-    json: Vec<u8>,
+    json: String,
 }
 
 thread_local! {
@@ -1023,7 +1229,7 @@ fn by_shape<E>(
         let Some(fields) = compute()? else {
             return Ok(None);
         };
-        let json = objects::object_json(&fields);
+        let json = String::from_utf8(objects::object_json(&fields)).expect("JSON is UTF-8");
         let fields = Rc::new(ShapeFields { fields, json });
         if cacheable {
             if map.len() >= CREATE_SHAPES_MAX {
@@ -1333,6 +1539,7 @@ mod tests {
                 custom: None,
             };
             record_update(&w("creator"), None, &mut live, "2026-01-01T00:00:00Z");
+            let mut owned = 0;
             for step in 1..400u64 {
                 let manager = ["m1", "m2", "m3", "kubectl-edit"][next(4) as usize];
                 let mut new = live.clone();
@@ -1387,6 +1594,7 @@ mod tests {
                     step / 60,
                     (step / (1 + next(3))) % 60
                 );
+                let new_before = new.clone();
                 let (mut direct, mut general, mut taken) = (new.clone(), new.clone(), new);
                 record(
                     &w(manager),
@@ -1413,16 +1621,85 @@ mod tests {
                 // As the registry does: the live entries taken out of the live object.
                 let mut stripped = live.clone();
                 let entries = take_managed(&mut stripped);
-                record_update_taken(&w(manager), &stripped, entries, &mut taken, &now);
+                record_update_taken(&w(manager), &stripped, entries.clone(), &mut taken, &now);
                 assert_eq!(
                     taken["metadata"]["managedFields"], general["metadata"]["managedFields"],
                     "{kind} step {step}, taken"
                 );
+                // As the registry does for a replace: the live object read back from its
+                // stored bytes with the entries' fields as text.
+                let stored = objects::to_canonical_json(&live);
+                let mut read = objects::parse_stored_raw_fields(&stored).unwrap();
+                let raw_entries = take_managed(&mut read);
+                let mut from_raw = new_before.clone();
+                record_update_taken(&w(manager), &read, raw_entries, &mut from_raw, &now);
+                assert_eq!(
+                    String::from_utf8(objects::to_canonical_json(&from_raw)).unwrap(),
+                    String::from_utf8(objects::to_canonical_json(&general)).unwrap(),
+                    "{kind} step {step}, from stored text"
+                );
+                let ts = w(manager).type_schema();
+                if let Some(Value::Array(e)) = entries {
+                    let mut n = new_before.clone();
+                    take_managed(&mut n);
+                    owned += usize::from(
+                        owned_values_update(&w(manager), &ts, &stripped, e, &n, &now).is_ok(),
+                    );
+                }
                 live = direct;
             }
             assert!(
                 live["metadata"]["managedFields"].as_array().unwrap().len() >= 2,
                 "{kind}: several managers"
+            );
+            eprintln!("{kind}: owned {owned}");
+            assert!(
+                owned > 40,
+                "{kind}: {owned} updates took the owned-values path"
+            );
+        }
+    }
+
+    /// A value the writer shares with another manager (an applier that set the same value)
+    /// is taken from the other by the update, stored entries held as text or not: the
+    /// owned-values path leaves such an update to the general one.
+    #[test]
+    fn update_of_a_shared_value_takes_it_from_the_other_owner() {
+        let w = cm_write("w");
+        let fields = json!({"f:data": {".": {}, "f:j": {}, "f:k": {}}});
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a",
+            "managedFields": [
+                {"manager": "a", "operation": "Apply", "apiVersion": "v1", "time": "T0",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}},
+                {"manager": "w", "operation": "Update", "apiVersion": "v1", "time": "T0",
+                 "fieldsType": "FieldsV1", "fieldsV1": fields}]},
+            "data": {"k": "v", "j": "v"}});
+        let want_after = |changed: &str| {
+            let mut new = live.clone();
+            new["data"][changed] = json!("changed");
+            let mut general = new.clone();
+            let lm = live["metadata"].get("managedFields").map(Cow::Borrowed);
+            record(&w, Some(&live), lm, &mut general, "T1", false, false);
+            (new, general)
+        };
+        // `k` is shared: the applier loses it. `j` is the writer's alone.
+        for (changed, applier_keeps_k) in [("k", false), ("j", true)] {
+            let (new, general) = want_after(changed);
+            let mf = &general["metadata"]["managedFields"];
+            assert_eq!(
+                mf.as_array().unwrap().len(),
+                1 + usize::from(applier_keeps_k),
+                "{mf}"
+            );
+            let stored = objects::to_canonical_json(&live);
+            let mut read = objects::parse_stored_raw_fields(&stored).unwrap();
+            let entries = take_managed(&mut read);
+            let mut direct = new.clone();
+            record_update_taken(&w, &read, entries, &mut direct, "T1");
+            assert_eq!(
+                String::from_utf8(objects::to_canonical_json(&direct)).unwrap(),
+                String::from_utf8(objects::to_canonical_json(&general)).unwrap(),
+                "{changed}"
             );
         }
     }

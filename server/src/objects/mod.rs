@@ -6,6 +6,9 @@ use keel_engine::Revision;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
+mod raw_fields;
+pub use raw_fields::{has_raw, materialize, parse_stored_raw_fields};
+
 /// RFC 3339 UTC timestamp with second precision, as `metav1.Time` serializes.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
@@ -212,12 +215,17 @@ fn unpredictable(label: &str) -> String {
 /// [`object_json`] wrote), which [`to_canonical_json`] writes as it is. A write path puts one
 /// in (`fieldmanager::record_new`) where it knows the object goes to that encoder next and
 /// nowhere else: any other reader would see a string.
-pub fn raw_json(json: &[u8]) -> Value {
+pub fn raw_json(json: &str) -> Value {
     let marker = raw_marker();
     let mut s = String::with_capacity(marker.len() + json.len());
     s.push_str(marker);
-    s.push_str(std::str::from_utf8(json).expect("JSON text is UTF-8"));
+    s.push_str(json);
     Value::String(s)
+}
+
+/// The JSON text a string made by [`raw_json`] holds.
+pub fn raw_json_text(s: &str) -> Option<&str> {
+    s.strip_prefix(raw_marker())
 }
 
 /// `metadata.managedFields`: as [`write_json`], but an entry's `fieldsV1` made by
@@ -236,7 +244,7 @@ fn write_managed_fields(out: &mut Vec<u8>, v: &Value) {
             continue;
         };
         write_map(out, m, |out, k, v| match v {
-            Value::String(s) if k == "fieldsV1" => match s.strip_prefix(raw_marker()) {
+            Value::String(s) if k == "fieldsV1" => match raw_json_text(s) {
                 Some(json) => out.extend_from_slice(json.as_bytes()),
                 None => write_json_str(out, s),
             },
@@ -471,7 +479,7 @@ mod tests {
     #[test]
     fn raw_fields_are_written_as_text_only_as_an_entry_fields_v1() {
         let fields = json!({"f:data": {".": {}, "f:k\"": {}}});
-        let raw = raw_json(&object_json(fields.as_object().unwrap()));
+        let raw = raw_json(std::str::from_utf8(&object_json(fields.as_object().unwrap())).unwrap());
         let obj = |f: Value| {
             json!({"kind": "ConfigMap", "metadata": {"name": "n", "managedFields": [
                 {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": f},

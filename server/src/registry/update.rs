@@ -14,6 +14,7 @@ use crate::limits::UPDATE_RETRIES_MAX;
 use crate::objects::{self, Spliced};
 use crate::routes::Resource;
 use crate::storage::storage_error;
+use keel_api::jsonmap::JsonPointer;
 use keel_api::status::ApiError;
 use keel_engine::Error as StoreError;
 use serde_json::Value;
@@ -105,7 +106,11 @@ impl Registry {
                 }
             };
             let cur_rev = current.mod_revision;
-            let mut old = objects::parse_stored(current.value())?;
+            let mut old = if lazy_managed_fields(res, opts) {
+                objects::parse_stored_raw_fields(current.value())?
+            } else {
+                objects::parse_stored(current.value())?
+            };
             // The update is decided in the request's version, stored in the storage version;
             // a custom resource older than its schema is pruned and defaulted first.
             if let Some(v) = &res.versions {
@@ -187,6 +192,9 @@ impl Registry {
                 Allocation::default()
             };
             if opts.dry_run {
+                if let Some(entries) = new.at_mut("/metadata/managedFields") {
+                    objects::materialize(entries);
+                }
                 objects::set_rv(&mut new, cur_rev);
                 return Ok(Updated {
                     bytes: serde_json::to_vec(&new).expect("JSON"),
@@ -392,12 +400,28 @@ fn carry_server_fields(new: &mut Value, old: &Value) {
     m.shift_remove("resourceVersion");
 }
 
+/// Whether the stored object is read with its managedFields' FieldsV1 as text
+/// ([`objects::parse_stored_raw_fields`]): for a replace of the object itself (a PUT, whose
+/// new object is the client's, not derived from the stored one), of a resource served in
+/// one version without a schema of its own (nothing converts, prunes or defaults the
+/// stored object). Tracking then reads them only if the update is not one of values the
+/// writer alone owns.
+fn lazy_managed_fields(res: &Resource, opts: &UpdateOptions<'_>) -> bool {
+    opts.replace
+        && opts.strategy
+        && opts.subresource.is_empty()
+        && res.versions.is_none()
+        && res.custom.is_none()
+}
+
 /// Whether `new` has the `managedFields` of the `stored` object (an apply that only takes
 /// ownership is still written). Read again from the bytes: only an update that changes
-/// nothing else asks.
+/// nothing else asks. (Entries whose fields are held as text compare as the fields.)
 fn same_managed_fields(new: &Value, stored: &[u8]) -> Result<bool, ApiError> {
-    fn mf(v: &Value) -> Option<&Value> {
-        v.get("metadata")?.get("managedFields")
+    fn mf(v: &Value) -> Option<Value> {
+        let mut entries = v.get("metadata")?.get("managedFields")?.clone();
+        objects::materialize(&mut entries);
+        Some(entries)
     }
     Ok(mf(new) == mf(&objects::parse_stored(stored)?))
 }
