@@ -377,10 +377,17 @@ async fn route(
             core,
             group,
             version,
-        } => discovery::discovery(st, req, &user, *core, group.as_deref(), version.as_deref())
-            .await
-            .map(|r| (r, None))
-            .map_err(|e| (e, None)),
+        } => Box::pin(discovery::discovery(
+            st,
+            req,
+            &user,
+            *core,
+            group.as_deref(),
+            version.as_deref(),
+        ))
+        .await
+        .map(|r| (r, None))
+        .map_err(|e| (e, None)),
         Target::NonResource if snapshot::is_snapshot_path(&req.path) => {
             snapshot::serve(st, req, &user)
                 .map(|r| (r, None))
@@ -435,7 +442,7 @@ async fn resource(
         },
     )?;
     if let Some(remote) = st.aggregator.remote(&rr.group, &rr.version) {
-        return Ok(proxy::proxy(st, req, user, &remote).await);
+        return Ok(Box::pin(proxy::proxy(st, req, user, &remote)).await);
     }
     let routes = st.routes.load();
     let res = routes
@@ -475,7 +482,9 @@ async fn resource(
     }
 }
 
-/// The handler of a routed request.
+/// The handler of a routed request. The handlers of requests other than the common verbs'
+/// are boxed where they are awaited: a future is as large as its largest branch, and every
+/// request's future is copied into place at each level.
 async fn dispatch<'r>(
     c: &mut Call<'r>,
     st: &State,
@@ -485,29 +494,29 @@ async fn dispatch<'r>(
     match (rr.subresource.as_str(), rr.verb) {
         ("" | "status" | "resize", "get") => resource::get(c, st).await,
         ("", "list") => resource::list(c, st).await,
-        ("", "watch") => watch::watch(c, st).await,
+        ("", "watch") => Box::pin(watch::watch(c, st)).await,
         ("", "create") if info.group.is_empty() && info.plural == "bindings" => {
             let body = body::decode_body(c.content_type(), &req.body)?;
             let pod = crate::objects::name(&body).to_string();
             c.res = routes.core("pods");
-            subresources::binding(c, st, &pod).await
+            Box::pin(subresources::binding(c, st, &pod)).await
         }
         ("", "create") if reviews::is_review(info.group, info.plural) => {
-            reviews::create(c, st).await
+            Box::pin(reviews::create(c, st)).await
         }
         ("", "create") => resource::create(c, st).await,
         ("" | "status" | "resize", "update") => resource::update(c, st).await,
         ("" | "status" | "resize", "patch") => resource::patch(c, st).await,
         ("", "delete") => resource::delete(c, st).await,
-        ("", "deletecollection") => resource::delete_collection(c, st).await,
-        ("scale", _) => subresources::scale(c, st).await,
+        ("", "deletecollection") => Box::pin(resource::delete_collection(c, st)).await,
+        ("scale", _) => Box::pin(subresources::scale(c, st)).await,
         ("binding", "create") => {
             let name = rr.name.clone();
-            subresources::binding(c, st, &name).await
+            Box::pin(subresources::binding(c, st, &name)).await
         }
-        ("eviction", "create") => subresources::eviction(c, st).await,
-        ("log", "get") => subresources::log(c, st).await,
-        ("finalize", "update") => subresources::finalize(c, st).await,
+        ("eviction", "create") => Box::pin(subresources::eviction(c, st)).await,
+        ("log", "get") => Box::pin(subresources::log(c, st)).await,
+        ("finalize", "update") => Box::pin(subresources::finalize(c, st)).await,
         _ => Err(ApiError::method_not_allowed()),
     }
 }

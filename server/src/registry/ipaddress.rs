@@ -82,7 +82,8 @@ impl Registry {
         self.forget_if_unrecorded(&loc, &needs);
         for _ in 0..IP_OBJECT_CLASHES_MAX {
             let allocation = self.alloc.allocate_needs(&needs, obj, false)?;
-            match self.record_ips(&loc, &allocation, obj).await {
+            // (Boxed: only Services record IP objects; every create's future holds this one.)
+            match Box::pin(self.record_ips(&loc, &allocation, obj)).await {
                 Ok(()) => return Ok(allocation),
                 Err(Clash::Taken(ip)) => {
                     self.alloc.release(&allocation);

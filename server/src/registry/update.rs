@@ -95,9 +95,11 @@ impl Registry {
         let (info, strategy) = (&res.info, res.strategy);
         for _ in 0..UPDATE_RETRIES_MAX {
             let Some((current, stale)) = self.storage.get_latest_for_update(&key)? else {
-                match self
-                    .create_on_update(res, namespace, name, opts, tracking, try_update)
-                    .await
+                // (Boxed: a create is the rare answer here, and its future is large.)
+                match Box::pin(
+                    self.create_on_update(res, namespace, name, opts, tracking, try_update),
+                )
+                .await
                 {
                     // Another writer created it meanwhile (two applies of a new object):
                     // read it and update it, as upstream's storage retries a failed create.
@@ -114,7 +116,7 @@ impl Registry {
             // The update is decided in the request's version, stored in the storage version;
             // a custom resource older than its schema is pruned and defaulted first.
             if let Some(v) = &res.versions {
-                v.to_request(&mut old).await?;
+                Box::pin(v.to_request(&mut old)).await?;
             }
             if let Some(c) = res.custom.as_ref().filter(|c| c.decodes_read(cur_rev)) {
                 c.decode(&mut old);
