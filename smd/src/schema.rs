@@ -44,19 +44,25 @@ pub struct TypeRef {
     pub named: Option<String>,
     pub inlined: Option<Box<Atom>>,
     pub relationship: Option<ElementRelationship>,
-    /// The atom with `relationship` applied, made on the first [`Schema::resolve`] (a walk
-    /// resolves a use site once per value, and copying the atom each time was a fifth of a
-    /// Pod's shape signature).
-    pub overridden: OverrideCache,
+    /// What [`Schema::resolve`] learnt of this reference (a walk resolves a use site once
+    /// per value it meets there).
+    pub cache: RefCache,
 }
 
-/// [`TypeRef::overridden`]: the schema it was resolved against (its address) and the atom;
-/// it takes no part in the reference's equality.
+/// [`TypeRef::cache`]; it takes no part in the reference's equality.
 #[derive(Clone, Debug, Default)]
-pub struct OverrideCache(OnceLock<(usize, Box<Atom>)>);
+pub struct RefCache {
+    /// Where the named type is in the schema's types (checked against the name on every
+    /// use, so a reference resolved against another schema only misses): a walk hashed
+    /// the type's long name at every node.
+    index: OnceLock<u32>,
+    /// The atom with `relationship` applied, and the schema it was made from (its
+    /// address): copying the atom at every value was a fifth of a Pod's shape signature.
+    overridden: OnceLock<(usize, Box<Atom>)>,
+}
 
-impl PartialEq for OverrideCache {
-    fn eq(&self, _: &OverrideCache) -> bool {
+impl PartialEq for RefCache {
+    fn eq(&self, _: &RefCache) -> bool {
         true
     }
 }
@@ -67,7 +73,7 @@ impl TypeRef {
             named: Some(name.into()),
             inlined: None,
             relationship: None,
-            overridden: OverrideCache::default(),
+            cache: RefCache::default(),
         }
     }
 
@@ -76,7 +82,7 @@ impl TypeRef {
             named: None,
             inlined: Some(Box::new(atom)),
             relationship: None,
-            overridden: OverrideCache::default(),
+            cache: RefCache::default(),
         }
     }
 
@@ -91,7 +97,7 @@ impl TypeRef {
     /// The same reference, with its element relationship overridden.
     pub fn with_relationship(mut self, r: ElementRelationship) -> TypeRef {
         self.relationship = Some(r);
-        self.overridden = OverrideCache::default();
+        self.cache = RefCache::default();
         self
     }
 }
@@ -330,12 +336,12 @@ fn builtin(cell: &'static OnceLock<Atom>, make: fn() -> Atom) -> &'static Atom {
     cell.get_or_init(make)
 }
 
-/// Named types. Hashed with foldhash: every node of every walk resolves its type by name,
-/// and the names share long prefixes (`io.k8s.api.core.v1.`) an ordered map compares
-/// again and again.
+/// Named types, hashed with foldhash (the names share long prefixes, `io.k8s.api.core.v1.`,
+/// which an ordered map compares again and again), in insertion order so that a reference
+/// can remember where its type is ([`RefCache`]). Types are added, never removed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schema {
-    pub types: HashMap<String, Atom, foldhash::fast::FixedState>,
+    pub types: indexmap::IndexMap<String, Atom, foldhash::fast::FixedState>,
 }
 
 /// What [`Schema::resolve`] gives: the schema's atom (almost always), or one made for a
@@ -395,12 +401,26 @@ impl Schema {
     pub fn resolve<'s>(&'s self, tr: &'s TypeRef) -> Result<Resolved<'s>, UnknownType> {
         let atom: &'s Atom = match (&tr.inlined, &tr.named) {
             (Some(a), _) => a,
-            (None, Some(n)) => match self.types.get(n) {
-                Some(a) => a,
-                None if n == DEDUCED => builtin(&DEDUCED_ATOM, Atom::deduced),
-                None if n == UNTYPED_ATOMIC => builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic),
-                None => return Err(UnknownType(n.clone())),
-            },
+            (None, Some(n)) => {
+                let cached = tr.cache.index.get().and_then(|&i| {
+                    let (name, atom) = self.types.get_index(i as usize)?;
+                    (name == n).then_some(atom)
+                });
+                match cached.or_else(|| {
+                    let (i, _, atom) = self.types.get_full(n)?;
+                    if let Ok(i) = u32::try_from(i) {
+                        let _ = tr.cache.index.set(i);
+                    }
+                    Some(atom)
+                }) {
+                    Some(a) => a,
+                    None if n == DEDUCED => builtin(&DEDUCED_ATOM, Atom::deduced),
+                    None if n == UNTYPED_ATOMIC => {
+                        builtin(&UNTYPED_ATOMIC_ATOM, Atom::untyped_atomic)
+                    }
+                    None => return Err(UnknownType(n.clone())),
+                }
+            }
             (None, None) => return Err(UnknownType("inlined type".to_string())),
         };
         let Some(r) = tr.relationship else {
@@ -419,13 +439,13 @@ impl Schema {
             }
             atom
         };
-        match tr.overridden.0.get() {
+        match tr.cache.overridden.get() {
             Some((schema, cached)) if *schema == me => Ok(Resolved::Borrowed(cached)),
             Some(_) => Ok(Resolved::Owned(Box::new(overridden(atom)))),
             None => {
                 let (_, cached) = tr
+                    .cache
                     .overridden
-                    .0
                     .get_or_init(|| (me, Box::new(overridden(atom))));
                 Ok(Resolved::Borrowed(cached))
             }
