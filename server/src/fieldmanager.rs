@@ -923,14 +923,58 @@ fn record_create(
         // As the general path: an object that does not fit its schema is not tracked.
         Err(()) => return Some(()),
     };
-    if !fields.fields.is_empty() {
-        let fields = match raw {
-            true => objects::raw_json(&fields.json),
-            false => Value::Object(fields.fields.clone()),
-        };
-        put_managed(new, vec![update_entry(w, fields, now)]);
+    if fields.fields.is_empty() {
+        return Some(());
+    }
+    match raw {
+        true => {
+            if let Some(m) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.insert(
+                    "managedFields".into(),
+                    objects::raw_json(&entries_json(w, &fields.json, now)),
+                );
+            }
+        }
+        false => put_managed(
+            new,
+            vec![update_entry(w, Value::Object(fields.fields.clone()), now)],
+        ),
     }
     Some(())
+}
+
+/// A create's `managedFields` as JSON text: the one Update entry [`update_entry`] makes,
+/// written as the encoder writes it (members in Go's order, Go's omissions), its FieldsV1
+/// the shape's cached text. Made as one string, where building the entry's map of seven
+/// strings and encoding it again cost a ConfigMap create 5,000 instructions.
+fn entries_json(w: &Write<'_>, fields_json: &str, now: &str) -> String {
+    let mut out = Vec::with_capacity(fields_json.len() + 160);
+    let member = |out: &mut Vec<u8>, key: &str, value: &str| {
+        if out.len() > 2 {
+            out.push(b',');
+        }
+        objects::write_json_string(out, key);
+        out.push(b':');
+        objects::write_json_string(out, value);
+    };
+    out.extend_from_slice(b"[{");
+    if !w.manager().is_empty() {
+        member(&mut out, "manager", w.manager());
+    }
+    member(&mut out, "operation", Operation::Update.as_str());
+    let api_version = w.api_version();
+    if !api_version.is_empty() {
+        member(&mut out, "apiVersion", &api_version);
+    }
+    member(&mut out, "time", now);
+    member(&mut out, "fieldsType", "FieldsV1");
+    out.extend_from_slice(b",\"fieldsV1\":");
+    out.extend_from_slice(fields_json.as_bytes());
+    if !w.subresource.is_empty() {
+        member(&mut out, "subresource", w.subresource);
+    }
+    out.extend_from_slice(b"}]");
+    String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
 /// Shapes of created objects and applied configurations whose fields each core keeps
@@ -1421,7 +1465,7 @@ mod tests {
         let mut raw = obj.clone();
         record_new(w, &mut raw, "T");
         assert!(
-            raw["metadata"]["managedFields"][0]["fieldsV1"].is_string(),
+            raw["metadata"]["managedFields"].is_string(),
             "the raw path is taken: {raw}"
         );
         assert_eq!(

@@ -228,11 +228,17 @@ pub fn raw_json_text(s: &str) -> Option<&str> {
     s.strip_prefix(raw_marker())
 }
 
-/// `metadata.managedFields`: as [`write_json`], but an entry's `fieldsV1` made by
-/// [`raw_json`] is written as the JSON text it holds.
+/// `metadata.managedFields`: as [`write_json`], but the entries, or an entry's `fieldsV1`,
+/// made by [`raw_json`] are written as the JSON text they hold.
 fn write_managed_fields(out: &mut Vec<u8>, v: &Value) {
     let Value::Array(entries) = v else {
-        return write_json(out, v);
+        return match v {
+            Value::String(s) => match raw_json_text(s) {
+                Some(json) => out.extend_from_slice(json.as_bytes()),
+                None => write_json_str(out, s),
+            },
+            _ => write_json(out, v),
+        };
     };
     out.push(b'[');
     for (i, e) in entries.iter().enumerate() {
@@ -291,6 +297,11 @@ fn write_json(out: &mut Vec<u8>, v: &Value) {
         }
         Value::Object(m) => write_map(out, m, |out, _, v| write_json(out, v)),
     }
+}
+
+/// `s` as a JSON string, escaped as `serde_json` escapes (what the encoder writes).
+pub fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    write_json_str(out, s)
 }
 
 /// Whether `serde_json` escapes this byte in a string: `"`, `\` and control characters.

@@ -89,11 +89,16 @@ impl Tracking {
     }
 
     /// A create's entry, for an object that is encoded next and not read again
-    /// (`fieldmanager::record_new`).
+    /// (`fieldmanager::record_new`), unless a conversion reads it first (a resource served
+    /// in several versions: a webhook is sent the object).
     fn record_new(&self, res: &Resource, new: &mut Value) {
         if !self.applied {
             let w = self.write(res, "");
-            crate::fieldmanager::record_new(&w, new, &objects::now_rfc3339());
+            let now = objects::now_rfc3339();
+            match res.versions {
+                None => crate::fieldmanager::record_new(&w, new, &now),
+                Some(_) => crate::fieldmanager::record_update(&w, None, new, &now),
+            }
         }
     }
 }
