@@ -4,7 +4,9 @@
 start_server() {
     local bin=$1 dir=$2
     shift 2
-    local port=$((20000 + RANDOM % 20000))
+    # Below the kernel's ephemeral range (32768-60999 by default), which the load's own
+    # connections take ports from: a port picked there was once already in use.
+    local port=$((20000 + RANDOM % 12000))
     "$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port "$port" --sync none \
         "$@" >"$dir/server.log" 2>&1 &
     pid=$!

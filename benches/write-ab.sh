@@ -61,7 +61,9 @@ run() { # label binary
     dir=$(mktemp -d)
     local extra=()
     "$2" --help 2>/dev/null | grep -q -- --controllers && extra=(--controllers=-garbage-collector-controller,'*')
-    local port=$((20000 + RANDOM % 20000))
+    # Below the kernel's ephemeral range (32768-60999 by default), which the load's own
+    # connections take ports from: a port picked there was once already in use.
+    local port=$((20000 + RANDOM % 12000))
     "$2" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port 0 --insecure-port "$port" \
         "${extra[@]}" >"$dir/server.log" 2>&1 &
     pid=$!
