@@ -7,10 +7,10 @@
 //! tuple `items`, `additionalItems`) are ignored: the CRD was validated before it got here.
 
 use crate::limits;
+use crate::props::Properties;
 use crate::render::Num;
 use regex::Regex;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 
 /// `additionalProperties`: a schema for every other key, or a boolean (no schema: their
 /// contents are pruned as unknown; `false` also makes validation reject the key).
@@ -53,7 +53,7 @@ pub struct Node {
     pub enum_values: Vec<Value>,
     /// `properties`, sorted by name (Go visits them in random order; a CRD as stored lists
     /// them sorted).
-    pub properties: BTreeMap<String, Node>,
+    pub properties: Properties,
     pub additional: Option<Additional>,
     pub items: Option<Box<Node>>,
     pub all_of: Vec<Node>,
@@ -297,10 +297,11 @@ impl Compiler {
             n.enum_values = e.clone();
         }
         if let Some(Value::Object(props)) = m.get("properties") {
+            let mut entries = Vec::with_capacity(props.len());
             for (k, pv) in props {
-                let child = self.node(pv, depth + 1, k)?;
-                n.properties.insert(k.clone(), child);
+                entries.push((k.clone(), self.node(pv, depth + 1, k)?));
             }
+            n.properties = Properties::new(entries);
         }
         n.additional = match m.get("additionalProperties") {
             Some(Value::Bool(b)) => Some(Additional::Bool(*b)),

@@ -59,6 +59,7 @@ mod formats;
 mod gore;
 pub mod limits;
 mod listtype;
+mod props;
 mod prune;
 mod quick;
 mod render;

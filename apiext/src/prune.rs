@@ -17,6 +17,9 @@ use serde_json::{Map, Value};
 /// Unknown-field path tracking (upstream's `UnknownFieldPathOptions`).
 pub struct Paths {
     track: bool,
+    /// Also drop `null`s where the schema is neither nullable nor defaulted (step 3, done
+    /// in the same walk: pruning cannot make or remove a null below a kept member).
+    nulls: bool,
     parent: String,
     pub found: Vec<String>,
 }
@@ -25,6 +28,7 @@ impl Paths {
     pub fn on() -> Paths {
         Paths {
             track: true,
+            nulls: false,
             parent: String::new(),
             found: Vec::new(),
         }
@@ -33,6 +37,7 @@ impl Paths {
     pub fn off() -> Paths {
         Paths {
             track: false,
+            nulls: false,
             parent: String::new(),
             found: Vec::new(),
         }
@@ -85,10 +90,10 @@ pub fn prune_object(obj: &mut Value, root: &Node, embedded: bool) -> Vec<String>
         }
     }
     let mut paths = Paths::on();
+    paths.nulls = true;
     prune_value(obj, Some(root), true, &mut paths);
     paths.found.sort();
     out.extend(paths.found);
-    prune_nulls(obj, Some(root), 0);
     if embedded {
         let mut coerced = Vec::new();
         coerce_embedded(obj, root, "", &mut coerced, 0);
@@ -134,12 +139,16 @@ fn prune_at(x: &mut Value, s: Option<&Node>, resource_root: bool, p: &mut Paths,
             let at_root = p.parent.is_empty();
             m.retain(|k, v| {
                 if embedded && META_FIELDS.contains(&k.as_str()) {
-                    return true;
+                    return !p.nulls || keep_null_pruned(v, n, k, depth);
                 }
                 match n.member(k) {
                     Some(child) => {
+                        let child = child.ok();
+                        if p.nulls && v.is_null() && child.is_some_and(drops_null) {
+                            return false;
+                        }
                         let len = p.push_key(k);
-                        prune_at(v, child.ok(), false, p, depth + 1);
+                        prune_at(v, child, false, p, depth + 1);
                         p.pop(len);
                         true
                     }
@@ -173,16 +182,21 @@ fn skip_prune(x: &mut Value, n: &Node, resource_root: bool, p: &mut Paths, depth
     match x {
         Value::Object(m) => {
             let embedded = n.embedded || resource_root;
-            for (k, v) in m.iter_mut() {
+            m.retain(|k, v| {
                 if embedded && META_FIELDS.contains(&k.as_str()) {
-                    continue;
+                    return !p.nulls || keep_null_pruned(v, n, k, depth);
                 }
                 if let Some(child) = n.member(k) {
+                    let child = child.ok();
+                    if p.nulls && v.is_null() && child.is_some_and(drops_null) {
+                        return false;
+                    }
                     let len = p.push_key(k);
-                    prune_at(v, child.ok(), false, p, depth + 1);
+                    prune_at(v, child, false, p, depth + 1);
                     p.pop(len);
                 }
-            }
+                true
+            });
         }
         Value::Array(items) => {
             if let Some(item_schema) = n.items.as_deref() {
@@ -197,6 +211,22 @@ fn skip_prune(x: &mut Value, n: &Node, resource_root: bool, p: &mut Paths, depth
     }
 }
 
+/// Whether a `null` of this schema is dropped: neither nullable nor defaulted.
+fn drops_null(c: &Node) -> bool {
+    !c.nullable && c.default.is_none()
+}
+
+/// For a member pruning keeps as it is (an embedded resource's `apiVersion`, `kind` or
+/// `metadata`): whether it stays, its nulls pruned ([`prune_nulls`]) by its schema in `n`.
+fn keep_null_pruned(v: &mut Value, n: &Node, k: &str, depth: usize) -> bool {
+    let child = n.member(k).and_then(Result::ok);
+    if v.is_null() && child.is_some_and(drops_null) {
+        return false;
+    }
+    prune_nulls(v, child, depth + 1);
+    true
+}
+
 /// Drops members and keeps items that are `null` where the schema is neither nullable nor
 /// defaulted (upstream's `PruneNonNullableNullsWithoutDefaults`; list items are kept).
 fn prune_nulls(x: &mut Value, s: Option<&Node>, depth: usize) {
@@ -205,17 +235,9 @@ fn prune_nulls(x: &mut Value, s: Option<&Node>, depth: usize) {
     }
     match x {
         Value::Object(m) => {
-            m.retain(|k, v| {
-                let child = s.and_then(|n| n.member(k)).and_then(Result::ok);
-                if v.is_null() {
-                    if let Some(c) = child {
-                        if !c.nullable && c.default.is_none() {
-                            return false;
-                        }
-                    }
-                }
-                prune_nulls(v, child, depth + 1);
-                true
+            m.retain(|k, v| match s {
+                Some(n) => keep_null_pruned(v, n, k, depth),
+                None => true,
             });
         }
         Value::Array(items) => {

@@ -39,10 +39,11 @@ fn prune_schema() -> Schema {
             "items": {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}}}},
             "m": {"type": "object", "additionalProperties": {"type": "string"}},
             "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                     "properties": {"known": {"type": "object", "properties": {"k": {"type": "string"}}}}},
+                     "properties": {"known": {"type": "object", "properties": {"k": {"type": "string"}}},
+                                    "gone": {"type": "string"}}},
             "n": {"type": "string", "nullable": true},
             "tpl": {"type": "object", "x-kubernetes-embedded-resource": true,
-                    "properties": {"spec": {"type": "object"}}}
+                    "properties": {"spec": {"type": "object"}, "apiVersion": {"type": "string"}}}
         }
     }))
 }
@@ -62,7 +63,7 @@ fn prune_reports_paths_in_upstream_order() {
             "n": null,
             "items": [{"x": "1", "y": 2}],
             "m": {"k": "v"},
-            "free": {"anything": {"deep": 1}, "known": {"k": "v", "drop": 1}},
+            "free": {"anything": {"deep": 1, "u": null}, "known": {"k": "v", "drop": 1}, "gone": null, "kept": null},
             "tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "what": 1, "creationTimestamp": null}, "spec": {"x": 1}, "extra": 1}
         }
     });
@@ -94,11 +95,16 @@ fn prune_reports_paths_in_upstream_order() {
                 "n": null,
                 "items": [{"x": "1"}],
                 "m": {"k": "v"},
-                "free": {"anything": {"deep": 1}, "known": {"k": "v"}},
+                "free": {"anything": {"deep": 1, "u": null}, "known": {"k": "v"}, "kept": null},
                 "tpl": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
             }
         })
     );
+    // Nulls are pruned in the members pruning keeps whole too: an embedded resource's
+    // apiVersion whose schema is a plain string.
+    let mut obj = json!({"spec": {"tpl": {"apiVersion": null, "kind": null, "spec": {}}}});
+    assert_eq!(s.prune(&mut obj), Vec::<String>::new());
+    assert_eq!(obj, json!({"spec": {"tpl": {"kind": null, "spec": {}}}}));
 }
 
 #[test]
