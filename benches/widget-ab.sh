@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Custom-resource creates next to ConfigMap creates, per binary (A/B): issue 15's create
+# target (Widgets within 80 % of ConfigMaps' rate) read on one binary or compared between
+# two. Each run starts a fresh server (temporary data dir, default durable sync, plain HTTP
+# on loopback with the admin token, garbage collector off where the binary has
+# --controllers), makes 500 warm-up creates of each kind in other namespaces, then N 1 KiB
+# ConfigMap creates and N Widget creates of the same JSON length (`loadgen create --kind
+# widgets`: the 20-property schema with one CEL rule), C in flight; around each the
+# server's CPU time (utime+stime from /proc/PID/stat) is read. Binaries alternate, RUNS
+# rounds; each run prints
+#
+#   <label> cm <ops/s>/s:<CPU µs per op>us widgets <ops/s>/s:<CPU µs per op>us ratio <w/cm rate>
+#
+# and the median ratio per binary comes last.
+#
+#   benches/widget-ab.sh BIN [BIN...] [--loadgen BIN] [-n N] [-c C] [--runs R] [--smoke]
+#
+# Defaults: N=10000, C=32, RUNS=5; --smoke: N=300, C=8, RUNS=1. Without --loadgen it is
+# built in release mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bins=() loadgen= n=${N:-10000} conc=${C:-32} runs=${RUNS:-5}
+while (($#)); do
+    case $1 in
+    --loadgen) loadgen=$2 && shift ;;
+    -n) n=$2 && shift ;;
+    -c) conc=$2 && shift ;;
+    --runs) runs=$2 && shift ;;
+    --smoke) n=300 conc=8 runs=1 ;;
+    -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0" && exit 0 ;;
+    -*) echo "widget-ab.sh: unknown argument $1 (see --help)" >&2 && exit 2 ;;
+    *) bins+=("$1") ;;
+    esac
+    shift
+done
+((${#bins[@]})) || { echo "widget-ab.sh: name at least one server binary" >&2 && exit 2; }
+if [ -z "$loadgen" ]; then
+    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+    cargo build --release --locked -p keel-tools --bin loadgen
+    loadgen=$CARGO_TARGET_DIR/release/loadgen
+fi
+
+tck=$(getconf CLK_TCK)
+cpu_ticks() { # utime + stime; the fields after the ")" that ends the name
+    local s
+    s=$(<"/proc/$1/stat")
+    s=${s##*) }
+    read -r -a f <<<"$s"
+    echo $((f[11] + f[12]))
+}
+results=$(mktemp)
+dir= pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$dir" ] && rm -rf "$dir"
+    pid= dir=
+}
+trap 'cleanup; rm -f "$results"' EXIT
+
+run() { # label binary
+    dir=$(mktemp -d)
+    local extra=()
+    "$2" --help 2>/dev/null | grep -q -- --controllers && extra=(--controllers=-garbage-collector-controller,'*')
+    # Below the kernel's ephemeral range (32768-60999 by default).
+    local port=$((20000 + RANDOM % 12000))
+    "$2" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port 0 --insecure-port "$port" \
+        "${extra[@]}" >"$dir/server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+        curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+        kill -0 "$pid" 2>/dev/null || { cat "$dir/server.log" >&2 && exit 1; }
+        sleep 0.1
+    done
+    local token
+    token=$(awk '/token:/{print $2; exit}' "$dir/data/admin.kubeconfig")
+    local lg=("$loadgen" --url "http://127.0.0.1:$port" --token "$token" -q)
+    "${lg[@]}" create --kind configmaps -n 500 --prefix warm --namespace warm -c 4 >/dev/null
+    "${lg[@]}" create --kind widgets -n 500 --prefix warm --namespace warm -c 4 >/dev/null
+    local line="$1" kind rates=()
+    for kind in configmaps widgets; do
+        local c0 t0 t1 c1 rate
+        c0=$(cpu_ticks "$pid")
+        t0=$(date +%s%N)
+        "${lg[@]}" create --kind "$kind" -n "$n" --prefix b -c "$conc" >/dev/null
+        t1=$(date +%s%N)
+        c1=$(cpu_ticks "$pid")
+        rate=$((n * 1000000000 / (t1 - t0)))
+        rates+=("$rate")
+        line+=" ${kind/configmaps/cm} $rate/s:$(((c1 - c0) * 1000000 / tck / n))us"
+    done
+    line+=" ratio $(awk -v w="${rates[1]}" -v c="${rates[0]}" 'BEGIN {printf "%.2f", w / c}')"
+    cleanup
+    echo "$line" | tee -a "$results"
+}
+
+for _ in $(seq "$runs"); do
+    for b in "${bins[@]}"; do
+        run "$(basename "$b")" "$b"
+    done
+done
+echo "median Widget/ConfigMap create-rate ratio:"
+for b in "${bins[@]}"; do
+    awk -v l="$(basename "$b")" '$1 == l { v[++m] = $NF }
+        END { for (k = 1; k <= m; k++) for (t = k + 1; t <= m; t++) if (v[t] < v[k]) { x = v[k]; v[k] = v[t]; v[t] = x }
+              printf "%s %.2f\n", l, m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }' "$results"
+done
