@@ -1,6 +1,7 @@
 # Sourced by the benchmark scripts: `start_server BIN DIR [FLAGS...]` starts an API server on
 # a free loopback port with the token file already in DIR/data, waits for /readyz and sets
-# `pid` and `conn` (loadgen's connection flags, as the admin token `admintok`).
+# `pid` and `conn` (loadgen's connection flags, as the admin token `admintok`); the A/B
+# scripts' `start_plain_server` and `cpu_ticks` are below it.
 start_server() {
     local bin=$1 dir=$2
     shift 2
@@ -15,4 +16,36 @@ start_server() {
         sleep 0.1
     done
     conn=(--url "https://127.0.0.1:$port" --ca-file "$dir/data/pki/ca.crt" --token admintok)
+}
+
+# `cpu_ticks PID`: the process's utime + stime in clock ticks (`getconf CLK_TCK` a second):
+# the fields after the ")" that ends its name in /proc/PID/stat.
+cpu_ticks() {
+    local s
+    s=$(<"/proc/$1/stat")
+    s=${s##*) }
+    read -r -a f <<<"$s"
+    echo $((f[11] + f[12]))
+}
+
+# `start_plain_server BIN DIR`: an API server as the A/B scripts run it (default durable
+# sync, plain HTTP on a free loopback port, data in DIR/data, the garbage collector off
+# where the binary has --controllers); waits for /readyz and sets `pid` and `lg` (loadgen,
+# from the caller's `loadgen`, with the URL and the admin token, quiet).
+start_plain_server() {
+    local bin=$1 dir=$2 extra=()
+    "$bin" --help 2>/dev/null | grep -q -- --controllers && extra=(--controllers=-garbage-collector-controller,'*')
+    # Below the kernel's ephemeral range, as start_server's.
+    local port=$((20000 + RANDOM % 12000))
+    "$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port 0 --insecure-port "$port" \
+        "${extra[@]}" >"$dir/server.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+        curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+        kill -0 "$pid" 2>/dev/null || { cat "$dir/server.log" >&2 && exit 1; }
+        sleep 0.1
+    done
+    local token
+    token=$(awk '/token:/{print $2; exit}' "$dir/data/admin.kubeconfig")
+    lg=("$loadgen" --url "http://127.0.0.1:$port" --token "$token" -q)
 }

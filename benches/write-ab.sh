@@ -17,6 +17,8 @@
 # built in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 a= b= loadgen= n=${N:-30000} conc=${C:-64} runs=${RUNS:-5}
 while (($#)); do
@@ -41,13 +43,6 @@ if [ -z "$loadgen" ]; then
 fi
 
 tck=$(getconf CLK_TCK)
-cpu_ticks() { # utime + stime; the fields after the ")" that ends the name
-    local s
-    s=$(<"/proc/$1/stat")
-    s=${s##*) }
-    read -r -a f <<<"$s"
-    echo $((f[11] + f[12]))
-}
 results=$(mktemp)
 dir= pid=
 cleanup() {
@@ -59,22 +54,7 @@ trap 'cleanup; rm -f "$results"' EXIT
 
 run() { # label binary
     dir=$(mktemp -d)
-    local extra=()
-    "$2" --help 2>/dev/null | grep -q -- --controllers && extra=(--controllers=-garbage-collector-controller,'*')
-    # Below the kernel's ephemeral range (32768-60999 by default), which the load's own
-    # connections take ports from: a port picked there was once already in use.
-    local port=$((20000 + RANDOM % 12000))
-    "$2" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port 0 --insecure-port "$port" \
-        "${extra[@]}" >"$dir/server.log" 2>&1 &
-    pid=$!
-    for _ in $(seq 300); do
-        curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-        kill -0 "$pid" 2>/dev/null || { cat "$dir/server.log" >&2 && exit 1; }
-        sleep 0.1
-    done
-    local token
-    token=$(awk '/token:/{print $2; exit}' "$dir/data/admin.kubeconfig")
-    local lg=("$loadgen" --url "http://127.0.0.1:$port" --token "$token" -q)
+    start_plain_server "$2" "$dir"
     "${lg[@]}" create --kind configmaps -n 10 --prefix warm -c 4 >/dev/null
     local line=$1 w
     for w in "create --kind pods -n $n --prefix p" "create --kind configmaps -n $n --prefix c" \
