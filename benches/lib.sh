@@ -49,3 +49,20 @@ start_plain_server() {
     token=$(awk '/token:/{print $2; exit}' "$dir/data/admin.kubeconfig")
     lg=("$loadgen" --url "http://127.0.0.1:$port" --token "$token" -q)
 }
+
+# `ensure_loadgen`: without a `loadgen` binary named, builds it in release mode and sets it.
+ensure_loadgen() {
+    if [ -z "$loadgen" ]; then
+        export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+        cargo build --release --locked -p keel-tools --bin loadgen
+        loadgen=$CARGO_TARGET_DIR/release/loadgen
+    fi
+}
+
+# `stop_server`: stops the server `pid` names and removes its directory `dir` (either may be
+# empty), then clears both.
+stop_server() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    [ -n "$dir" ] && rm -rf "$dir"
+    pid= dir=
+}

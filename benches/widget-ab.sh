@@ -37,21 +37,12 @@ while (($#)); do
     shift
 done
 ((${#bins[@]})) || { echo "widget-ab.sh: name at least one server binary" >&2 && exit 2; }
-if [ -z "$loadgen" ]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-    cargo build --release --locked -p keel-tools --bin loadgen
-    loadgen=$CARGO_TARGET_DIR/release/loadgen
-fi
+ensure_loadgen
 
 tck=$(getconf CLK_TCK)
 results=$(mktemp)
 dir= pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    [ -n "$dir" ] && rm -rf "$dir"
-    pid= dir=
-}
-trap 'cleanup; rm -f "$results"' EXIT
+trap 'stop_server; rm -f "$results"' EXIT
 
 run() { # label binary
     dir=$(mktemp -d)
@@ -71,7 +62,7 @@ run() { # label binary
         line+=" ${kind/configmaps/cm} $rate/s:$(((c1 - c0) * 1000000 / tck / n))us"
     done
     line+=" ratio $(awk -v w="${rates[1]}" -v c="${rates[0]}" 'BEGIN {printf "%.2f", w / c}')"
-    cleanup
+    stop_server
     echo "$line" | tee -a "$results"
 }
 

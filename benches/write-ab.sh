@@ -36,21 +36,12 @@ while (($#)); do
     shift
 done
 [ -n "$a" ] && [ -n "$b" ] || { echo "write-ab.sh: --a and --b are required" >&2 && exit 2; }
-if [ -z "$loadgen" ]; then
-    export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-    cargo build --release --locked -p keel-tools --bin loadgen
-    loadgen=$CARGO_TARGET_DIR/release/loadgen
-fi
+ensure_loadgen
 
 tck=$(getconf CLK_TCK)
 results=$(mktemp)
 dir= pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    [ -n "$dir" ] && rm -rf "$dir"
-    pid= dir=
-}
-trap 'cleanup; rm -f "$results"' EXIT
+trap 'stop_server; rm -f "$results"' EXIT
 
 run() { # label binary
     dir=$(mktemp -d)
@@ -68,7 +59,7 @@ run() { # label binary
         c1=$(cpu_ticks "$pid")
         line+=" $((n * 1000000000 / (t1 - t0)))/s:$(((c1 - c0) * 1000000 / tck / n))us"
     done
-    cleanup
+    stop_server
     echo "$line" | tee -a "$results"
 }
 
