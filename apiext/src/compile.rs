@@ -53,7 +53,7 @@ pub struct Node {
     pub enum_values: Vec<Value>,
     /// `properties`, sorted by name (Go visits them in random order; a CRD as stored lists
     /// them sorted).
-    pub properties: Properties,
+    pub properties: Properties<Node>,
     pub additional: Option<Additional>,
     pub items: Option<Box<Node>>,
     pub all_of: Vec<Node>,

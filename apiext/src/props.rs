@@ -4,23 +4,31 @@
 //! schema node; with a `BTreeMap` those lookups were the largest part of the memory
 //! comparisons of a Widget create (about 250 `memcmp` calls each).
 
-use crate::compile::Node;
 use std::collections::HashMap;
 
 /// Up to this many properties a lookup compares names in turn (no hashing).
 const SCAN_MAX: usize = 4;
 
-/// A node's `properties`, sorted by name.
-#[derive(Debug, Default)]
-pub struct Properties {
-    entries: Vec<(String, Node)>,
+/// A node's `properties` (`N`: the schema node type), sorted by name.
+#[derive(Debug)]
+pub struct Properties<N> {
+    entries: Vec<(String, N)>,
     /// Name → index into `entries`, when there are more than [`SCAN_MAX`].
     index: HashMap<String, u32, foldhash::fast::RandomState>,
 }
 
-impl Properties {
+impl<N> Default for Properties<N> {
+    fn default() -> Self {
+        Properties {
+            entries: Vec::new(),
+            index: HashMap::default(),
+        }
+    }
+}
+
+impl<N> Properties<N> {
     /// From `(name, node)` pairs with distinct names (a JSON object's members).
-    pub fn new(mut entries: Vec<(String, Node)>) -> Properties {
+    pub fn new(mut entries: Vec<(String, N)>) -> Properties<N> {
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries.dedup_by(|a, b| a.0 == b.0);
         let index = match entries.len() > SCAN_MAX {
@@ -36,7 +44,7 @@ impl Properties {
 
     /// The schema of property `key`.
     #[inline]
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&N> {
         if self.entries.len() <= SCAN_MAX {
             return self.entries.iter().find(|(k, _)| k == key).map(|(_, n)| n);
         }
@@ -57,7 +65,7 @@ impl Properties {
     }
 
     /// Sorted by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Node)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &N)> {
         self.entries.iter().map(|(k, n)| (k, n))
     }
 
@@ -65,27 +73,27 @@ impl Properties {
         self.entries.iter().map(|(k, _)| k)
     }
 
-    pub fn values(&self) -> impl Iterator<Item = &Node> {
+    pub fn values(&self) -> impl Iterator<Item = &N> {
         self.entries.iter().map(|(_, n)| n)
     }
 
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Node> {
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut N> {
         self.entries.iter_mut().map(|(_, n)| n)
     }
 }
 
-impl<'a> IntoIterator for &'a Properties {
-    type Item = (&'a String, &'a Node);
-    type IntoIter = std::iter::Map<std::slice::Iter<'a, (String, Node)>, Pair<'a>>;
+impl<'a, N> IntoIterator for &'a Properties<N> {
+    type Item = (&'a String, &'a N);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (String, N)>, Pair<'a, N>>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter().map(pair)
     }
 }
 
-type Pair<'a> = fn(&'a (String, Node)) -> (&'a String, &'a Node);
+type Pair<'a, N> = fn(&'a (String, N)) -> (&'a String, &'a N);
 
-fn pair((k, n): &(String, Node)) -> (&String, &Node) {
+fn pair<N>((k, n): &(String, N)) -> (&String, &N) {
     (k, n)
 }
 
@@ -93,11 +101,8 @@ fn pair((k, n): &(String, Node)) -> (&String, &Node) {
 mod tests {
     use super::*;
 
-    fn node(format: &str) -> Node {
-        Node {
-            format: format.into(),
-            ..Node::default()
-        }
+    fn node(format: &str) -> String {
+        format.to_string()
     }
 
     #[test]
@@ -110,7 +115,7 @@ mod tests {
             sorted.sort();
             assert_eq!(p.keys().cloned().collect::<Vec<_>>(), sorted);
             for k in &names {
-                assert_eq!(p.get(k).map(|x| x.format.as_str()), Some(k.as_str()));
+                assert_eq!(p.get(k), Some(k));
                 assert!(p.contains_key(k));
             }
             assert!(p.get("p").is_none() && p.get("p000").is_none() && p.get("").is_none());
