@@ -4,8 +4,9 @@
 //! `crate::fieldmanager::apply`, run inside the registry's update loop (creating the object
 //! when it is absent).
 
-use super::body::{body_is_clean, check_type, validate_fields};
+use super::body::{check_type, decode_clean_json, validate_fields};
 use super::call::Call;
+use super::call::FieldValidation;
 use super::respond::{self, table_of, with_warnings};
 use crate::fieldmanager::{self, Apply, Write};
 use crate::objects;
@@ -115,11 +116,14 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
     let format = c.format()?;
     let (manager, force) = options(c)?;
     let dry_run = c.query.dry_run()?;
-    let cfg = decode_config(&c.req.body)?;
-    check_config(c, &cfg)?;
     // Unknown fields and type errors can only come from the configuration (the live object
     // was checked when written): when it has none, the merged object need not be checked.
-    let clean = body_is_clean(c, &c.req.body)?;
+    let (cfg, clean) = match decode_clean_json(c, &c.req.body) {
+        Some(decoded) => decoded,
+        None => (decode_config(&c.req.body)?, false),
+    };
+    check_config(c, &cfg)?;
+    FieldValidation::from_query(&c.query)?;
     let (res, ns, name) = (c.res, c.rr.namespace.clone(), c.rr.name.clone());
     let subresource = c.rr.subresource.clone();
     let opts = UpdateOptions {

@@ -237,19 +237,24 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
     report_fields(c, mode, &report, None, obj)
 }
 
-/// Whether a JSON body has nothing field validation would report (no unknown or duplicate
-/// field, no type error) for the request's kind; `false` when it cannot tell (not JSON, a
-/// kind without a published schema). An invalid `fieldValidation` is its 400, as
-/// [`validate_fields`] answers it.
-pub fn body_is_clean(c: &Call<'_>, body: &[u8]) -> Result<bool, ApiError> {
-    FieldValidation::from_query(&c.query)?;
+/// A JSON body of a kind with a published schema, decoded and field-checked in one pass:
+/// the object, and whether field validation would report nothing in it (no unknown or
+/// duplicate field, no type error). `None` when the body is not a JSON object or the kind
+/// has no published schema (the caller decodes it as it otherwise would, and cannot tell).
+/// The schema-directed check of a second pass was a ninth of a 10 KiB apply's instructions.
+pub fn decode_clean_json(c: &Call<'_>, body: &[u8]) -> Option<(Value, bool)> {
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
     let schemas = keel_schema::schemas();
     let gvk = gvk_of(c);
-    Ok(
-        body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-            && schemas.knows(&gvk)
-            && schemas.check(&gvk, body).is_ok_and(|r| r.is_clean()),
-    )
+    if !schemas.knows(&gvk) {
+        return None;
+    }
+    match schemas.decode_checked(&gvk, body) {
+        Ok((v @ Value::Object(_), report)) => Some((v, report.is_clean())),
+        _ => None,
+    }
 }
 
 /// Type errors and strict errors as 400s, warnings, and pruning of unknown fields.
