@@ -69,6 +69,10 @@ impl PathElement {
 }
 
 fn key_compare(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering {
+    // The common key: one field holding a string (a container's or a port's `name`).
+    if let ([(an, Value::String(x))], [(bn, Value::String(y))]) = (a, b) {
+        return an.cmp(bn).then_with(|| x.cmp(y));
+    }
     for ((an, av), (bn, bv)) in a.iter().zip(b) {
         let c = an.cmp(bn).then_with(|| compare(av, bv));
         if c != Ordering::Equal {

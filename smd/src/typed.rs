@@ -29,6 +29,7 @@ use crate::fieldpath::{PathElement, Set};
 use crate::schema::{Atom, ElementRelationship, ListType, MapType, Schema, TypeRef};
 use crate::value::equals;
 use serde_json::{Map, Value};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 
@@ -608,26 +609,32 @@ fn merge_list_items(
         l.map(Vec::as_slice).unwrap_or(&[]),
         r.map(Vec::as_slice).unwrap_or(&[]),
     );
+    // Applied items by element: their index (an applied list may not repeat an element).
     let mut rhs_pes = Vec::with_capacity(r.len());
-    let mut observed_rhs: BTreeMap<PathElement, &Value> = BTreeMap::new();
+    let mut observed_rhs: BTreeMap<PathElement, usize> = BTreeMap::new();
     for (i, item) in r.iter().enumerate() {
         let pe = item_element(schema, t, item, i, path)?;
-        if observed_rhs.contains_key(&pe) {
-            return Err(err(path, format!("duplicate entries for key {pe}")));
-        }
-        observed_rhs.insert(pe.clone(), item);
+        match observed_rhs.entry(pe.clone()) {
+            Entry::Occupied(_) => return Err(err(path, format!("duplicate entries for key {pe}"))),
+            Entry::Vacant(e) => e.insert(i),
+        };
         rhs_pes.push(pe);
     }
     // Duplicated live items merge as null (upstream's placeholder for "ambiguous").
     let null = Value::Null;
     let mut lhs_pes = Vec::with_capacity(l.len());
     let mut observed_lhs: BTreeMap<PathElement, &Value> = BTreeMap::new();
+    let mut lhs_repeats = false;
     for (i, item) in l.iter().enumerate() {
         let pe = item_element(schema, t, item, i, path)?;
-        if observed_lhs.contains_key(&pe) {
-            observed_lhs.insert(pe.clone(), &null);
-        } else {
-            observed_lhs.insert(pe.clone(), item);
+        match observed_lhs.entry(pe.clone()) {
+            Entry::Occupied(mut e) => {
+                e.insert(&null);
+                lhs_repeats = true;
+            }
+            Entry::Vacant(e) => {
+                e.insert(item);
+            }
         }
         lhs_pes.push(pe);
     }
@@ -636,7 +643,8 @@ fn merge_list_items(
         .filter(|pe| observed_lhs.contains_key(*pe))
         .collect();
     let mut next_shared = shared.pop_front();
-    let mut merged_rhs: BTreeSet<&PathElement> = BTreeSet::new();
+    // Which applied items are merged already, by index.
+    let mut merged_rhs = vec![false; r.len()];
     let mut out = Vec::with_capacity(l.len().max(r.len()));
     let (mut li, mut ri) = (0, 0);
     let merge_item = |pe: &PathElement,
@@ -655,14 +663,13 @@ fn merge_list_items(
         if li < lhs_pes.len() && ri < rhs_pes.len() {
             let pe = &lhs_pes[li];
             if *pe == rhs_pes[ri] {
-                merged_rhs.insert(pe);
-                merge_item(
-                    pe,
-                    observed_lhs.get(pe).copied(),
-                    observed_rhs.get(pe).copied(),
-                    &mut out,
-                    path,
-                )?;
+                merged_rhs[ri] = true;
+                // The live item is the one at `li` unless the live list repeats elements.
+                let lc = match lhs_repeats {
+                    false => Some(&l[li]),
+                    true => observed_lhs.get(pe).copied(),
+                };
+                merge_item(pe, lc, Some(&r[ri]), &mut out, path)?;
                 li += 1;
                 ri += 1;
                 next_shared = shared.pop_front();
@@ -676,21 +683,23 @@ fn merge_list_items(
         }
         if li < lhs_pes.len() {
             let pe = &lhs_pes[li];
-            if !observed_rhs.contains_key(pe) {
-                merge_item(pe, Some(&l[li]), None, &mut out, path)?;
-                li += 1;
-                continue;
-            } else if merged_rhs.contains(pe) {
-                li += 1;
+            match observed_rhs.get(pe) {
+                None => {
+                    merge_item(pe, Some(&l[li]), None, &mut out, path)?;
+                    li += 1;
+                    continue;
+                }
+                Some(&at) if merged_rhs[at] => li += 1,
+                Some(_) => {}
             }
         }
         if ri < rhs_pes.len() {
             let pe = &rhs_pes[ri];
-            merged_rhs.insert(pe);
+            merged_rhs[ri] = true;
             merge_item(
                 pe,
                 observed_lhs.get(pe).copied(),
-                observed_rhs.get(pe).copied(),
+                Some(&r[ri]),
                 &mut out,
                 path,
             )?;

@@ -185,6 +185,52 @@ fn merge_rules() {
     );
 }
 
+/// List-map merges where the applied order differs from the live one, or the live list
+/// repeats a key: the merge's fast path for lists in the same order must not change these
+/// (the expected lists are what the general path gave before it existed).
+#[test]
+fn list_merges_out_of_order_and_with_repeated_live_keys() {
+    let schema = common::schema();
+    let list = |names: &[&str]| {
+        let items: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"name": n, "image": format!("{n}{i}")}))
+            .collect();
+        json!({"spec": {"template": {"spec": {"containers": items}}}})
+    };
+    let cases: [(&[&str], &[&str], &[&str]); 6] = [
+        (&["a", "b", "c"], &["c", "a"], &["b1", "c0", "a1"]),
+        (
+            &["a", "b", "c"],
+            &["b", "x", "a"],
+            &["b0", "c2", "x1", "a2"],
+        ),
+        (&["a", "a", "b"], &["b", "a"], &["b0", "a1"]),
+        (&["a", "a", "b"], &["a", "b"], &["a0", "b1"]),
+        (
+            &["a", "b", "a", "c"],
+            &["c", "b"],
+            &["a0", "a2", "c0", "b1"],
+        ),
+        (
+            &["x", "a", "y", "b"],
+            &["b", "z", "a"],
+            &["x0", "y2", "b0", "z1", "a2"],
+        ),
+    ];
+    for (live, applied, want) in cases {
+        let got = merge(&schema, &common::root(), &list(live), &list(applied)).unwrap();
+        let images: Vec<&str> = got["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["image"].as_str().unwrap())
+            .collect();
+        assert_eq!(images, want, "{live:?} + {applied:?}");
+    }
+}
+
 #[test]
 fn remove_items_prunes_keys_and_items() {
     let schema = common::schema();
