@@ -5,8 +5,7 @@
 //! when it is absent).
 
 use super::body::{check_type, decode_clean_json, validate_fields};
-use super::call::Call;
-use super::call::FieldValidation;
+use super::call::{Call, FieldValidation};
 use super::respond::{self, table_of, with_warnings};
 use crate::fieldmanager::{self, Apply, Write};
 use crate::objects;

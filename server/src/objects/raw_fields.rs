@@ -2,7 +2,8 @@
 //!
 //! A stored object's `metadata.managedFields[*].fieldsV1` often holds more JSON values than
 //! the rest of the object (a Pod's is 3 KiB of small objects), and most updates never read
-//! it: their tracking keeps the entries as they are ([`crate::fieldmanager`]'s fast path).
+//! it: their tracking keeps the entries as they are (the field manager's fast path for
+//! updates that change only values their writer alone owns).
 //! [`parse_stored_raw_fields`] therefore parses every other value as
 //! [`super::parse_stored`] does and keeps each such FieldsV1 as its text, marked as
 //! [`super::raw_json`] marks it, which the encoder writes back as it is. Whoever reads an
