@@ -286,6 +286,64 @@ impl Encoder {
         self.format
     }
 
+    /// Whether a stored object last written at `mod_revision` goes out pruned and defaulted:
+    /// a custom resource's object that may predate its schema (`Custom::decodes_read`).
+    pub fn decodes(&self, mod_revision: keel_engine::Revision) -> bool {
+        self.custom
+            .as_ref()
+            .is_some_and(|c| c.decodes_read(mod_revision))
+    }
+
+    /// Whether any stored object may go out pruned and defaulted (`decodes` is true for
+    /// some revision).
+    pub fn decodes_any(&self) -> bool {
+        self.custom
+            .as_ref()
+            .is_some_and(|c| c.decodes_read(keel_engine::Revision::ZERO))
+    }
+
+    /// A custom resource's object pruned and defaulted by its schema, as every read of
+    /// upstream's decodes it (for objects a webhook converted, which no stored revision
+    /// vouches for).
+    pub fn decode(&self, obj: &mut Value) {
+        if let Some(c) = &self.custom {
+            c.decode(obj);
+        }
+    }
+
+    /// Appends the event of type `kind` for the stored object `bytes` last written at
+    /// `mod_revision`: as [`Encoder::event`], pruned and defaulted first if the object may
+    /// predate its schema (then converted to the request's version first, as a read does).
+    pub fn event_at(
+        &self,
+        out: &mut Vec<u8>,
+        kind: &str,
+        bytes: &[u8],
+        mod_revision: keel_engine::Revision,
+    ) {
+        if !self.decodes(mod_revision) {
+            return self.event(out, kind, bytes);
+        }
+        let converted;
+        let bytes = match self
+            .versions
+            .as_ref()
+            .map(|v| v.bytes_to_request_at_once(bytes))
+        {
+            Some(Some(Ok(b))) => {
+                converted = b;
+                &*converted
+            }
+            Some(Some(Err(e))) => return self.error(out, &e),
+            _ => bytes,
+        };
+        let Ok(mut obj) = serde_json::from_slice::<Value>(bytes) else {
+            return self.event(out, kind, bytes);
+        };
+        self.decode(&mut obj);
+        self.encode_converted(out, kind, &crate::objects::to_canonical_json(&obj));
+    }
+
     /// Appends the event of type `kind` for the stored object `bytes`.
     pub fn event(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         let converted;
@@ -308,6 +366,11 @@ impl Encoder {
             },
             None => bytes,
         };
+        self.encode_converted(out, kind, bytes);
+    }
+
+    /// Appends the event of type `kind` for `bytes`, an object in the request's version.
+    fn encode_converted(&self, out: &mut Vec<u8>, kind: &str, bytes: &[u8]) {
         match self.format {
             Format::Json => json_event_line(out, kind, bytes),
             Format::Yaml => unreachable!("watches refuse YAML before an encoder is made"),

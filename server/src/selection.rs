@@ -297,7 +297,12 @@ impl Selection {
             .as_ref()
             .is_some_and(|p| self.matches_bytes(p.value()));
         if let Some(kind) = event_type(ev.kind, old_ok, new_ok) {
-            self.enc.event(out, kind, &event_object(ev, kind));
+            let written = match (kind, &ev.prev) {
+                ("DELETED", Some(p)) => p.mod_revision,
+                _ => ev.kv.mod_revision,
+            };
+            self.enc
+                .event_at(out, kind, &event_object(ev, kind), written);
         }
     }
 }

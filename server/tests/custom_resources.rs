@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, server, Server};
+use common::{eventually, json_watch_events, server, Server};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -582,6 +582,24 @@ fn the_schema_prunes_defaults_validates_and_drives_apply() {
             .is_some(),
         "{b}"
     );
+    // The root metadata is kept as upstream's typed ObjectMeta keeps it: empty maps, lists
+    // and strings and a zero generation are not stored.
+    let r2 = json!({"apiVersion": "cr8.example.com/v1", "kind": "Rack",
+        "metadata": {"name": "r2", "namespace": ns, "generateName": "", "uid": "", "labels": {},
+                     "finalizers": [], "annotations": {"a": ""}}, "spec": {"size": 1}});
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &r2.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = s.json(&["get", "rack", "r2", "-n", &ns]);
+    let meta = got["metadata"].as_object().unwrap();
+    for gone in ["generateName", "labels", "finalizers"] {
+        assert!(!meta.contains_key(gone), "{gone} kept: {got}");
+    }
+    assert_eq!(meta["annotations"], json!({"a": ""}), "{got}");
+    assert_eq!(meta["generation"], 1, "{got}");
 }
 
 /// An invalid definition is refused with every cause, in upstream's order and words (the
@@ -1113,5 +1131,36 @@ fn objects_older_than_the_schema_are_pruned_and_defaulted_when_read() {
     assert_eq!(
         list["items"][0]["metadata"]["resourceVersion"],
         before["metadata"]["resourceVersion"]
+    );
+    // Watches see it as the schema says too: in the initial events, and in the event of its
+    // deletion (whose object is the stored one).
+    let initial = s.get(&format!(
+        "{path}?watch=1&resourceVersion=0&timeoutSeconds=1"
+    ));
+    let events = json_watch_events(&initial.body);
+    assert_eq!(events[0].0, "ADDED", "{}", initial.text());
+    assert_eq!(
+        events[0].1["spec"],
+        json!({"size": 1, "length": 5}),
+        "{}",
+        initial.text()
+    );
+    let listed = list["metadata"]["resourceVersion"].as_str().unwrap();
+    assert_eq!(
+        s.send_json("DELETE", &format!("{path}/b1"), &json!({}))
+            .status,
+        200
+    );
+    let replay = s.get(&format!(
+        "{path}?watch=1&resourceVersion={listed}&timeoutSeconds=1"
+    ));
+    let events = json_watch_events(&replay.body);
+    assert_eq!(events.len(), 1, "{}", replay.text());
+    assert_eq!(events[0].0, "DELETED", "{}", replay.text());
+    assert_eq!(
+        events[0].1["spec"],
+        json!({"size": 1, "length": 5}),
+        "{}",
+        replay.text()
     );
 }

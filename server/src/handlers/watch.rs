@@ -73,7 +73,9 @@ impl WatchStream {
         }
         for kv in &batch {
             if self.sel.matches_bytes(kv.value()) {
-                self.sel.encoder().event(&mut out, "ADDED", kv.value());
+                self.sel
+                    .encoder()
+                    .event_at(&mut out, "ADDED", kv.value(), kv.mod_revision);
             }
         }
         Some(out)
@@ -287,7 +289,10 @@ async fn convert_events(
             "BOOKMARK" => enc.bookmark_with(&mut out, obj["metadata"].take()),
             "ERROR" => enc.value_event(&mut out, "ERROR", &obj),
             _ => match versions.to_request(&mut obj).await {
-                Ok(()) => enc.event(&mut out, &kind, &crate::objects::to_canonical_json(&obj)),
+                Ok(()) => {
+                    enc.decode(&mut obj);
+                    enc.event(&mut out, &kind, &crate::objects::to_canonical_json(&obj))
+                }
                 Err(e) => {
                     enc.error(&mut out, &e);
                     return (out.into(), true);

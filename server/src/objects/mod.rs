@@ -96,8 +96,25 @@ const OMIT_EMPTY_META: [&str; 5] = [
     "managedFields",
 ];
 
-/// Drops empty metadata maps and lists (e.g. `annotations: {}` left by a patch that removed
-/// the last key), as upstream never stores or prints them.
+/// Scalar metadata fields Go's encoder omits at their zero value (`omitempty` on a string, an
+/// integer or a pointer): `""`, `0` or `null`.
+const OMIT_ZERO_META: [&str; 9] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// Drops what upstream's typed ObjectMeta would not keep: empty metadata maps and lists
+/// (e.g. `annotations: {}` left by a patch that removed the last key) and scalar members at
+/// their zero value (`generateName: ""`, `generation: 0`), as upstream decodes every object's
+/// metadata, a custom resource's too, into ObjectMeta and never stores or prints them.
+/// (`deletionGracePeriodSeconds` is a pointer: its `0` is a value and stays.)
 pub fn drop_empty_meta(obj: &mut Value) {
     let m = meta_mut(obj);
     for k in OMIT_EMPTY_META {
@@ -108,6 +125,17 @@ pub fn drop_empty_meta(obj: &mut Value) {
             _ => false,
         };
         if empty {
+            m.shift_remove(k);
+        }
+    }
+    for k in OMIT_ZERO_META {
+        let zero = match m.get(k) {
+            Some(Value::String(s)) => s.is_empty(),
+            Some(Value::Number(n)) => k == "generation" && n.as_i64() == Some(0),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if zero {
             m.shift_remove(k);
         }
     }
@@ -457,6 +485,22 @@ mod tests {
             v,
             serde_json::json!({"metadata": {"name": "a", "annotations": {"k": "v"}}})
         );
+    }
+
+    #[test]
+    fn zero_metadata_scalars_are_dropped_as_go_omits_them() {
+        let mut v = serde_json::json!({"metadata": {"name": "a", "generateName": "", "uid": "",
+            "selfLink": "", "generation": 0, "deletionTimestamp": null,
+            "deletionGracePeriodSeconds": 0, "namespace": "ns", "resourceVersion": ""}});
+        drop_empty_meta(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"metadata": {"name": "a", "deletionGracePeriodSeconds": 0,
+                "namespace": "ns"}})
+        );
+        let mut v = serde_json::json!({"metadata": {"name": "a", "generation": 2}});
+        drop_empty_meta(&mut v);
+        assert_eq!(v["metadata"]["generation"], 2);
     }
     use serde_json::json;
 

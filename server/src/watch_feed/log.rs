@@ -49,6 +49,15 @@ impl Line {
         self.bytes.len() + stored + self.more.as_ref().map_or(0, |m| m.charged)
     }
 
+    /// The revision its event's object (as it happened: the deleted one for a delete) was
+    /// last written at.
+    pub(super) fn written(&self) -> Revision {
+        match (self.ev.kind, &self.ev.prev) {
+            (EventKind::Delete, Some(p)) => p.mod_revision,
+            _ => self.ev.kv.mod_revision,
+        }
+    }
+
     /// The new object (puts) and the previous one, parsed on first use; `charged` grows by
     /// what parsing them costs.
     pub(super) fn parsed(&mut self, charged: &mut usize) -> (Option<&Value>, Option<&Value>) {
@@ -84,16 +93,24 @@ impl Line {
         let format = enc.format();
         // The version the object goes out in, if converted (read from the stored bytes: a
         // route in the storage version sends the feed's line, nothing made).
-        let stored = match (kind, &ev.prev) {
-            ("DELETED", Some(p)) => p.value(),
-            _ => ev.kv.value(),
+        let (stored, written) = match (kind, &ev.prev) {
+            ("DELETED", Some(p)) => (p.value(), p.mod_revision),
+            _ => (ev.kv.value(), ev.kv.mod_revision),
         };
+        let object = event_object(ev, kind);
+        // An object that may predate its custom resource's schema goes out pruned and
+        // defaulted, made for this watch alone (only old objects' deletes and replays).
+        if enc.decodes(written) {
+            let mut out = Vec::new();
+            enc.event_at(&mut out, kind, &object, written);
+            *charged += out.len();
+            return (!out.is_empty()).then(|| out.into());
+        }
         let to = enc.converts_to().filter(|_| enc.converts(stored));
         if format == Format::Json && Some(kind) == as_happened(ev) && to.is_none() {
             return Some(self.bytes.clone());
         }
         let more = self.more.get_or_insert_with(Box::default);
-        let object = event_object(ev, kind);
         if let Some((.., b)) = more
             .encoded
             .iter()

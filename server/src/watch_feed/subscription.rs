@@ -314,6 +314,9 @@ impl Subscription {
             });
         }
         let plain = sel.is_plain_json();
+        // A custom resource's watch: lines of objects older than its schema are decoded.
+        let enc = sel.encoder();
+        let old_objects = enc.decodes_any();
         let mut last = None;
         let (mut pieces, mut scanned) = (0, 0);
         while slot.next_seq < announced && out.len() < max_bytes && pieces < WATCH_CHUNK_PIECES_MAX
@@ -331,7 +334,7 @@ impl Subscription {
             if line.rev <= slot.after {
                 continue;
             }
-            let piece = if plain {
+            let piece = if plain && !(old_objects && enc.decodes(line.written())) {
                 Some(line.bytes.clone())
             } else {
                 line.select(sel, charged)
