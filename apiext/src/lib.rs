@@ -41,10 +41,10 @@
 //! Not covered (upstream differs):
 //! - Scale subresource checks; root `metadata` checks. `x-kubernetes-validations` (CEL) rules
 //!   are evaluated (`celrules.rs` lists what differs).
-//! - Root `metadata` is only stripped of non-ObjectMeta fields; upstream also round-trips it
-//!   through the typed ObjectMeta (empty values dropped) and fails the decode for a
-//!   malformed one (a number as `name`): the server's job. Likewise an embedded resource's
-//!   malformed `metadata` gets Go's JSON error text upstream; here its bad members are skipped.
+//! - Root `metadata` is only stripped of non-ObjectMeta fields here; the server does the
+//!   rest of upstream's round trip through the typed ObjectMeta (a malformed one is a 400
+//!   with Go's decoding error, empty values are dropped). An embedded resource's malformed
+//!   `metadata` gets Go's JSON error text upstream; here its bad members are skipped.
 //! - Format `creditcard` is approximated (a Luhn check); `duration` does not check Go's
 //!   overflow; `uri` does not check bracketed IPv6 hosts; `email` ignores comments and
 //!   RFC 2047 encoded words (see `formats.rs`).

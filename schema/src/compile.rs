@@ -119,6 +119,11 @@ impl Compiled {
         self.by_kind.get(kind).map_or(&[], Vec::as_slice)
     }
 
+    /// The node of a definition, by its name (`io.k8s...ObjectMeta`).
+    pub(crate) fn def_node(&self, name: &str) -> Option<NodeId> {
+        self.defs.get(name).copied()
+    }
+
     pub(crate) fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id]
     }

@@ -225,6 +225,18 @@ impl Schemas {
         }
     }
 
+    /// Go's type errors of decoding `value` into the definition named `definition` (the
+    /// first is what upstream answers), with Go decoder paths from that definition
+    /// (`json: cannot unmarshal number into Go struct field ObjectMeta.labels of type
+    /// string`): what a custom resource's `metadata` gets, decoded on its own. Unknown
+    /// fields are not reported here. An unknown definition finds nothing.
+    pub fn type_errors_as(&self, definition: &str, value: &serde_json::Value) -> Vec<String> {
+        match self.compiled.def_node(definition) {
+            Some(root) => check::run(&self.compiled, root, &raw::Raw::of_value(value)).type_errors,
+            None => Vec::new(),
+        }
+    }
+
     /// Drop fields the schema does not declare (what the server does under Ignore/Warn).
     /// Maps (`additionalProperties`) and free-form objects keep everything. Unknown kinds are
     /// left untouched.

@@ -19,6 +19,28 @@ pub(crate) enum Raw {
 }
 
 impl Raw {
+    /// A decoded value as raw (a float prints as Rust's shortest form, where the body's
+    /// literal may have been written otherwise: `1e3` is `1000`).
+    pub(crate) fn of_value(v: &serde_json::Value) -> Raw {
+        use serde_json::Value;
+        match v {
+            Value::Null => Raw::Null,
+            Value::Bool(b) => Raw::Bool(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Raw::Int(i.into()),
+                (_, Some(u)) => Raw::Int(u.into()),
+                _ => Raw::Float(n.as_f64().unwrap_or_default()),
+            },
+            Value::String(s) => Raw::Str(s.clone()),
+            Value::Array(a) => Raw::Arr(a.iter().map(Raw::of_value).collect()),
+            Value::Object(m) => Raw::Obj(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), Raw::of_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
     /// How upstream's decoder names the JSON value in a type error.
     pub(crate) fn json_kind(&self) -> String {
         match self {

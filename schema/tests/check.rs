@@ -163,3 +163,31 @@ fn syntax_errors_and_unknown_kinds() {
         .unwrap()
         .is_clean());
 }
+
+/// A custom resource's `metadata` is decoded into ObjectMeta on its own: Go's paths start
+/// at ObjectMeta (the messages a v1.36.2 server gave for these, side by side).
+#[test]
+fn metadata_alone_is_type_checked_with_paths_from_object_meta() {
+    const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let errors = |v: serde_json::Value| schemas().type_errors_as(META, &v);
+    assert_eq!(
+        errors(serde_json::json!({"name": "a", "labels": {"a": 5}})),
+        ["json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"]
+    );
+    assert_eq!(
+        errors(serde_json::json!({"ownerReferences": [{"name": 3}]})),
+        ["json: cannot unmarshal number into Go struct field OwnerReference.ownerReferences.name of type string"]
+    );
+    assert_eq!(
+        errors(serde_json::json!({"generation": "x"})),
+        ["json: cannot unmarshal string into Go struct field ObjectMeta.generation of type int64"]
+    );
+    assert!(errors(
+        serde_json::json!({"name": "a", "labels": {"a": "b"}, "unknown": 1,
+        "generation": 2, "creationTimestamp": null})
+    )
+    .is_empty());
+    assert!(schemas()
+        .type_errors_as("no.such.Definition", &serde_json::json!({"name": 5}))
+        .is_empty());
+}

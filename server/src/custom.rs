@@ -46,6 +46,10 @@ pub struct Custom {
     /// prune and default them as upstream's do on every read ([`Custom::decodes_read`]);
     /// objects written since were pruned and defaulted by it when written.
     pub decode_through: keel_engine::Revision,
+    /// Set once another definition replaced this one (or it stopped being served): watches
+    /// made through it end, as upstream tears down a changed definition's storage and with
+    /// it every watch, and clients watch again through the new one.
+    pub retired: std::sync::atomic::AtomicBool,
 }
 
 /// A process-unique id for a new [`Custom`].
@@ -171,6 +175,16 @@ impl Custom {
     /// read (it may predate the schema).
     pub fn decodes_read(&self, mod_revision: keel_engine::Revision) -> bool {
         self.compiled.is_some() && mod_revision <= self.decode_through
+    }
+
+    /// Marks this definition replaced (see `retired`).
+    pub fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A stored object as a read gives it: pruned and defaulted by the schema (the stored
@@ -577,6 +591,7 @@ impl Served<'_> {
             versions: crate::versions::Versions::of_custom(self.crd, &self.spec.version, resolver)
                 .map(Arc::new),
             decode_through: keel_engine::Revision::ZERO,
+            retired: Default::default(),
         }
     }
 }
@@ -661,6 +676,7 @@ mod tests {
             selectable: Vec::new(),
             versions: None,
             decode_through: keel_engine::Revision::ZERO,
+            retired: Default::default(),
         }
     }
 

@@ -294,6 +294,12 @@ impl Encoder {
             .is_some_and(|c| c.decodes_read(mod_revision))
     }
 
+    /// The custom resource's definition this encoder was made from has been replaced: its
+    /// watches end (`Custom::retired`).
+    pub fn retired(&self) -> bool {
+        self.custom.as_ref().is_some_and(|c| c.is_retired())
+    }
+
     /// Whether any stored object may go out pruned and defaulted (`decodes` is true for
     /// some revision).
     pub fn decodes_any(&self) -> bool {

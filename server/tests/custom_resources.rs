@@ -600,6 +600,33 @@ fn the_schema_prunes_defaults_validates_and_drives_apply() {
     }
     assert_eq!(meta["annotations"], json!({"a": ""}), "{got}");
     assert_eq!(meta["generation"], 1, "{got}");
+    // A metadata that does not decode as an ObjectMeta is refused, nothing stored (a label
+    // value must be a string); Go's path starts at ObjectMeta, as upstream's.
+    let path = format!("/apis/cr8.example.com/v1/namespaces/{ns}/racks");
+    let bad = json!({"apiVersion": "cr8.example.com/v1", "kind": "Rack",
+        "metadata": {"name": "r3", "labels": {"a": 5}}});
+    let refused = s.send_json("POST", &path, &bad);
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert_eq!(
+        refused.json()["message"],
+        "Rack in version \"v1\" cannot be handled as a Rack: json: cannot unmarshal number \
+         into Go struct field ObjectMeta.labels of type string"
+    );
+    assert_eq!(s.get(&format!("{path}/r3")).status, 404);
+    let patch = s.http(
+        "PATCH",
+        &format!("{path}/r2"),
+        &["Content-Type: application/merge-patch+json"],
+        Some(br#"{"metadata": {"generation": "x"}}"#),
+    );
+    // A patched object that does not decode is upstream's 422 on the field `patch`.
+    assert_eq!(patch.status, 422, "{}", patch.text());
+    let message = patch.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with(r#" "" is invalid: patch: Invalid value: "{\"apiVersion\":\"cr8.example.com/v1\",\"kind\":\"Rack\",\"metadata\":{"#)
+            && message.ends_with(r#"": json: cannot unmarshal string into Go struct field ObjectMeta.generation of type int64"#),
+        "{message}"
+    );
 }
 
 /// An invalid definition is refused with every cause, in upstream's order and words (the
@@ -1162,5 +1189,57 @@ fn objects_older_than_the_schema_are_pruned_and_defaulted_when_read() {
         json!({"size": 1, "length": 5}),
         "{}",
         replay.text()
+    );
+}
+
+/// A watch open while its definition changes ends (upstream tears the old definition's
+/// storage down, and every watch with it), so its client watches again and sees objects as
+/// the new definition serves them; the event that woke it is not sent through the old one.
+#[test]
+fn a_watch_ends_when_its_definition_changes() {
+    let s = server();
+    let mut crd: Value = serde_json::from_str(&definition(
+        "cr13.example.com",
+        "nuts",
+        "Nut",
+        &[],
+        "Namespaced",
+    ))
+    .unwrap();
+    apply(s, &crd.to_string());
+    established(s, "nuts.cr13.example.com");
+    let ns = s.namespace("nuts");
+    let path = format!("/apis/cr13.example.com/v1/namespaces/{ns}/nuts");
+    let listed = s.get(&path).json()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watch_path = format!("{path}?watch=1&resourceVersion={listed}&timeoutSeconds=60");
+    let started = std::time::Instant::now();
+    let watcher = std::thread::spawn(move || s.get(&watch_path));
+    std::thread::sleep(Duration::from_millis(300));
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["size"]["default"] = json!(4);
+    apply(s, &crd.to_string());
+    let nut = json!({"apiVersion": "cr13.example.com/v1", "kind": "Nut",
+                     "metadata": {"name": "n1"}, "spec": {}});
+    assert!(
+        eventually(WAIT, || {
+            let _ = s.send_json("DELETE", &format!("{path}/n1"), &json!({}));
+            s.send_json("POST", &path, &nut).json()["spec"]["size"] == 4
+        }),
+        "the new schema is not served"
+    );
+    let watched = watcher.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "the watch ran to its timeout"
+    );
+    assert_eq!(watched.status, 200);
+    let events = json_watch_events(&watched.body);
+    assert!(
+        events.iter().all(|(_, o)| o["spec"].get("size").is_none()),
+        "an object made through the new definition went out through the old: {}",
+        watched.text()
     );
 }

@@ -410,6 +410,51 @@ fn dry_run_create_of_a_taken_name_conflicts() {
     assert_eq!(r.status, 201);
 }
 
+/// A patch whose result does not decode into the Go type is upstream's 422 on the field
+/// `patch`, quoting the patched object as Go writes a map (keys sorted, `<` escaped): the
+/// text a v1.36.2 server gave for this patch. A body that does not decode stays a 400.
+#[test]
+fn a_patched_object_that_does_not_decode_is_invalid() {
+    let s = server();
+    let ns = s.namespace("wpath-patchtype");
+    let base = format!("/api/v1/namespaces/{ns}/configmaps");
+    let created = s.send_json("POST", &base, &json!({"metadata": {"name": "pz"}}));
+    assert_eq!(created.status, 201, "{}", created.text());
+    let created = created.json();
+    let r = s.http(
+        "PATCH",
+        &format!("{base}/pz"),
+        &["Content-Type: application/merge-patch+json"],
+        Some(br#"{"metadata": {"generation": "x", "labels": {"b": "c<"}}, "data": {"z": "1", "a": "2"}}"#),
+    );
+    assert_eq!(r.status, 422, "{}", r.text());
+    let patched = format!(
+        r#"{{"apiVersion":"v1","data":{{"a":"2","z":"1"}},"kind":"ConfigMap","metadata":{{"creationTimestamp":"{}","generation":"x","labels":{{"b":"c\u003c"}},"name":"pz","namespace":"{ns}","resourceVersion":"{}","uid":"{}"}}}}"#,
+        created["metadata"]["creationTimestamp"].as_str().unwrap(),
+        created["metadata"]["resourceVersion"].as_str().unwrap(),
+        created["metadata"]["uid"].as_str().unwrap(),
+    );
+    let cause = format!(
+        "Invalid value: {}: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.generation of type int64",
+        serde_json::to_string(&patched).unwrap()
+    );
+    assert_eq!(
+        r.json()["message"],
+        format!(" \"\" is invalid: patch: {cause}")
+    );
+    assert_eq!(r.json()["reason"], "Invalid");
+    assert_eq!(
+        r.json()["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}])
+    );
+    let body = s.send_json(
+        "POST",
+        &base,
+        &json!({"metadata": {"name": "p2", "generation": "x"}}),
+    );
+    assert_eq!(body.status, 400, "{}", body.text());
+}
+
 /// `metadata.uid` in a PUT is a precondition (409, upstream's storage error); in a patch it
 /// is an immutable field (422, the cause listed twice as upstream lists it).
 #[test]

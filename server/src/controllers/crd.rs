@@ -385,8 +385,16 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
             (s.spec.id(), Arc::new(c))
         })
         .collect();
+    // The definitions replaced or removed: their watches end once the change is served.
+    let retired: Vec<Arc<custom::Custom>> = remove
+        .iter()
+        .filter_map(|id| routes.lookup(&id.group, &id.version, &id.plural))
+        .filter_map(|r| r.custom.clone())
+        .collect();
+    let retire = || retired.iter().for_each(|c| c.retire());
     match st.routes.apply_custom(&change, defined.clone()) {
         Ok(_) => {
+            retire();
             st.aggregator.served_changed.notify_one();
             for id in &remove {
                 served.remove(id);
@@ -407,6 +415,7 @@ fn serve(st: &State, crds: &[Value], served: &mut ServedNow) {
                 for id in &remove {
                     served.remove(id);
                 }
+                retire();
             }
             for (s, (id, custom)) in add.iter().zip(defined) {
                 let one = CatalogChange::add(vec![s.spec.clone()]);

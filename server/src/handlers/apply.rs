@@ -4,7 +4,7 @@
 //! `crate::fieldmanager::apply`, run inside the registry's update loop (creating the object
 //! when it is absent).
 
-use super::body::{check_type, decode_clean_json, validate_fields};
+use super::body::{check_type, decode_clean_json, validate_fields, Decoding};
 use super::call::{Call, FieldValidation};
 use super::respond::{self, table_of, with_warnings};
 use crate::fieldmanager::{self, Apply, Write};
@@ -161,7 +161,7 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             keel_proto::drop_go_omitted(&mut v);
             if !clean {
                 let bytes = serde_json::to_vec(&v).expect("JSON");
-                validate_fields(c, &bytes, &mut v)?;
+                validate_fields(c, &bytes, &mut v, Decoding::Body)?;
             }
             Ok(v)
         })

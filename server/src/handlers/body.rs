@@ -94,8 +94,8 @@ fn decode_json_object(
     check_type(c, &mut obj)?;
     c.res.strategy.canonicalize_input(&mut obj);
     let mode = FieldValidation::from_query(&c.query)?;
-    report_fields(c, mode, &report, yaml_duplicate, &mut obj)?;
-    custom_fields(c, mode, &mut obj)?;
+    report_fields(c, mode, &report, yaml_duplicate, &mut obj, Decoding::Body)?;
+    custom_fields(c, mode, &mut obj, Decoding::Body)?;
     // What upstream's decoding into its Go structs leaves out is not stored.
     keel_proto::drop_go_omitted(&mut obj);
     Ok(obj)
@@ -104,10 +104,16 @@ fn decode_json_object(
 /// A custom resource as upstream decodes it: what its schema does not know is pruned (an
 /// error under `fieldValidation=Strict`, a warning each under `Warn`, as upstream's strict
 /// decoding reports it) and its schema's defaults are applied.
-fn custom_fields(c: &mut Call<'_>, mode: FieldValidation, obj: &mut Value) -> Result<(), ApiError> {
+fn custom_fields(
+    c: &mut Call<'_>,
+    mode: FieldValidation,
+    obj: &mut Value,
+    decoding: Decoding,
+) -> Result<(), ApiError> {
     let Some(custom) = c.res.custom.clone() else {
         return Ok(());
     };
+    check_custom_metadata(c, obj, decoding)?;
     let unknown: Vec<String> = custom
         .decode(obj)
         .into_iter()
@@ -120,6 +126,68 @@ fn custom_fields(c: &mut Call<'_>, mode: FieldValidation, obj: &mut Value) -> Re
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// The ObjectMeta upstream decodes a custom resource's `metadata` into, on its own.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// A custom resource's `metadata` must decode as an ObjectMeta (a label that is a number is
+/// upstream's 400, with Go's paths from ObjectMeta: `ObjectMeta.labels`).
+fn check_custom_metadata(c: &Call<'_>, obj: &Value, decoding: Decoding) -> Result<(), ApiError> {
+    let Some(meta) = obj.get("metadata") else {
+        return Ok(());
+    };
+    if !meta.is_object() && !meta.is_null() {
+        let what = match meta {
+            Value::Array(_) => "array",
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            _ => "bool",
+        };
+        let why = format!("json: cannot unmarshal {what} into Go value of type v1.ObjectMeta");
+        return Err(decoding.type_error(c, obj, &why));
+    }
+    match keel_schema::schemas()
+        .type_errors_as(OBJECT_META, meta)
+        .first()
+    {
+        Some(first) => Err(decoding.type_error(c, obj, first)),
+        None => Ok(()),
+    }
+}
+
+/// What an object being field-checked came from, which decides how a value that does not
+/// decode into its Go type is answered.
+#[derive(Clone, Copy)]
+pub enum Decoding {
+    /// A request body: 400, `<Kind> in version "v1" cannot be handled as a <Kind>: ...`.
+    Body,
+    /// The result of a patch: upstream's 422 on the field `patch`, quoting the patched
+    /// object as Go's `encoding/json` writes a map (keys sorted, HTML characters escaped).
+    Patch,
+}
+
+impl Decoding {
+    fn type_error(self, c: &Call<'_>, obj: &Value, why: &str) -> ApiError {
+        match self {
+            Decoding::Body => cannot_handle(c, why),
+            Decoding::Patch => {
+                let mut patched = String::new();
+                keel_api::gofmt::json_to(
+                    &mut patched,
+                    obj,
+                    keel_api::gofmt::JsonStyle {
+                        numbers: keel_api::gofmt::json_stored_number_to,
+                        escape: keel_api::gofmt::JsonEscape::Go122,
+                        sort_keys: true,
+                        depth_max: usize::MAX,
+                    },
+                );
+                let cause = keel_api::status::field::invalid_str("patch", &patched, why);
+                ApiError::invalid("", "", "", vec![cause])
+            }
+        }
     }
 }
 
@@ -221,10 +289,16 @@ pub fn check_type(c: &Call<'_>, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// Unknown, duplicate and mistyped fields per `fieldValidation`; prunes unknown fields.
-pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result<(), ApiError> {
+/// `body` is `obj` as JSON; `decoding` says where it came from.
+pub fn validate_fields(
+    c: &mut Call<'_>,
+    body: &[u8],
+    obj: &mut Value,
+    decoding: Decoding,
+) -> Result<(), ApiError> {
     let mode = FieldValidation::from_query(&c.query)?;
     if c.res.custom.is_some() {
-        return custom_fields(c, mode, obj);
+        return custom_fields(c, mode, obj, decoding);
     }
     let gvk = gvk_of(c);
     let schemas = keel_schema::schemas();
@@ -234,7 +308,7 @@ pub fn validate_fields(c: &mut Call<'_>, body: &[u8], obj: &mut Value) -> Result
     let report = schemas
         .check(&gvk, body)
         .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?;
-    report_fields(c, mode, &report, None, obj)
+    report_fields(c, mode, &report, None, obj, decoding)
 }
 
 /// A JSON body of a kind with a published schema, decoded and field-checked in one pass:
@@ -266,10 +340,11 @@ fn report_fields(
     report: &keel_schema::FieldReport,
     yaml_duplicate: Option<String>,
     obj: &mut Value,
+    decoding: Decoding,
 ) -> Result<(), ApiError> {
     if let Some(first) = report.type_errors.first() {
         // Upstream reports the first type error, at every validation level.
-        return Err(cannot_handle(c, first));
+        return Err(decoding.type_error(c, obj, first));
     }
     match mode {
         FieldValidation::Strict if !report.strict.is_empty() || yaml_duplicate.is_some() => {

@@ -1,7 +1,7 @@
 //! The verbs of a resource's own paths: each parses its query and body, calls the registry
 //! and writes the response in the negotiated representation.
 
-use super::body::{check_type, decode_body, decode_object, validate_fields};
+use super::body::{check_type, decode_body, decode_object, validate_fields, Decoding};
 use super::call::Call;
 use super::respond::{self, table_of, with_warnings};
 use crate::objects;
@@ -275,7 +275,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             res.strategy.canonicalize_input(&mut v);
             keel_proto::drop_go_omitted(&mut v);
             let bytes = serde_json::to_vec(&v).expect("JSON");
-            validate_fields(c, &bytes, &mut v)?;
+            validate_fields(c, &bytes, &mut v, Decoding::Patch)?;
             Ok(v)
         })
         .await?;

@@ -125,6 +125,11 @@ impl Stream for WatchStream {
                 }
                 return Poll::Ready(None);
             }
+            if this.sel.encoder().retired() {
+                // Its definition changed: the client watches again through the new one.
+                this.phase = Phase::Ended;
+                return Poll::Ready(None);
+            }
             match this.source.poll(cx, &this.sel, WATCH_CHUNK_BYTES) {
                 Step::Chunk(chunk, rev) => {
                     this.last_sent = rev;
