@@ -1,4 +1,5 @@
-//! Authentication (static bearer tokens, x509 client certificates) and the authorizer seam.
+//! Authentication (static bearer tokens, x509 client certificates) and the authorizer seam
+//! (the modes are in `crate::authz`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -145,8 +146,19 @@ pub fn authenticate(
     let token = authorization?
         .strip_prefix("Bearer ")
         .or_else(|| authorization?.strip_prefix("bearer "))?;
-    tokens.lookup(token.trim()).cloned()
+    let mut user = tokens.lookup(token.trim()).cloned()?;
+    // As upstream's authenticated-group adder: every authenticated user is in it.
+    if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        user.groups.push(AUTHENTICATED_GROUP.into());
+    }
+    Some(user)
 }
+
+/// The group every authenticated user is in.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+
+/// The group whose members every request is allowed (upstream's privileged group).
+pub const MASTERS_GROUP: &str = "system:masters";
 
 /// What is being asked, in authorization terms.
 #[derive(Debug, Clone)]
@@ -162,19 +174,33 @@ pub struct Attributes<'a> {
     pub path: Option<&'a str>,
 }
 
-/// The authorization seam: RBAC plugs in here later.
-pub trait Authorizer: Send + Sync {
-    /// `Err(reason)` denies.
-    fn authorize(&self, attrs: &Attributes<'_>) -> Result<(), String>;
+/// An authorizer's verdict with its reason, as upstream's (`DecisionAllow`, `DecisionDeny`,
+/// `DecisionNoOpinion`): a chain asks its next authorizer only after no opinion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow(String),
+    Deny(String),
+    NoOpinion(String),
 }
 
-/// Allows every authenticated request (kube-apiserver's `AlwaysAllow`).
-pub struct AlwaysAllow;
-
-impl Authorizer for AlwaysAllow {
-    fn authorize(&self, _attrs: &Attributes<'_>) -> Result<(), String> {
-        Ok(())
+impl Decision {
+    pub fn allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
     }
+
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow(r) | Decision::Deny(r) | Decision::NoOpinion(r) => r,
+        }
+    }
+}
+
+/// The authorization seam: `crate::authz` holds the modes and their chain.
+pub trait Authorizer: Send + Sync {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+
+    /// What `user` may do in `namespace`, as a SelfSubjectRulesReview's status says it.
+    fn rules_for(&self, user: &User, namespace: &str) -> serde_json::Value;
 }
 
 #[cfg(test)]

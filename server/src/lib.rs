@@ -17,6 +17,7 @@
 //!   selection, repr     selectors and watch-event rules; media types and encodings
 //!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
 //!   flowcontrol/        priority and fairness: classification, fair queuing, per-core seats
+//!   authz               the authorization modes and their chain (RBAC over keel-rbac)
 //!   objects, alloc, auth, metrics, options, limits, schema_meta, custom, versions  (leaves)
 //! ```
 //!
@@ -36,6 +37,7 @@ pub type Allocator = mimalloc::MiMalloc;
 pub mod aggregator;
 pub mod alloc;
 pub mod auth;
+pub mod authz;
 pub mod controllers;
 pub mod custom;
 pub mod feature_gates;

@@ -74,8 +74,10 @@ pub struct Options {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
-    /// Authorization mode: `AlwaysAllow` (any authenticated user) or `RBAC` (not implemented
-    /// yet: refused at start).
+    /// Authorization modes, a comma-separated chain asked in order (members of
+    /// `system:masters` are allowed first): `AlwaysAllow` (any authenticated user),
+    /// `AlwaysDeny`, `RBAC` (Roles, ClusterRoles and their bindings). `Node` and `Webhook` are
+    /// not implemented yet (refused at start).
     #[arg(long, default_value = "AlwaysAllow")]
     pub authorization_mode: String,
 

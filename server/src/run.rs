@@ -2,7 +2,7 @@
 //! registry, routes, state, handlers), serve, bootstrap, start the controllers.
 
 use crate::alloc::Allocators;
-use crate::auth::{AlwaysAllow, TokenFile};
+use crate::auth::TokenFile;
 use crate::handlers::Handler;
 use crate::limits::{BOOKMARK_INTERVAL_MIN, MAINTENANCE_INTERVAL_MIN, SHUTDOWN_DRAIN_MAX};
 use crate::options::{self, Cidr, Options};
@@ -104,13 +104,7 @@ pub fn validate(opts: &Options) -> Result<Validated, String> {
             ))
         }
     }
-    match opts.authorization_mode.as_str() {
-        "AlwaysAllow" => {}
-        "RBAC" => {
-            return Err("--authorization-mode=RBAC is not implemented yet; use AlwaysAllow".into())
-        }
-        other => return Err(format!("--authorization-mode: unknown mode {other:?}")),
-    }
+    crate::authz::build(&opts.authorization_mode)?;
     if opts.sync.parse::<keel_engine::SyncMode>().is_err() {
         return Err(format!(
             "--sync: expected \"always\" or \"none\", got {:?}",
@@ -231,11 +225,13 @@ pub fn run(opts: Options) -> Result<(), String> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let crate::authz::Built { chain, rbac } = crate::authz::build(&opts.authorization_mode)?;
     let st = Arc::new(State::new(StateParts {
         registry,
         routes: LiveRoutes::new(catalog),
         tokens,
-        authorizer: Box::new(AlwaysAllow),
+        authorizer: Box::new(chain),
+        rbac: rbac.clone(),
         always_allow: opts.authorization_always_allow_paths.clone(),
         min_request_timeout: opts.min_request_timeout,
         bookmark_interval: opts.watch_bookmark_interval.max(BOOKMARK_INTERVAL_MIN),
@@ -313,6 +309,10 @@ pub fn run(opts: Options) -> Result<(), String> {
     st.aggregator
         .configure(proxy_identity, opts.enable_aggregator_routing);
     crate::controllers::apiservices::install_resolver(&st);
+    // As upstream's readiness waits for its bootstrap roles and RBAC informers.
+    let aggregate = controllers.is_enabled(crate::controllers::enabled::CLUSTERROLE_AGGREGATION);
+    let from = rt.block_on(crate::controllers::rbac::start(&st, &rbac, aggregate));
+    crate::controllers::rbac::spawn(st.clone(), rbac, from, aggregate);
     let served = rt.block_on(crate::controllers::crd::start(&st));
     crate::controllers::crd::spawn(st.clone(), served);
     let registered = rt.block_on(crate::controllers::apiservices::start(&st));

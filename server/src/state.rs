@@ -3,12 +3,14 @@
 //! the catalog), authentication and authorization, metrics, and the settings requests need.
 
 use crate::auth::{Authorizer, TokenFile};
+use crate::authz::Rbac;
 use crate::flowcontrol::FlowControl;
 use crate::lifecycle::Lifecycle;
 use crate::metrics::Metrics;
 use crate::registry::Registry;
 use crate::routes::LiveRoutes;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub struct State {
@@ -16,6 +18,9 @@ pub struct State {
     pub routes: LiveRoutes,
     pub tokens: TokenFile,
     pub authorizer: Box<dyn Authorizer>,
+    /// The RBAC policy (kept by the RBAC controller; the RBAC mode and the RBAC storage's
+    /// write checks decide by it).
+    pub rbac: Arc<Rbac>,
     /// `--authorization-always-allow-paths`.
     pub always_allow: Vec<String>,
     pub metrics: Metrics,
@@ -45,6 +50,7 @@ pub struct StateParts {
     pub routes: LiveRoutes,
     pub tokens: TokenFile,
     pub authorizer: Box<dyn Authorizer>,
+    pub rbac: Arc<Rbac>,
     pub always_allow: Vec<String>,
     pub min_request_timeout: u64,
     pub bookmark_interval: Duration,
@@ -63,6 +69,7 @@ impl State {
             routes: p.routes,
             tokens: p.tokens,
             authorizer: p.authorizer,
+            rbac: p.rbac,
             always_allow: p.always_allow,
             metrics: Metrics::default(),
             min_request_timeout: p.min_request_timeout,

@@ -11,7 +11,7 @@ use keel_engine::snapshot::SnapshotDecoder;
 use keel_engine::{Limits, MemStore, Store};
 use keel_http::{Body, Method, Response};
 use keel_server::alloc::Allocators;
-use keel_server::auth::{Attributes, Authorizer, TokenFile};
+use keel_server::auth::{Attributes, Authorizer, Decision, TokenFile};
 use keel_server::registry::Registry;
 use keel_server::routes::LiveRoutes;
 use keel_server::state::{State, StateParts};
@@ -26,11 +26,15 @@ const ALICE: &str = "alice-token";
 struct MastersOnlyPaths;
 
 impl Authorizer for MastersOnlyPaths {
-    fn authorize(&self, a: &Attributes<'_>) -> Result<(), String> {
+    fn authorize(&self, a: &Attributes<'_>) -> Decision {
         if a.path.is_some() && !a.user.is_admin() {
-            return Err("no role grants it".into());
+            return Decision::NoOpinion("no role grants it".into());
         }
-        Ok(())
+        Decision::Allow(String::new())
+    }
+
+    fn rules_for(&self, _user: &keel_server::auth::User, _namespace: &str) -> serde_json::Value {
+        serde_json::json!({})
     }
 }
 
@@ -50,6 +54,7 @@ fn state(backend: Arc<dyn Store>) -> Arc<State> {
         ))
         .unwrap(),
         authorizer: Box::new(MastersOnlyPaths),
+        rbac: Default::default(),
         always_allow: vec!["/healthz".into()],
         min_request_timeout: 1800,
         bookmark_interval: std::time::Duration::from_secs(60),

@@ -2,7 +2,7 @@
 //! kube-controller-manager's flag (`*` all on-by-default controllers, `foo` enables `foo`,
 //! `-foo` disables it; the first entry naming a controller decides; without `*` only the
 //! named ones run). Only the controllers upstream runs in kube-controller-manager are
-//! subject to it (namespace, garbage collection, volume protection); the ones upstream runs
+//! subject to it (namespace, garbage collection, volume protection, ClusterRole aggregation); the ones upstream runs
 //! inside kube-apiserver (bootstrap, priority-and-fairness configuration, authentication
 //! trust, the service IP repair and ServiceCIDR controllers) always run. A deployment that
 //! runs an external kube-controller-manager turns keel's off by naming them, e.g.
@@ -15,6 +15,7 @@ pub const GARBAGE_COLLECTOR: &str = "garbage-collector-controller";
 pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
 pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 pub const VAC_PROTECTION: &str = "volumeattributesclass-protection-controller";
+pub const CLUSTERROLE_AGGREGATION: &str = "clusterrole-aggregation-controller";
 
 /// Keel's in-process controllers that `--controllers` governs.
 pub const KEEL_CONTROLLERS: &[&str] = &[
@@ -23,6 +24,7 @@ pub const KEEL_CONTROLLERS: &[&str] = &[
     PVC_PROTECTION,
     PV_PROTECTION,
     VAC_PROTECTION,
+    CLUSTERROLE_AGGREGATION,
 ];
 
 /// Every controller kube-controller-manager v1.36 knows (cmd/kube-controller-manager/names):
@@ -60,7 +62,7 @@ const UPSTREAM_CONTROLLERS: &[&str] = &[
     "persistentvolume-binder-controller",
     "persistentvolume-attach-detach-controller",
     "persistentvolume-expander-controller",
-    "clusterrole-aggregation-controller",
+    CLUSTERROLE_AGGREGATION,
     PVC_PROTECTION,
     PV_PROTECTION,
     "podgroup-protection-controller",

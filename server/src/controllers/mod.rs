@@ -14,6 +14,7 @@ pub mod flowcontrol;
 pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
+pub mod rbac;
 pub mod servicecidrs;
 pub mod volumeprotection;
 

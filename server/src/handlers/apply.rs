@@ -163,6 +163,7 @@ pub async fn apply(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
                 let bytes = serde_json::to_vec(&v).expect("JSON");
                 validate_fields(c, &bytes, &mut v, Decoding::Body)?;
             }
+            super::resource::rbac_write(c, st, &v)?;
             Ok(v)
         })
         .await?;

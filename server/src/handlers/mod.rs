@@ -408,16 +408,10 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
 }
 
 fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
-    st.authorizer.authorize(attrs).map_err(|_| {
-        ApiError::forbidden(
-            &attrs.user.name,
-            attrs.verb,
-            attrs.group,
-            attrs.resource,
-            (!attrs.namespace.is_empty()).then_some(attrs.namespace),
-            (!attrs.name.is_empty()).then_some(attrs.name),
-        )
-    })
+    match st.authorizer.authorize(attrs) {
+        crate::auth::Decision::Allow(_) => Ok(()),
+        d => Err(crate::authz::forbidden(attrs, d.reason())),
+    }
 }
 
 /// A request for a resource: authorized, routed to its resource through the routes snapshot

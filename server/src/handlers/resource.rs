@@ -185,6 +185,26 @@ fn parse_all(items: &[keel_engine::KeyValue]) -> Result<Vec<Value>, ApiError> {
 
 // ---------------------------------------------------------------- writes
 
+/// A write of a role or binding passes upstream's RBAC storage checks (escalation, bind).
+pub(super) fn rbac_write(
+    c: &Call<'_>,
+    st: &crate::state::State,
+    obj: &serde_json::Value,
+) -> Result<(), ApiError> {
+    if !c.rr.subresource.is_empty() || c.info().group != "rbac.authorization.k8s.io" {
+        return Ok(());
+    }
+    crate::authz::check_rbac_write(
+        &st.rbac,
+        &*st.authorizer,
+        c.user,
+        c.info().plural,
+        c.namespace(),
+        c.name(),
+        obj,
+    )
+}
+
 pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Response, ApiError> {
     let format = c.format()?;
     let opts = CreateOptions {
@@ -193,6 +213,7 @@ pub async fn create(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
         tracking: tracking(c)?,
     };
     let obj = decode_object(c)?;
+    rbac_write(c, st, &obj)?;
     let created = st.registry.create(c.res, c.namespace(), obj, &opts).await?;
     let resp = respond::object(201, format, created.bytes, |o| table_of(c, o))?;
     Ok(with_warnings(resp, c))
@@ -217,6 +238,7 @@ pub async fn update(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respon
             }
         }
     }
+    rbac_write(c, st, &obj)?;
     let opts = UpdateOptions {
         dry_run: c.query.dry_run()?,
         subresource: &c.rr.subresource,
@@ -276,6 +298,7 @@ pub async fn patch(c: &mut Call<'_>, st: &crate::state::State) -> Result<Respons
             keel_proto::drop_go_omitted(&mut v);
             let bytes = serde_json::to_vec(&v).expect("JSON");
             validate_fields(c, &bytes, &mut v, Decoding::Patch)?;
+            rbac_write(c, st, &v)?;
             Ok(v)
         })
         .await?;

@@ -43,11 +43,10 @@ pub async fn create(c: &mut Call<'_>, app: &State) -> Result<Response, ApiError>
             let user = subject(&obj);
             access(app, c, &obj, &user)?
         }
-        "selfsubjectrulesreviews" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false
-        }),
+        "selfsubjectrulesreviews" => {
+            let namespace = obj.at("/spec/namespace").and_then(Value::as_str);
+            app.authorizer.rules_for(c.user, namespace.unwrap_or(""))
+        }
         "selfsubjectreviews" => json!({"userInfo": user_info(c.user)}),
         _ => token_review(app, &obj),
     };
@@ -144,11 +143,15 @@ fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, 
         name: &name,
         path: path.as_deref(),
     });
-    Ok(match decision {
-        Ok(()) => json!({"allowed": true}),
-        Err(reason) if reason.is_empty() => json!({"allowed": false}),
-        Err(reason) => json!({"allowed": false, "reason": reason}),
-    })
+    let mut status = match &decision {
+        auth::Decision::Allow(_) => json!({"allowed": true}),
+        auth::Decision::Deny(_) => json!({"allowed": false, "denied": true}),
+        auth::Decision::NoOpinion(_) => json!({"allowed": false}),
+    };
+    if !decision.reason().is_empty() {
+        status["reason"] = json!(decision.reason());
+    }
+    Ok(status)
 }
 
 fn token_review(app: &State, obj: &Value) -> Value {

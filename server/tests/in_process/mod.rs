@@ -5,7 +5,7 @@
 
 use keel_http::{Headers, Method, Request, Response};
 use keel_server::alloc::Allocators;
-use keel_server::auth::{AlwaysAllow, TokenFile};
+use keel_server::auth::TokenFile;
 use keel_server::registry::Registry;
 use keel_server::routes::LiveRoutes;
 use keel_server::state::{State, StateParts};
@@ -27,7 +27,8 @@ pub fn state(backend: Arc<dyn keel_engine::Store>) -> Arc<State> {
         ),
         routes: LiveRoutes::new(catalog),
         tokens: TokenFile::parse(&format!("{TOKEN},admin,admin,\"system:masters\"\n")).unwrap(),
-        authorizer: Box::new(AlwaysAllow),
+        authorizer: Box::new(keel_server::authz::build("AlwaysAllow").unwrap().chain),
+        rbac: Default::default(),
         always_allow: vec!["/healthz".into(), "/readyz".into(), "/livez".into()],
         min_request_timeout: 1800,
         bookmark_interval: std::time::Duration::from_secs(60),

@@ -1,0 +1,374 @@
+//! Authorization as kube-apiserver's `--authorization-mode` builds it: members of
+//! `system:masters` are allowed everything first, then each mode of the comma-separated
+//! chain is asked in order (`AlwaysAllow`, `AlwaysDeny`, `RBAC`); the first to allow or
+//! deny decides, and a request none has an opinion on is forbidden with the reasons given.
+//!
+//! RBAC decides from a [`keel_rbac::PolicyIndex`] that the RBAC controller
+//! (`controllers::rbac`) fills before the server reports ready and keeps current from the
+//! watch feeds of the four kinds; a decision takes a read lock and looks up the bindings of
+//! the user and its groups.
+//!
+//! Not done: the `Node` and `Webhook` modes (refused at start).
+
+use crate::auth::{Attributes, Authorizer, Decision, User, MASTERS_GROUP};
+use keel_api::status::ApiError;
+use keel_rbac::PolicyIndex;
+use parking_lot::RwLock;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The policy the `RBAC` mode decides by, shared with the controller that keeps it.
+#[derive(Default)]
+pub struct Rbac {
+    pub index: RwLock<PolicyIndex>,
+}
+
+/// One mode of the chain.
+enum Mode {
+    AlwaysAllow,
+    AlwaysDeny,
+    Rbac(Arc<Rbac>),
+}
+
+/// The chain `--authorization-mode` names.
+pub struct Chain {
+    modes: Vec<Mode>,
+}
+
+/// What `--authorization-mode` asks for: the chain, and the RBAC policy (which the RBAC
+/// controller keeps whatever the modes: upstream reconciles its bootstrap policy and
+/// aggregates ClusterRoles under any mode; the chain decides by it if it has the mode).
+pub struct Built {
+    pub chain: Chain,
+    pub rbac: Arc<Rbac>,
+}
+
+/// Parses `--authorization-mode` (upstream's names, comma-separated, each at most once).
+pub fn build(modes: &str) -> Result<Built, String> {
+    let mut chain = Vec::new();
+    let rbac = Arc::new(Rbac::default());
+    let names: Vec<&str> = modes.split(',').map(str::trim).collect();
+    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+        let quoted: Vec<String> = names.iter().map(|n| keel_api::gofmt::quote(n)).collect();
+        return Err(format!(
+            "--authorization-mode: authorization-mode [{}] has mode specified more than once",
+            quoted.join(" ")
+        ));
+    }
+    for &name in &names {
+        chain.push(match name {
+            "AlwaysAllow" => Mode::AlwaysAllow,
+            "AlwaysDeny" => Mode::AlwaysDeny,
+            "RBAC" => Mode::Rbac(rbac.clone()),
+            "Node" | "Webhook" => {
+                return Err(format!(
+                    "--authorization-mode: the {name} mode is not implemented yet (AlwaysAllow, AlwaysDeny and RBAC are)"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "--authorization-mode: authorization-mode {} is not a valid mode",
+                    keel_api::gofmt::quote(other)
+                ))
+            }
+        });
+    }
+    Ok(Built {
+        chain: Chain { modes: chain },
+        rbac,
+    })
+}
+
+impl Authorizer for Chain {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        if attrs.user.groups.iter().any(|g| g == MASTERS_GROUP) {
+            return Decision::Allow(String::new());
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        for mode in &self.modes {
+            let d = match mode {
+                Mode::AlwaysAllow => Decision::Allow(String::new()),
+                // Upstream's AlwaysDeny has no opinion on anything, with this reason.
+                Mode::AlwaysDeny => Decision::NoOpinion("Everything is forbidden.".into()),
+                Mode::Rbac(r) => {
+                    let d = r.index.read().authorize(&rbac_attributes(attrs));
+                    match d.allowed {
+                        true => Decision::Allow(d.reason),
+                        false => Decision::NoOpinion(d.reason),
+                    }
+                }
+            };
+            match d {
+                Decision::NoOpinion(r) => {
+                    if !r.is_empty() {
+                        reasons.push(r);
+                    }
+                }
+                decided => return decided,
+            }
+        }
+        Decision::NoOpinion(reasons.join("\n"))
+    }
+
+    fn rules_for(&self, user: &User, namespace: &str) -> Value {
+        let mut resource_rules: Vec<Value> = Vec::new();
+        let mut non_resource_rules: Vec<Value> = Vec::new();
+        let mut incomplete = false;
+        let mut errors: Vec<String> = Vec::new();
+        for mode in &self.modes {
+            match mode {
+                Mode::AlwaysAllow => {
+                    resource_rules
+                        .push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+                    non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+                }
+                Mode::AlwaysDeny => {}
+                Mode::Rbac(r) => {
+                    let review = r
+                        .index
+                        .read()
+                        .rules_review(&user.name, &user.groups, namespace);
+                    let v = review.to_value();
+                    resource_rules.extend(array(&v, "resourceRules"));
+                    non_resource_rules.extend(array(&v, "nonResourceRules"));
+                    if !review.evaluation_error.is_empty() {
+                        incomplete = true;
+                        errors.push(review.evaluation_error);
+                    }
+                }
+            }
+        }
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": incomplete,
+        });
+        if !errors.is_empty() {
+            status["evaluationError"] = json!(errors.join("\n"));
+        }
+        status
+    }
+}
+
+fn array(v: &Value, key: &str) -> Vec<Value> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The request in keel-rbac's terms.
+fn rbac_attributes<'a>(attrs: &'a Attributes<'a>) -> keel_rbac::Attributes<'a> {
+    keel_rbac::Attributes {
+        user: &attrs.user.name,
+        groups: &attrs.user.groups,
+        verb: attrs.verb,
+        api_group: attrs.group,
+        resource: attrs.resource,
+        subresource: attrs.subresource,
+        namespace: attrs.namespace,
+        name: attrs.name,
+        path: attrs.path,
+    }
+}
+
+/// Upstream's 403 for a request the chain did not allow: `<resource> "<name>" is forbidden:
+/// User "u" cannot <verb> resource "<resource>[/<subresource>]" in API group "<group>" in the
+/// namespace "<ns>"` (or `at the cluster scope`; `cannot <verb> path "<path>"` for a
+/// non-resource request), then `: <reason>` when the authorizers gave one.
+pub fn forbidden(attrs: &Attributes<'_>, reason: &str) -> ApiError {
+    let q = keel_api::gofmt::quote;
+    let user = q(&attrs.user.name);
+    let mut msg = match attrs.path {
+        Some(path) => format!("User {user} cannot {} path {}", attrs.verb, q(path)),
+        None => {
+            let resource = match attrs.subresource {
+                "" => attrs.resource.to_owned(),
+                sub => format!("{}/{sub}", attrs.resource),
+            };
+            let scope = match attrs.namespace {
+                "" => "at the cluster scope".to_owned(),
+                ns => format!("in the namespace {}", q(ns)),
+            };
+            format!(
+                "User {user} cannot {} resource {} in API group {} {scope}",
+                attrs.verb,
+                q(&resource),
+                q(attrs.group)
+            )
+        }
+    };
+    if !reason.is_empty() {
+        msg.push_str(": ");
+        msg.push_str(reason);
+    }
+    let (group, resource) = match attrs.path {
+        Some(_) => ("", ""),
+        None => (attrs.group, attrs.resource),
+    };
+    ApiError::forbidden_with(group, resource, attrs.name, &msg)
+}
+
+/// The checks upstream's RBAC storage makes of a write to a role or a binding (of
+/// `plural` in `namespace`, at the request's `request_name`, empty for a create), by
+/// `user`: a role may grant only what the writer holds unless they may `escalate` it; a
+/// binding needs the writer to hold its role's rules or to be allowed to `bind` it (asked of
+/// the whole chain). A write of any other resource passes.
+pub fn check_rbac_write(
+    rbac: &Rbac,
+    chain: &dyn Authorizer,
+    user: &User,
+    plural: &str,
+    namespace: &str,
+    request_name: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    use keel_rbac::{PolicyRule, RoleRef, Write};
+    if !matches!(
+        plural,
+        "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
+    ) {
+        return Ok(());
+    }
+    let name = crate::objects::name(obj);
+    let rules: Vec<PolicyRule> = obj
+        .get("rules")
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default();
+    let role_ref: RoleRef = obj
+        .get("roleRef")
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default();
+    let aggregation = obj
+        .pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty());
+    let write = match plural {
+        "roles" => Write::Role {
+            namespace,
+            name,
+            request_name,
+            rules: &rules,
+        },
+        "clusterroles" => Write::ClusterRole {
+            name,
+            request_name,
+            rules: &rules,
+            aggregation,
+        },
+        "rolebindings" => Write::RoleBinding {
+            namespace,
+            name,
+            role_ref: &role_ref,
+        },
+        _ => Write::ClusterRoleBinding {
+            name,
+            role_ref: &role_ref,
+        },
+    };
+    let index = rbac.index.read();
+    let checked = index.check_write_with(&user.name, &user.groups, &write, |attrs| {
+        let asked = Attributes {
+            user,
+            verb: attrs.verb,
+            group: attrs.api_group,
+            resource: attrs.resource,
+            subresource: attrs.subresource,
+            namespace: attrs.namespace,
+            name: attrs.name,
+            path: attrs.path,
+        };
+        chain.authorize(&asked).allowed()
+    });
+    checked.map_err(|denied| match &denied {
+        keel_rbac::WriteDenied::Forbidden {
+            resource,
+            name,
+            cause,
+        } => ApiError::forbidden_with("rbac.authorization.k8s.io", resource, name, cause),
+        keel_rbac::WriteDenied::RoleRef { resource, error } => match error {
+            keel_rbac::ResolveError::NotFound { name, .. } => {
+                ApiError::not_found("rbac.authorization.k8s.io", resource, name)
+            }
+            _ => ApiError::internal(denied.message()),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> User {
+        User {
+            name: name.into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn attrs<'a>(u: &'a User, sub: &'a str, ns: &'a str, path: Option<&'a str>) -> Attributes<'a> {
+        Attributes {
+            user: u,
+            verb: "get",
+            group: "apps",
+            resource: "deployments",
+            subresource: sub,
+            namespace: ns,
+            name: "web",
+            path,
+        }
+    }
+
+    #[test]
+    fn modes_are_parsed_as_upstream_names_them() {
+        assert!(build("AlwaysAllow").is_ok());
+        assert!(build("RBAC,AlwaysDeny").is_ok());
+        let err = |m: &str| build(m).err().unwrap();
+        assert_eq!(
+            err("RBAC,RBAC"),
+            r#"--authorization-mode: authorization-mode ["RBAC" "RBAC"] has mode specified more than once"#
+        );
+        assert!(err("Magic").contains("\"Magic\" is not a valid mode"));
+        assert!(err("Node,RBAC").contains("Node mode is not implemented"));
+    }
+
+    #[test]
+    fn the_chain_asks_each_mode_until_one_decides() {
+        let carol = user("carol", &["system:authenticated"]);
+        let admin = user("admin", &["system:masters"]);
+        let a = attrs(&carol, "", "ns", None);
+        let deny = build("AlwaysDeny").unwrap().chain;
+        assert_eq!(
+            deny.authorize(&a),
+            Decision::NoOpinion("Everything is forbidden.".into())
+        );
+        assert!(deny.authorize(&attrs(&admin, "", "ns", None)).allowed());
+        let both = build("AlwaysDeny,AlwaysAllow").unwrap().chain;
+        assert!(both.authorize(&a).allowed());
+        // An empty policy has no opinion and no reason.
+        let rbac = build("RBAC").unwrap().chain;
+        assert_eq!(rbac.authorize(&a), Decision::NoOpinion(String::new()));
+    }
+
+    #[test]
+    fn forbidden_texts_are_upstreams() {
+        let carol = user("carol", &[]);
+        let e = forbidden(&attrs(&carol, "scale", "ns", None), "");
+        assert_eq!(
+            e.message,
+            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments/scale" in API group "apps" in the namespace "ns""#
+        );
+        let e = forbidden(&attrs(&carol, "", "", None), "RBAC: role missing");
+        assert_eq!(
+            e.message,
+            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments" in API group "apps" at the cluster scope: RBAC: role missing"#
+        );
+        let e = forbidden(&attrs(&carol, "", "", Some("/foo")), "");
+        assert_eq!(
+            e.message,
+            r#"forbidden: User "carol" cannot get path "/foo""#
+        );
+        assert_eq!(e.code, 403);
+    }
+}
