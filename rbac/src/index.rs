@@ -697,6 +697,20 @@ impl PolicyIndex {
         }
     }
 
+    /// Whether some rule allows the request: [`PolicyIndex::authorize`]'s `allowed`, without
+    /// making its reason (what serving a request needs; the reason is for reviews).
+    pub fn allows(&self, attrs: &Attributes<'_>) -> bool {
+        let mut allowed = false;
+        self.visit_rules_for(attrs.user, attrs.groups, attrs.namespace, |v| match v {
+            Visit::Rule(_, rule) if rule_allows(attrs, rule) => {
+                allowed = true;
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        });
+        allowed
+    }
+
     /// `DefaultRuleResolver.RulesFor`: every rule that applies to the user in `namespace`,
     /// in visiting order (duplicates kept), and the resolution errors.
     pub fn rules_for(

@@ -408,7 +408,7 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
 }
 
 fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
-    match st.authorizer.authorize(attrs) {
+    match st.authorizer.authorize_request(attrs) {
         crate::auth::Decision::Allow(_) => Ok(()),
         d => Err(crate::authz::forbidden(attrs, d.reason())),
     }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# GETs over HTTPS as the admin (system:masters, allowed before RBAC is asked) and as a user
+# allowed by one RoleBinding among 10,000 (issue 16's RBAC target: within 5 % of the
+# admin's rate), on one server with `--authorization-mode RBAC`, in alternating rounds.
+#
+# The policy: 1,000 Roles (10 in each of 100 namespaces) and 10,000 RoleBindings (100 per
+# namespace, each binding another user), plus the user's one binding in the namespace of
+# the objects, among that namespace's 100. Then ROUNDS rounds of N GETs of 1,000 ConfigMaps
+# (C in flight) as the admin, then as the user; each round prints
+#
+#   admin <ops/s>/s:<CPU µs per op>us user <ops/s>/s:<CPU µs per op>us ratio <user/admin rate>
+#
+# and the median ratio comes last.
+#
+#   benches/rbac-get.sh [BIN] [--loadgen BIN] [-n N] [-c C] [--rounds R] [--smoke]
+#
+# Defaults: BIN target/release/apiserver, N=40000, C=32, ROUNDS=5; --smoke: 1,000 GETs,
+# 20 namespaces, one round.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
+
+bin=target/release/apiserver loadgen= n=${N:-40000} conc=${C:-32} rounds=${ROUNDS:-5}
+namespaces=100
+while (($#)); do
+    case $1 in
+    --loadgen) loadgen=$2 && shift ;;
+    -n) n=$2 && shift ;;
+    -c) conc=$2 && shift ;;
+    --rounds) rounds=$2 && shift ;;
+    --smoke) n=1000 rounds=1 namespaces=20 ;;
+    -h | --help) sed -n '2,/^set /{/^set /d;s/^# \{0,1\}//;p}' "$0" && exit 0 ;;
+    -*) echo "rbac-get.sh: unknown argument $1 (see --help)" >&2 && exit 2 ;;
+    *) bin=$1 ;;
+    esac
+    shift
+done
+ensure_loadgen
+
+dir=$(mktemp -d) pid=
+trap 'stop_server' EXIT
+mkdir -p "$dir/data"
+printf 'admintok,admin,1,system:masters\nusertok,bench-user,2\n' >"$dir/data/tokens.csv"
+start_server "$bin" "$dir" --authorization-mode "${MODE:-RBAC}"
+url=${conn[1]}
+
+# The policy, written over one keep-alive connection.
+python3 - "$url" "$dir/data/pki/ca.crt" "$namespaces" <<'EOF'
+import http.client, json, ssl, sys, urllib.parse
+url, ca, namespaces = sys.argv[1], sys.argv[2], int(sys.argv[3])
+u = urllib.parse.urlparse(url)
+conn = http.client.HTTPSConnection(u.hostname, u.port, context=ssl.create_default_context(cafile=ca))
+def post(path, obj):
+    conn.request("POST", path, json.dumps(obj),
+                 {"Authorization": "Bearer admintok", "Content-Type": "application/json"})
+    r = conn.getresponse(); body = r.read()
+    if r.status not in (200, 201, 409):
+        sys.exit(f"POST {path}: {r.status} {body[:300]!r}")
+rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces"
+names = ["loadgen"] + [f"rbac-{i}" for i in range(1, namespaces)]
+for ns in names:
+    post("/api/v1/namespaces", {"metadata": {"name": ns}})
+    for r in range(10):
+        post(f"{rbac}/{ns}/roles", {"metadata": {"name": f"role-{r}"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"],
+             "resourceNames": [f"cm-{r}"]}]})
+    for b in range(100):
+        post(f"{rbac}/{ns}/rolebindings", {"metadata": {"name": f"binding-{b}"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"role-{b % 10}"},
+             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": f"user-{ns}-{b}"}]})
+post(f"{rbac}/loadgen/roles", {"metadata": {"name": "reader"}, "rules": [
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]})
+post(f"{rbac}/loadgen/rolebindings", {"metadata": {"name": "bench-user"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+     "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bench-user"}]})
+EOF
+bindings=$(curl -s --cacert "$dir/data/pki/ca.crt" -H "Authorization: Bearer admintok" \
+    "$url/apis/rbac.authorization.k8s.io/v1/rolebindings" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+echo "policy: $bindings RoleBindings in $namespaces namespaces" >&2
+objects=1000
+((n < objects)) && objects=$n
+"$loadgen" "${conn[@]}" -q create -n "$objects" --size 1024 -c 8 >/dev/null
+user_conn=("${conn[@]}")
+user_conn[5]=usertok
+# The binding is in effect once the user's GETs succeed.
+for _ in $(seq 100); do
+    "$loadgen" "${user_conn[@]}" -q get --ops 1 -n 1 >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+tck=$(getconf CLK_TCK)
+ratios=()
+measure() { # connection flags...
+    local c0 t0 t1 c1
+    c0=$(cpu_ticks "$pid")
+    t0=$(date +%s%N)
+    "$loadgen" "$@" -q get --ops "$n" -n "$objects" -c "$conc" >/dev/null
+    t1=$(date +%s%N)
+    c1=$(cpu_ticks "$pid")
+    rate=$((n * 1000000000 / (t1 - t0)))
+    cpu=$(((c1 - c0) * 1000000 / tck / n))
+}
+for r in $(seq "$rounds"); do
+    measure "${conn[@]}"
+    a_rate=$rate a_cpu=$cpu
+    measure "${user_conn[@]}"
+    ratio=$(awk -v u="$rate" -v a="$a_rate" 'BEGIN{printf "%.3f", u / a}')
+    ratios+=("$ratio")
+    echo "round $r admin ${a_rate}/s:${a_cpu}us user ${rate}/s:${cpu}us ratio $ratio"
+done
+printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END{print "median ratio " a[int((NR+1)/2)]}'
