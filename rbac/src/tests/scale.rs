@@ -252,6 +252,8 @@ fn compare(w: &World, index: &PolicyIndex, rng: &mut Rng, requests: usize) -> us
         let want = naive(w, &attrs);
         let got = index.authorize(&attrs);
         assert_eq!(got, want, "{attrs:?}");
+        // The reason-free decision agrees with the full one.
+        assert_eq!(index.allows(&attrs), got.allowed, "{attrs:?}");
         allowed += usize::from(got.allowed);
     }
     allowed
