@@ -375,6 +375,46 @@ mod tests {
     }
 
     #[test]
+    fn impersonation_is_authorized_per_identity_asked_for() {
+        let admin = user("admin", &["system:masters"]);
+        let carol = user("carol", &["system:authenticated"]);
+        let chain = build("RBAC").unwrap().chain;
+        let none: Vec<(&str, &str)> = vec![("Accept", "application/json")];
+        assert_eq!(
+            impersonate(&chain, none.into_iter(), carol.clone()).unwrap(),
+            carol
+        );
+        let as_alice = vec![("Impersonate-User", "alice"), ("impersonate-group", "devs")];
+        let alice = impersonate(&chain, as_alice.clone().into_iter(), admin.clone()).unwrap();
+        assert_eq!(alice, user("alice", &["devs", "system:authenticated"]));
+        let sa = vec![("Impersonate-User", "system:serviceaccount:ns1:robot")];
+        let robot = impersonate(&chain, sa.into_iter(), admin.clone()).unwrap();
+        assert_eq!(
+            robot.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns1",
+                "system:authenticated"
+            ]
+        );
+        // Without the `impersonate` verb: upstream's 403 on the identity asked for.
+        let e = impersonate(&chain, as_alice.into_iter(), carol.clone()).unwrap_err();
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            r#"users "alice" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        );
+        let groups_only = vec![("Impersonate-Group", "devs")];
+        assert_eq!(
+            impersonate(&chain, groups_only.into_iter(), admin)
+                .unwrap_err()
+                .code,
+            500
+        );
+        assert_eq!(percent_decoded("scopes%2fa%zz"), "scopes/a%zz");
+    }
+
+    #[test]
     fn forbidden_texts_are_upstreams() {
         let carol = user("carol", &[]);
         let e = forbidden(&attrs(&carol, "scale", "ns", None), "");
@@ -394,4 +434,127 @@ mod tests {
         );
         assert_eq!(e.code, 403);
     }
+}
+
+/// Upstream's impersonation (`Impersonate-User`, `Impersonate-Group`, `Impersonate-Uid`,
+/// `Impersonate-Extra-<key>`): each identity asked for is authorized for `requester` with the
+/// `impersonate` verb (on `users`, `groups`, `serviceaccounts` for a
+/// `system:serviceaccount:<ns>:<name>` user, `uids`, `userextras/<key>`), and the request
+/// then acts as that user: in `system:authenticated` (a service account also in
+/// `system:serviceaccounts` and `system:serviceaccounts:<ns>` unless groups were named).
+/// `None` headers: the requester as they are. Extras are authorized but not kept (keel's
+/// users carry none).
+pub fn impersonate<'h>(
+    chain: &dyn Authorizer,
+    headers: impl Iterator<Item = (&'h str, &'h str)>,
+    requester: User,
+) -> Result<User, ApiError> {
+    let mut name: Option<&str> = None;
+    let mut groups: Vec<&str> = Vec::new();
+    let mut uid: Option<&str> = None;
+    let mut extras: Vec<(String, &str)> = Vec::new();
+    // Every request passes here: header names are compared in place, nothing allocated
+    // unless a request impersonates.
+    for (k, v) in headers {
+        let Some(rest) = k
+            .get(..12)
+            .filter(|p| p.eq_ignore_ascii_case("impersonate-"))
+            .map(|_| &k[12..])
+        else {
+            continue;
+        };
+        if rest.eq_ignore_ascii_case("user") {
+            name = Some(v);
+        } else if rest.eq_ignore_ascii_case("group") {
+            groups.push(v);
+        } else if rest.eq_ignore_ascii_case("uid") {
+            uid = Some(v);
+        } else if let Some(key) = rest
+            .get(..6)
+            .filter(|p| p.eq_ignore_ascii_case("extra-"))
+            .map(|_| &rest[6..])
+        {
+            extras.push((percent_decoded(&key.to_ascii_lowercase()), v));
+        }
+    }
+    let Some(name) = name else {
+        if groups.is_empty() && uid.is_none() && extras.is_empty() {
+            return Ok(requester);
+        }
+        return Err(ApiError::internal(
+            "requested impersonation of groups, a uid or extras without impersonating a user",
+        ));
+    };
+    let ask = |resource: &str, sub: &str, namespace: &str, target: &str| {
+        let attrs = Attributes {
+            user: &requester,
+            verb: "impersonate",
+            group: if matches!(resource, "userextras" | "uids") {
+                "authentication.k8s.io"
+            } else {
+                ""
+            },
+            resource,
+            subresource: sub,
+            namespace,
+            name: target,
+            path: None,
+        };
+        match chain.authorize_request(&attrs) {
+            Decision::Allow(_) => Ok(()),
+            d => Err(forbidden(&attrs, d.reason())),
+        }
+    };
+    let service_account = name
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'));
+    match service_account {
+        Some((ns, sa)) => ask("serviceaccounts", "", ns, sa)?,
+        None => ask("users", "", "", name)?,
+    }
+    for g in &groups {
+        ask("groups", "", "", g)?;
+    }
+    if let Some(u) = uid {
+        ask("uids", "", "", u)?;
+    }
+    for (key, value) in &extras {
+        ask("userextras", key, "", value)?;
+    }
+    let mut out: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    if let (Some((ns, _)), true) = (service_account, groups.is_empty()) {
+        out.push("system:serviceaccounts".into());
+        out.push(format!("system:serviceaccounts:{ns}"));
+    }
+    if !out
+        .iter()
+        .any(|g| g == "system:authenticated" || g == "system:unauthenticated")
+    {
+        out.push("system:authenticated".into());
+    }
+    Ok(User {
+        name: name.to_owned(),
+        uid: uid.unwrap_or("").to_owned(),
+        groups: out,
+    })
+}
+
+/// A header name's `%XX` escapes decoded (upstream unescapes extra keys).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

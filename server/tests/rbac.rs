@@ -138,6 +138,31 @@ fn users_get_what_their_roles_grant() {
                "reason": format!("RBAC: allowed by RoleBinding \"carol-reader/{ns}\" of Role \"reader\" to User \"carol\"")})
     );
 
+    // Impersonation: the admin acts as carol (and `auth can-i` answers for her); carol may
+    // not act as anyone.
+    let as_carol = s.kubectl(&["--as=carol", "get", "pods", "-n", &ns]);
+    assert!(as_carol.status.success(), "{}", stderr(&as_carol));
+    let as_carol = s.kubectl(&["--as=carol", "auth", "can-i", "delete", "pods", "-n", &ns]);
+    assert_eq!(stdout(&as_carol).trim(), "no");
+    let whoami = s.kubectl(&[
+        "--as=carol",
+        "--as-group=devs",
+        "auth",
+        "whoami",
+        "-o",
+        "json",
+    ]);
+    let whoami: Value = serde_json::from_slice(&whoami.stdout).unwrap();
+    assert_eq!(
+        whoami["status"]["userInfo"],
+        json!({"username": "carol", "groups": ["devs", "system:authenticated"]})
+    );
+    let refused = as_user(&s, "carol-token", &["--as=admin", "get", "pods", "-n", &ns]);
+    assert_eq!(
+        stderr(&refused).trim(),
+        r#"Error from server (Forbidden): users "admin" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#
+    );
+
     // Removing the binding takes the permission away again.
     s.ok(&["-n", &ns, "delete", "rolebinding", "carol-reader"]);
     assert!(

@@ -403,8 +403,9 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
     let cert = head
         .client_cert
         .map(|c| (c.common_name.as_str(), c.organizations.as_slice()));
-    auth::authenticate(&st.tokens, head.headers.get("authorization"), cert)
-        .ok_or_else(ApiError::unauthorized)
+    let user = auth::authenticate(&st.tokens, head.headers.get("authorization"), cert)
+        .ok_or_else(ApiError::unauthorized)?;
+    crate::authz::impersonate(&*st.authorizer, head.headers.iter(), user)
 }
 
 fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
