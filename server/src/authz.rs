@@ -318,124 +318,6 @@ pub fn check_rbac_write(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn user(name: &str, groups: &[&str]) -> User {
-        User {
-            name: name.into(),
-            uid: String::new(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        }
-    }
-
-    fn attrs<'a>(u: &'a User, sub: &'a str, ns: &'a str, path: Option<&'a str>) -> Attributes<'a> {
-        Attributes {
-            user: u,
-            verb: "get",
-            group: "apps",
-            resource: "deployments",
-            subresource: sub,
-            namespace: ns,
-            name: "web",
-            path,
-        }
-    }
-
-    #[test]
-    fn modes_are_parsed_as_upstream_names_them() {
-        assert!(build("AlwaysAllow").is_ok());
-        assert!(build("RBAC,AlwaysDeny").is_ok());
-        let err = |m: &str| build(m).err().unwrap();
-        assert_eq!(
-            err("RBAC,RBAC"),
-            r#"--authorization-mode: authorization-mode ["RBAC" "RBAC"] has mode specified more than once"#
-        );
-        assert!(err("Magic").contains("\"Magic\" is not a valid mode"));
-        assert!(err("Node,RBAC").contains("Node mode is not implemented"));
-    }
-
-    #[test]
-    fn the_chain_asks_each_mode_until_one_decides() {
-        let carol = user("carol", &["system:authenticated"]);
-        let admin = user("admin", &["system:masters"]);
-        let a = attrs(&carol, "", "ns", None);
-        let deny = build("AlwaysDeny").unwrap().chain;
-        assert_eq!(
-            deny.authorize(&a),
-            Decision::NoOpinion("Everything is forbidden.".into())
-        );
-        assert!(deny.authorize(&attrs(&admin, "", "ns", None)).allowed());
-        let both = build("AlwaysDeny,AlwaysAllow").unwrap().chain;
-        assert!(both.authorize(&a).allowed());
-        // An empty policy has no opinion and no reason.
-        let rbac = build("RBAC").unwrap().chain;
-        assert_eq!(rbac.authorize(&a), Decision::NoOpinion(String::new()));
-    }
-
-    #[test]
-    fn impersonation_is_authorized_per_identity_asked_for() {
-        let admin = user("admin", &["system:masters"]);
-        let carol = user("carol", &["system:authenticated"]);
-        let chain = build("RBAC").unwrap().chain;
-        let none: Vec<(&str, &str)> = vec![("Accept", "application/json")];
-        assert_eq!(
-            impersonate(&chain, none.into_iter(), carol.clone()).unwrap(),
-            carol
-        );
-        let as_alice = vec![("Impersonate-User", "alice"), ("impersonate-group", "devs")];
-        let alice = impersonate(&chain, as_alice.clone().into_iter(), admin.clone()).unwrap();
-        assert_eq!(alice, user("alice", &["devs", "system:authenticated"]));
-        let sa = vec![("Impersonate-User", "system:serviceaccount:ns1:robot")];
-        let robot = impersonate(&chain, sa.into_iter(), admin.clone()).unwrap();
-        assert_eq!(
-            robot.groups,
-            [
-                "system:serviceaccounts",
-                "system:serviceaccounts:ns1",
-                "system:authenticated"
-            ]
-        );
-        // Without the `impersonate` verb: upstream's 403 on the identity asked for.
-        let e = impersonate(&chain, as_alice.into_iter(), carol.clone()).unwrap_err();
-        assert_eq!(e.code, 403);
-        assert_eq!(
-            e.message,
-            r#"users "alice" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#
-        );
-        let groups_only = vec![("Impersonate-Group", "devs")];
-        assert_eq!(
-            impersonate(&chain, groups_only.into_iter(), admin)
-                .unwrap_err()
-                .code,
-            500
-        );
-        assert_eq!(percent_decoded("scopes%2fa%zz"), "scopes/a%zz");
-    }
-
-    #[test]
-    fn forbidden_texts_are_upstreams() {
-        let carol = user("carol", &[]);
-        let e = forbidden(&attrs(&carol, "scale", "ns", None), "");
-        assert_eq!(
-            e.message,
-            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments/scale" in API group "apps" in the namespace "ns""#
-        );
-        let e = forbidden(&attrs(&carol, "", "", None), "RBAC: role missing");
-        assert_eq!(
-            e.message,
-            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments" in API group "apps" at the cluster scope: RBAC: role missing"#
-        );
-        let e = forbidden(&attrs(&carol, "", "", Some("/foo")), "");
-        assert_eq!(
-            e.message,
-            r#"forbidden: User "carol" cannot get path "/foo""#
-        );
-        assert_eq!(e.code, 403);
-    }
-}
-
 /// Upstream's impersonation (`Impersonate-User`, `Impersonate-Group`, `Impersonate-Uid`,
 /// `Impersonate-Extra-<key>`): each identity asked for is authorized for `requester` with the
 /// `impersonate` verb (on `users`, `groups`, `serviceaccounts` for a
@@ -557,4 +439,122 @@ fn percent_decoded(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> User {
+        User {
+            name: name.into(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
+    }
+
+    fn attrs<'a>(u: &'a User, sub: &'a str, ns: &'a str, path: Option<&'a str>) -> Attributes<'a> {
+        Attributes {
+            user: u,
+            verb: "get",
+            group: "apps",
+            resource: "deployments",
+            subresource: sub,
+            namespace: ns,
+            name: "web",
+            path,
+        }
+    }
+
+    #[test]
+    fn modes_are_parsed_as_upstream_names_them() {
+        assert!(build("AlwaysAllow").is_ok());
+        assert!(build("RBAC,AlwaysDeny").is_ok());
+        let err = |m: &str| build(m).err().unwrap();
+        assert_eq!(
+            err("RBAC,RBAC"),
+            r#"--authorization-mode: authorization-mode ["RBAC" "RBAC"] has mode specified more than once"#
+        );
+        assert!(err("Magic").contains("\"Magic\" is not a valid mode"));
+        assert!(err("Node,RBAC").contains("Node mode is not implemented"));
+    }
+
+    #[test]
+    fn the_chain_asks_each_mode_until_one_decides() {
+        let carol = user("carol", &["system:authenticated"]);
+        let admin = user("admin", &["system:masters"]);
+        let a = attrs(&carol, "", "ns", None);
+        let deny = build("AlwaysDeny").unwrap().chain;
+        assert_eq!(
+            deny.authorize(&a),
+            Decision::NoOpinion("Everything is forbidden.".into())
+        );
+        assert!(deny.authorize(&attrs(&admin, "", "ns", None)).allowed());
+        let both = build("AlwaysDeny,AlwaysAllow").unwrap().chain;
+        assert!(both.authorize(&a).allowed());
+        // An empty policy has no opinion and no reason.
+        let rbac = build("RBAC").unwrap().chain;
+        assert_eq!(rbac.authorize(&a), Decision::NoOpinion(String::new()));
+    }
+
+    #[test]
+    fn impersonation_is_authorized_per_identity_asked_for() {
+        let admin = user("admin", &["system:masters"]);
+        let carol = user("carol", &["system:authenticated"]);
+        let chain = build("RBAC").unwrap().chain;
+        let none: Vec<(&str, &str)> = vec![("Accept", "application/json")];
+        assert_eq!(
+            impersonate(&chain, none.into_iter(), carol.clone()).unwrap(),
+            carol
+        );
+        let as_alice = vec![("Impersonate-User", "alice"), ("impersonate-group", "devs")];
+        let alice = impersonate(&chain, as_alice.clone().into_iter(), admin.clone()).unwrap();
+        assert_eq!(alice, user("alice", &["devs", "system:authenticated"]));
+        let sa = vec![("Impersonate-User", "system:serviceaccount:ns1:robot")];
+        let robot = impersonate(&chain, sa.into_iter(), admin.clone()).unwrap();
+        assert_eq!(
+            robot.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ns1",
+                "system:authenticated"
+            ]
+        );
+        // Without the `impersonate` verb: upstream's 403 on the identity asked for.
+        let e = impersonate(&chain, as_alice.into_iter(), carol.clone()).unwrap_err();
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            e.message,
+            r#"users "alice" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        );
+        let groups_only = vec![("Impersonate-Group", "devs")];
+        assert_eq!(
+            impersonate(&chain, groups_only.into_iter(), admin)
+                .unwrap_err()
+                .code,
+            500
+        );
+        assert_eq!(percent_decoded("scopes%2fa%zz"), "scopes/a%zz");
+    }
+
+    #[test]
+    fn forbidden_texts_are_upstreams() {
+        let carol = user("carol", &[]);
+        let e = forbidden(&attrs(&carol, "scale", "ns", None), "");
+        assert_eq!(
+            e.message,
+            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments/scale" in API group "apps" in the namespace "ns""#
+        );
+        let e = forbidden(&attrs(&carol, "", "", None), "RBAC: role missing");
+        assert_eq!(
+            e.message,
+            r#"deployments.apps "web" is forbidden: User "carol" cannot get resource "deployments" in API group "apps" at the cluster scope: RBAC: role missing"#
+        );
+        let e = forbidden(&attrs(&carol, "", "", Some("/foo")), "");
+        assert_eq!(
+            e.message,
+            r#"forbidden: User "carol" cannot get path "/foo""#
+        );
+        assert_eq!(e.code, 403);
+    }
 }

@@ -55,6 +55,11 @@ pub async fn start(st: &State, rbac: &Rbac, aggregate: bool) -> [Revision; 4] {
     };
     if aggregate {
         aggregate_roles(st, rbac).await;
+        // The aggregated rules just written count from the first request on (the watches
+        // would bring them a moment after the server is ready).
+        if let Ok(after) = load(st, rbac).await {
+            return after;
+        }
     }
     revs
 }
