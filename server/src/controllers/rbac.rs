@@ -53,16 +53,25 @@ pub async fn start(st: &State, rbac: &Rbac, aggregate: bool) -> [Revision; 4] {
             [Revision::ZERO; 4]
         }
     };
-    if aggregate {
-        aggregate_roles(st, rbac).await;
-        // The aggregated rules just written count from the first request on (the watches
-        // would bring them a moment after the server is ready).
-        if let Ok(after) = load(st, rbac).await {
-            return after;
+    // Aggregated roles that aggregate others (admin takes edit's, which takes view's) need
+    // a round each; done here, their rules count from the first request on (the watches
+    // start after the last round's writes).
+    let mut revs = revs;
+    for _ in 0..AGGREGATION_ROUNDS_AT_START_MAX {
+        if !aggregate || !aggregate_roles(st, rbac).await {
+            break;
+        }
+        match load(st, rbac).await {
+            Ok(after) => revs = after,
+            Err(_) => break,
         }
     }
     revs
 }
+
+/// Rounds of aggregation before the server reports ready (the bootstrap chain needs three;
+/// a cycle of aggregated roles would go on, and the watches take over after these).
+const AGGREGATION_ROUNDS_AT_START_MAX: usize = 8;
 
 /// Keeps the policy current from the watches, on its own thread.
 pub fn spawn(
@@ -189,16 +198,18 @@ async fn load(st: &State, rbac: &Rbac) -> Result<[Revision; 4], ApiError> {
     Ok(revs)
 }
 
-/// Writes the rules aggregation gives each aggregated ClusterRole whose rules differ.
-async fn aggregate_roles(st: &State, rbac: &Rbac) {
+/// Writes the rules aggregation gives each aggregated ClusterRole whose rules differ; true
+/// when it wrote any.
+async fn aggregate_roles(st: &State, rbac: &Rbac) -> bool {
     let updates = {
         let index = rbac.index.read();
         keel_rbac::aggregation::aggregation_updates(index.cluster_roles())
     };
     let routes = st.routes.load();
     let Some(res) = routes.lookup(GROUP, "v1", "clusterroles") else {
-        return;
+        return false;
     };
+    let wrote = !updates.is_empty();
     for u in updates {
         let rules = serde_json::to_value(&u.rules).expect("rules serialize");
         let opts = UpdateOptions {
@@ -218,6 +229,7 @@ async fn aggregate_roles(st: &State, rbac: &Rbac) {
             eprintln!("rbac controller: aggregating {}: {}", u.name, e.message);
         }
     }
+    wrote
 }
 
 /// Creates or reconciles every object of upstream's bootstrap policy.
