@@ -1,5 +1,5 @@
 //! Authentication (static bearer tokens, x509 client certificates) and the authorizer seam
-//! (the modes are in `crate::authz`).
+//! (the modes and their chain implement it in the authz module, above this one).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,15 +16,15 @@ pub struct User {
 
 impl User {
     pub fn is_admin(&self) -> bool {
-        self.groups.iter().any(|g| g == "system:masters")
+        self.groups.iter().any(|g| g == MASTERS_GROUP)
     }
 
     /// This user as the policy layer sees a requester: as upstream's authenticators report
     /// it, in `system:authenticated` too (a token file's groups do not list it).
     pub fn requester(&self) -> keel_strategy::Requester {
         let mut groups = self.groups.clone();
-        if !groups.iter().any(|g| g == "system:authenticated") {
-            groups.push("system:authenticated".into());
+        if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+            groups.push(AUTHENTICATED_GROUP.into());
         }
         keel_strategy::Requester {
             name: self.name.clone(),
@@ -136,7 +136,7 @@ pub fn authenticate(
 ) -> Option<User> {
     if let Some((cn, orgs)) = client_cert.filter(|(cn, _)| !cn.is_empty()) {
         let mut groups = orgs.to_vec();
-        groups.push("system:authenticated".into());
+        groups.push(AUTHENTICATED_GROUP.into());
         return Some(User {
             name: cn.to_string(),
             uid: String::new(),
@@ -195,7 +195,7 @@ impl Decision {
     }
 }
 
-/// The authorization seam: `crate::authz` holds the modes and their chain.
+/// The authorization seam, which the authz module's chain of modes implements.
 pub trait Authorizer: Send + Sync {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
 

@@ -139,13 +139,10 @@ fn check_custom_metadata(c: &Call<'_>, obj: &Value, decoding: Decoding) -> Resul
         return Ok(());
     };
     if !meta.is_object() && !meta.is_null() {
-        let what = match meta {
-            Value::Array(_) => "array",
-            Value::String(_) => "string",
-            Value::Number(_) => "number",
-            _ => "bool",
-        };
-        let why = format!("json: cannot unmarshal {what} into Go value of type v1.ObjectMeta");
+        let why = format!(
+            "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+            json_kind(meta)
+        );
         return Err(decoding.type_error(c, obj, &why));
     }
     match keel_schema::schemas()
@@ -208,16 +205,21 @@ fn strict_decoding_error(c: &Call<'_>, findings: &[String]) -> ApiError {
     )
 }
 
-/// Upstream's 400 for a body that is JSON (or YAML) but not an object: it could not read
-/// the `apiVersion` and `kind` out of it.
-fn not_an_object(kind: &str, v: &Value, body: &[u8]) -> ApiError {
-    let what = match v {
+/// How Go's decoder names a JSON value's kind in its errors (`cannot unmarshal array`).
+fn json_kind(v: &Value) -> &'static str {
+    match v {
         Value::Array(_) => "array",
         Value::String(_) => "string",
         Value::Number(_) => "number",
         Value::Bool(_) => "bool",
         _ => "object",
-    };
+    }
+}
+
+/// Upstream's 400 for a body that is JSON (or YAML) but not an object: it could not read
+/// the `apiVersion` and `kind` out of it.
+fn not_an_object(kind: &str, v: &Value, body: &[u8]) -> ApiError {
+    let what = json_kind(v);
     ApiError::bad_request(format!(
         "the object provided is unrecognized (must be of type {kind}): couldn't get \
          version/kind; json parse error: json: cannot unmarshal {what} into Go value of type \

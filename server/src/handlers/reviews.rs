@@ -6,15 +6,12 @@
 use super::body::decode_object;
 use super::call::Call;
 use super::respond;
-use crate::auth::{self, Attributes, User};
+use crate::auth::{self, Attributes, User, AUTHENTICATED_GROUP};
 use crate::state::State;
 use keel_api::jsonmap::JsonPointer;
 use keel_api::status::{field, ApiError};
 use keel_http::Response;
 use serde_json::{json, Value};
-
-/// Group every authenticated user belongs to.
-const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// Whether `(group, resource)` is a review answered by [`create`].
 pub fn is_review(group: &str, resource: &str) -> bool {

@@ -97,12 +97,11 @@ impl Line {
             ("DELETED", Some(p)) => (p.value(), p.mod_revision),
             _ => (ev.kv.value(), ev.kv.mod_revision),
         };
-        let object = event_object(ev, kind);
         // An object that may predate its custom resource's schema goes out pruned and
         // defaulted, made for this watch alone (only old objects' deletes and replays).
         if enc.decodes(written) {
             let mut out = Vec::new();
-            enc.event_at(&mut out, kind, &object, written);
+            enc.event_at(&mut out, kind, &event_object(ev, kind), written);
             *charged += out.len();
             return (!out.is_empty()).then(|| out.into());
         }
@@ -111,6 +110,7 @@ impl Line {
             return Some(self.bytes.clone());
         }
         let more = self.more.get_or_insert_with(Box::default);
+        let object = event_object(ev, kind);
         if let Some((.., b)) = more
             .encoded
             .iter()
