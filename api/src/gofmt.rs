@@ -46,6 +46,12 @@ pub fn quote(s: &str) -> String {
     out
 }
 
+/// A list of strings as Go's `%q` prints a `[]string`: `["a" "b"]`.
+pub fn quote_list<S: AsRef<str>>(items: &[S]) -> String {
+    let q: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
+    format!("[{}]", q.join(" "))
+}
+
 /// Renders a bad value the way upstream's field errors do: strings quoted, numbers and booleans
 /// plain, null as `null`, a list of strings as Go's `[]string{"a", "b"}`, anything else as JSON.
 pub fn bad_value(v: &Value) -> String {

@@ -113,7 +113,7 @@ impl Headers {
     }
 
     /// All fields as `(name, value)` pairs, in arrival order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
         self.fields.iter().map(|f| self.field(f))
     }
 
@@ -130,12 +130,17 @@ impl Headers {
 
 /// Identity taken from a verified TLS client certificate, as kube-apiserver's x509
 /// authenticator reads it: the subject CommonName is the user, the Organizations the groups.
+/// The certificate chains to the client CA, the request-header (front-proxy) CA, or both.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientIdentity {
     /// Subject CommonName (the user name).
     pub common_name: String,
     /// Subject Organization values, in certificate order (the groups).
     pub organizations: Vec<String>,
+    /// It chains to the client CA: the subject is the identity.
+    pub by_client_ca: bool,
+    /// It chains to the request-header CA: a front proxy whose headers name the user.
+    pub by_request_header_ca: bool,
 }
 
 /// A request before its body is read: what [`crate::Handler::admit`] judges.

@@ -191,6 +191,8 @@ pub fn issue_client_cert(
     let want = ClientIdentity {
         common_name: cn.to_string(),
         organizations: orgs.to_vec(),
+        by_client_ca: false,
+        by_request_header_ca: false,
     };
     if identity.as_ref() != Some(&want) {
         return Err(invalid(format!(
@@ -267,6 +269,8 @@ fn load_roots(path: &Path) -> Result<Arc<RootCertStore>, String> {
 pub struct ServerTls {
     config: Arc<rustls::ServerConfig>,
     client_verifier: Option<Arc<dyn ClientCertVerifier>>,
+    /// The request-header (front-proxy) CA's verifier.
+    proxy_verifier: Option<Arc<dyn ClientCertVerifier>>,
 }
 
 impl std::fmt::Debug for ServerTls {
@@ -282,7 +286,8 @@ impl std::fmt::Debug for ServerTls {
 pub(crate) enum PeerCert {
     /// No certificate was presented (or none was asked for).
     None,
-    /// The certificate chains to the client CA: its subject is an identity.
+    /// The certificate chains to the client CA or the request-header CA (which, the
+    /// identity says).
     Verified(ClientIdentity),
     /// The certificate does not verify, for this reason: it is not an identity.
     Rejected(String),
@@ -294,7 +299,8 @@ impl ServerTls {
         &self.config
     }
 
-    /// Verifies the certificate the client presented on `conn` against the client CA.
+    /// Verifies the certificate the client presented on `conn` against the client CA and
+    /// the request-header CA.
     pub(crate) fn peer_cert(&self, conn: &rustls::ServerConnection) -> PeerCert {
         let Some((end_entity, intermediates)) =
             conn.peer_certificates().and_then(|c| c.split_first())
@@ -304,11 +310,21 @@ impl ServerTls {
         let Some(verifier) = &self.client_verifier else {
             return PeerCert::None;
         };
-        if let Err(e) = verifier.verify_client_cert(end_entity, intermediates, UnixTime::now()) {
+        let now = UnixTime::now();
+        let by_client = verifier.verify_client_cert(end_entity, intermediates, now);
+        let by_proxy = self
+            .proxy_verifier
+            .as_ref()
+            .is_some_and(|v| v.verify_client_cert(end_entity, intermediates, now).is_ok());
+        if let (Err(e), false) = (&by_client, by_proxy) {
             return PeerCert::Rejected(e.to_string());
         }
         match identity_from_der(end_entity.as_ref()) {
-            Some(identity) => PeerCert::Verified(identity),
+            Some(mut identity) => {
+                identity.by_client_ca = by_client.is_ok();
+                identity.by_request_header_ca = by_proxy;
+                PeerCert::Verified(identity)
+            }
             None => PeerCert::Rejected("unparsable certificate subject".to_string()),
         }
     }
@@ -382,6 +398,17 @@ pub fn server_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<ServerTls>, String> {
+    server_config_trusting(cert, key, client_ca, None)
+}
+
+/// [`server_config`] that also trusts `request_header_ca` for front proxies' client
+/// certificates (kube-apiserver's `--requestheader-client-ca-file`); only with a client CA.
+pub fn server_config_trusting(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+    request_header_ca: Option<&Path>,
+) -> Result<Arc<ServerTls>, String> {
     let builder = rustls::ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
@@ -405,9 +432,20 @@ pub fn server_config(
         .with_single_cert(load_certs(cert)?, load_key(key)?)
         .map_err(|e| format!("serving certificate {}: {e}", cert.display()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let proxy_verifier = match (request_header_ca, &client_verifier) {
+        (Some(ca), Some(_)) => {
+            let verifier: Arc<dyn ClientCertVerifier> =
+                WebPkiClientVerifier::builder_with_provider(load_roots(ca)?, provider())
+                    .build()
+                    .map_err(|e| e.to_string())?;
+            Some(verifier)
+        }
+        _ => None,
+    };
     Ok(Arc::new(ServerTls {
         config: Arc::new(config),
         client_verifier,
+        proxy_verifier,
     }))
 }
 
@@ -454,6 +492,8 @@ pub(crate) fn identity_from_der(der: &[u8]) -> Option<ClientIdentity> {
     Some(ClientIdentity {
         common_name,
         organizations,
+        by_client_ca: false,
+        by_request_header_ca: false,
     })
 }
 
@@ -520,7 +560,9 @@ mod tests {
             id,
             ClientIdentity {
                 common_name: "alice".into(),
-                organizations: orgs
+                organizations: orgs,
+                by_client_ca: false,
+                by_request_header_ca: false,
             }
         );
     }

@@ -80,7 +80,7 @@ fn tls_chain_alpn_and_client_identity() {
     let with_cert = tls::client_config(&files.ca_cert, Some((&cert, &key))).unwrap();
     let (_, text) = get(addr, with_cert).unwrap();
     assert!(
-        text.ends_with(r#"cert=Some(ClientIdentity { common_name: "alice", organizations: ["system:masters", "dev"] }) error=None"#),
+        text.ends_with(r#"cert=Some(ClientIdentity { common_name: "alice", organizations: ["system:masters", "dev"], by_client_ca: true, by_request_header_ca: false }) error=None"#),
         "{text}"
     );
 

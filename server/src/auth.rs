@@ -1,17 +1,22 @@
-//! Authentication (static bearer tokens, x509 client certificates) and the authorizer seam
-//! (the modes and their chain implement it in the authz module, above this one).
+//! Authentication's shared parts (the user, static bearer tokens, x509 client certificates,
+//! the anonymous user) and the authorizer seam (the modes and their chain implement it in
+//! the authz module, above this one; service account tokens are the serviceaccount
+//! module's, also above).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::limits::TOKEN_FILE_BYTES_MAX;
 
 /// An authenticated caller.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// What the authenticator adds (a service account token's pod and credential ID,
+    /// impersonated extras), by key.
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl User {
@@ -20,10 +25,14 @@ impl User {
     }
 
     /// This user as the policy layer sees a requester: as upstream's authenticators report
-    /// it, in `system:authenticated` too (a token file's groups do not list it).
+    /// it, in `system:authenticated` too (a token file's groups do not list it) unless
+    /// anonymous.
     pub fn requester(&self) -> keel_strategy::Requester {
         let mut groups = self.groups.clone();
-        if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        if !groups
+            .iter()
+            .any(|g| g == AUTHENTICATED_GROUP || g == UNAUTHENTICATED_GROUP)
+        {
             groups.push(AUTHENTICATED_GROUP.into());
         }
         keel_strategy::Requester {
@@ -82,6 +91,7 @@ impl TokenFile {
                 name: fields[1].clone(),
                 uid: fields[2].clone(),
                 groups,
+                extra: BTreeMap::new(),
             };
             if tokens.insert(fields[0].clone(), user).is_some() {
                 return Err(format!("line {}: duplicate token", n + 1));
@@ -141,18 +151,122 @@ pub fn authenticate(
             name: cn.to_string(),
             uid: String::new(),
             groups,
+            extra: BTreeMap::new(),
         });
     }
-    let token = authorization?
-        .strip_prefix("Bearer ")
-        .or_else(|| authorization?.strip_prefix("bearer "))?;
-    let mut user = tokens.lookup(token.trim()).cloned()?;
+    let mut user = tokens.lookup(bearer_token(authorization)?).cloned()?;
     // As upstream's authenticated-group adder: every authenticated user is in it.
     if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
         user.groups.push(AUTHENTICATED_GROUP.into());
     }
     Some(user)
 }
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case, as
+/// upstream's); `None` for no header, another scheme or an empty token.
+pub fn bearer_token(authorization: Option<&str>) -> Option<&str> {
+    let mut parts = authorization?.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Request-header (front-proxy) authentication: a client certificate signed by the
+/// request-header CA, with one of `allowed_names` as its CommonName (any when empty), proves
+/// a proxy that authenticated the user, whom its headers name (kube-apiserver's
+/// `--requestheader-*` flags).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHeaderAuth {
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub uid_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_prefixes: Vec<String>,
+}
+
+impl RequestHeaderAuth {
+    /// Whether a proxy certificate with this CommonName may name users.
+    pub fn allows(&self, common_name: &str) -> bool {
+        self.allowed_names.is_empty() || self.allowed_names.iter().any(|n| n == common_name)
+    }
+
+    /// The user the headers name, as upstream's request-header authenticator reads them:
+    /// the first non-empty username header (none: no user), the first uid header, every
+    /// value of the group headers, and the extras of the prefixed headers (keys lowercased
+    /// and percent-decoded).
+    pub fn user<'h>(
+        &self,
+        headers: impl Iterator<Item = (&'h str, &'h str)> + Clone,
+    ) -> Option<User> {
+        let first = |names: &[String]| {
+            names.iter().find_map(|n| {
+                headers
+                    .clone()
+                    .find(|(k, v)| k.eq_ignore_ascii_case(n) && !v.is_empty())
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let name = first(&self.username_headers)?;
+        let uid = first(&self.uid_headers).unwrap_or_default();
+        let groups = headers
+            .clone()
+            .filter(|(k, _)| self.group_headers.iter().any(|g| k.eq_ignore_ascii_case(g)))
+            .map(|(_, v)| v.to_string())
+            .collect();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in headers {
+            let key = self.extra_prefixes.iter().find_map(|p| {
+                k.get(..p.len())
+                    .filter(|head| head.eq_ignore_ascii_case(p))
+                    .map(|_| &k[p.len()..])
+            });
+            if let Some(key) = key.filter(|k| !k.is_empty()) {
+                extra
+                    .entry(percent_decoded(&key.to_ascii_lowercase()))
+                    .or_default()
+                    .push(v.to_string());
+            }
+        }
+        Some(User {
+            name,
+            uid,
+            groups,
+            extra,
+        })
+    }
+}
+
+/// A header name's `%XX` escapes decoded (upstream unescapes extra keys).
+pub fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The user of a request without credentials, when anonymous requests are allowed.
+pub fn anonymous() -> User {
+    User {
+        name: ANONYMOUS_USER.into(),
+        groups: vec![UNAUTHENTICATED_GROUP.into()],
+        ..Default::default()
+    }
+}
+
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 
 /// The group every authenticated user is in.
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
@@ -225,6 +339,38 @@ mod tests {
         assert!(f.lookup("nope").is_none());
         assert!(TokenFile::parse("abc,admin").is_err());
         assert!(TokenFile::parse("a,b,c\na,d,e").is_err());
+    }
+
+    #[test]
+    fn request_headers_name_the_proxied_user() {
+        let rh = RequestHeaderAuth {
+            allowed_names: vec!["front-proxy-client".into()],
+            username_headers: vec!["X-Remote-User".into(), "X-Other-User".into()],
+            uid_headers: vec!["X-Remote-Uid".into()],
+            group_headers: vec!["X-Remote-Group".into()],
+            extra_prefixes: vec!["X-Remote-Extra-".into()],
+        };
+        assert!(rh.allows("front-proxy-client") && !rh.allows("other"));
+        assert!(RequestHeaderAuth::default().allows("anyone"));
+        let headers = [
+            ("x-remote-user", ""),
+            ("X-Other-User", "alice"),
+            ("X-Remote-Group", "a"),
+            ("x-remote-group", "b"),
+            ("X-Remote-Uid", "42"),
+            ("X-Remote-Extra-Acme.com%2Fproject", "p1"),
+            ("X-Remote-Extra-", "ignored"),
+        ];
+        let u = rh.user(headers.iter().copied()).unwrap();
+        assert_eq!((u.name.as_str(), u.uid.as_str()), ("alice", "42"));
+        assert_eq!(u.groups, ["a", "b"]);
+        assert_eq!(u.extra.len(), 1);
+        assert_eq!(u.extra["acme.com/project"], ["p1"]);
+        assert!(rh.user([("X-Remote-Group", "a")].iter().copied()).is_none());
+        assert_eq!(bearer_token(Some("bearer abc")), Some("abc"));
+        assert_eq!(bearer_token(Some("Bearer ")), None);
+        assert_eq!(bearer_token(Some("Basic abc")), None);
+        assert!(anonymous().requester().groups == ["system:unauthenticated"]);
     }
 
     #[test]

@@ -49,10 +49,9 @@ pub fn build(modes: &str) -> Result<Built, String> {
     let rbac = Arc::new(Rbac::default());
     let names: Vec<&str> = modes.split(',').map(str::trim).collect();
     if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
-        let quoted: Vec<String> = names.iter().map(|n| keel_api::gofmt::quote(n)).collect();
         return Err(format!(
-            "--authorization-mode: authorization-mode [{}] has mode specified more than once",
-            quoted.join(" ")
+            "--authorization-mode: authorization-mode {} has mode specified more than once",
+            keel_api::gofmt::quote_list(&names)
         ));
     }
     for &name in &names {
@@ -324,8 +323,7 @@ pub fn check_rbac_write(
 /// `system:serviceaccount:<ns>:<name>` user, `uids`, `userextras/<key>`), and the request
 /// then acts as that user: in `system:authenticated` (a service account also in
 /// `system:serviceaccounts` and `system:serviceaccounts:<ns>` unless groups were named).
-/// `None` headers: the requester as they are. Extras are authorized but not kept (keel's
-/// users carry none).
+/// `None` headers: the requester as they are. Extras are carried as the user's.
 pub fn impersonate<'h>(
     chain: &dyn Authorizer,
     headers: impl Iterator<Item = (&'h str, &'h str)>,
@@ -356,7 +354,7 @@ pub fn impersonate<'h>(
             .filter(|p| p.eq_ignore_ascii_case("extra-"))
             .map(|_| &rest[6..])
         {
-            extras.push((percent_decoded(&key.to_ascii_lowercase()), v));
+            extras.push((crate::auth::percent_decoded(&key.to_ascii_lowercase()), v));
         }
     }
     let Some(name) = name else {
@@ -414,31 +412,16 @@ pub fn impersonate<'h>(
     {
         out.push("system:authenticated".into());
     }
+    let mut extra: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (key, value) in extras {
+        extra.entry(key).or_default().push(value.to_owned());
+    }
     Ok(User {
         name: name.to_owned(),
         uid: uid.unwrap_or("").to_owned(),
         groups: out,
+        extra,
     })
-}
-
-/// A header name's `%XX` escapes decoded (upstream unescapes extra keys).
-fn percent_decoded(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -447,6 +430,7 @@ mod tests {
 
     fn user(name: &str, groups: &[&str]) -> User {
         User {
+            extra: Default::default(),
             name: name.into(),
             uid: String::new(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
@@ -534,7 +518,7 @@ mod tests {
                 .code,
             500
         );
-        assert_eq!(percent_decoded("scopes%2fa%zz"), "scopes/a%zz");
+        assert_eq!(crate::auth::percent_decoded("scopes%2fa%zz"), "scopes/a%zz");
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub mod run;
 pub mod schema_meta;
 pub mod selection;
 pub mod service_ref;
+pub mod serviceaccount;
 pub mod state;
 pub mod storage;
 pub mod versions;

@@ -108,6 +108,11 @@ pub const ROUTES_CACHED_PER_THREAD_MAX: usize = 4;
 
 // ------------------------------------------------------------------------- controllers
 
+/// The namespace defaults controller (default ServiceAccount, `kube-root-ca.crt`): its
+/// resync, and the least time between passes (a pass reads two objects per namespace).
+pub const NAMESPACE_DEFAULTS_RESYNC: Duration = Duration::from_secs(30);
+pub const NAMESPACE_DEFAULTS_PASS_INTERVAL_MIN: Duration = Duration::from_millis(200);
+
 /// How often the namespace controller re-examines terminating namespaces when nothing
 /// changes.
 pub const NAMESPACE_RESYNC: Duration = Duration::from_millis(500);
@@ -174,6 +179,13 @@ pub const LARGEST_BODIES_IN_FLIGHT_PER_CORE: usize = 16;
 
 /// Largest token file accepted (`--token-auth-file`).
 pub const TOKEN_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+
+/// Service account tokens whose authentication is remembered, and for how long (upstream's
+/// token cache keeps successes 10 seconds); when full, expired entries go, then all.
+pub const TOKEN_CACHE_ENTRIES_MAX: usize = 10_000;
+pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(10);
+/// The largest service account key file read.
+pub const KEY_FILE_BYTES_MAX: u64 = 1024 * 1024;
 /// Largest `--encryption-provider-config` accepted: a rule with a few keys is well under a
 /// kilobyte, so a megabyte holds thousands of keys, and anything bigger is not a config.
 pub const ENCRYPTION_CONFIG_BYTES_MAX: u64 = 1024 * 1024;

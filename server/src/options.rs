@@ -21,6 +21,12 @@ pub struct Options {
     #[arg(long, default_value = "127.0.0.1")]
     pub bind_address: IpAddr,
 
+    /// The address this server is reached at from the cluster: the `kubernetes` service's
+    /// Endpoints and EndpointSlice point at it. Default: --bind-address (a loopback or
+    /// unspecified address gives the service no endpoints).
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+
     /// HTTPS port (0 picks a free port; the chosen port is written to `<data-dir>/port`).
     #[arg(long, default_value_t = 6443)]
     pub secure_port: u16,
@@ -60,9 +66,28 @@ pub struct Options {
     pub requestheader_client_ca_file: Option<PathBuf>,
 
     /// Common names the proxy client certificate may carry, published with the CA (empty:
-    /// any name). Default with the generated certificate: `front-proxy-client`.
+    /// any name). Default with the generated certificate: `front-proxy-client`. A client
+    /// certificate signed by --requestheader-client-ca-file with one of these names is a
+    /// front proxy: the request is made as the user its headers name.
     #[arg(long, value_delimiter = ',')]
     pub requestheader_allowed_names: Vec<String>,
+
+    /// Request headers naming the user a front proxy authenticated (the first present).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Request headers naming the user's UID (the first present; none by default).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// Request headers naming the user's groups (every value).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of request headers carrying the user's extras (the rest of the name is the
+    /// key).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
 
     /// Reach an aggregated API server at a ready endpoint of its Service's EndpointSlices
     /// instead of the Service's cluster IP.
@@ -73,6 +98,54 @@ pub struct Options {
     /// Default: `<data-dir>/tokens.csv`, created on first start with an admin token.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+
+    /// Service account token issuer identifiers (`iss`): the first is written into the
+    /// tokens keel issues, every one is accepted; the first is published at
+    /// `/.well-known/openid-configuration` (it must then be an https URL).
+    #[arg(long, default_value = crate::serviceaccount::DEFAULT_ISSUER)]
+    pub service_account_issuer: Vec<String>,
+
+    /// PEM private key (RSA, or EC P-256/P-384) that signs service account tokens.
+    /// Default `<data-dir>/pki/sa.key`, made (an EC P-256 key) on first start when absent.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// PEM files of the public keys (or certificates, or private keys) that verify service
+    /// account tokens; repeatable. Default: the signing key's public half.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// Identifiers of the API: a token must be meant for one of them (`aud`). Default: the
+    /// issuers.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// The longest validity a TokenRequest gets (longer requests are shortened, with a
+    /// warning); `0s`: no maximum.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub service_account_max_token_expiration: Duration,
+
+    /// Pod-bound tokens requested for 3607 seconds (what a kubelet asks for) are valid for
+    /// a year and carry a `warnafter` claim, as upstream's safe roll-out of bound tokens.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub service_account_extend_token_expiration: bool,
+
+    /// The `jwks_uri` of the discovery document. Default
+    /// `https://<this server's address>/openid/v1/jwks`.
+    #[arg(long, default_value = "")]
+    pub service_account_jwks_uri: String,
+
+    /// The CA bundle published as `ca.crt` in every namespace's `kube-root-ca.crt` ConfigMap
+    /// (what in-cluster clients verify this server with). Default: keel's own CA, which
+    /// signs its serving certificate.
+    #[arg(long)]
+    pub root_ca_file: Option<PathBuf>,
+
+    /// Requests without credentials are made as `system:anonymous` (group
+    /// `system:unauthenticated`) and authorized as such; `false`: they get 401. Forced off
+    /// when the only authorization mode is `AlwaysAllow`, as upstream does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub anonymous_auth: bool,
 
     /// Authorization modes, a comma-separated chain asked in order (members of
     /// `system:masters` are allowed first): `AlwaysAllow` (any authenticated user),
@@ -210,7 +283,8 @@ pub struct Options {
     /// the controller named 'foo'. Keel runs these of kube-controller-manager's controllers
     /// in-process: namespace-controller, garbage-collector-controller,
     /// persistentvolumeclaim-protection-controller, persistentvolume-protection-controller,
-    /// volumeattributesclass-protection-controller; turn them off when an external
+    /// volumeattributesclass-protection-controller, clusterrole-aggregation-controller,
+    /// serviceaccount-controller, root-ca-certificate-publisher-controller; turn them off when an external
     /// kube-controller-manager runs them (e.g.
     /// `--controllers=-garbage-collector-controller,-namespace-controller,*`). Every other
     /// kube-controller-manager name is accepted and changes nothing; the controllers

@@ -25,6 +25,7 @@ fn front_proxy(
     (
         crate::aggregator::Identity,
         crate::controllers::authtrust::RequestHeader,
+        std::path::PathBuf,
     ),
     String,
 > {
@@ -65,8 +66,15 @@ fn front_proxy(
         },
         crate::controllers::authtrust::RequestHeader {
             ca_pem,
-            allowed_names: names,
+            auth: crate::auth::RequestHeaderAuth {
+                allowed_names: names,
+                username_headers: opts.requestheader_username_headers.clone(),
+                uid_headers: opts.requestheader_uid_headers.clone(),
+                group_headers: opts.requestheader_group_headers.clone(),
+                extra_prefixes: opts.requestheader_extra_headers_prefix.clone(),
+            },
         },
+        ca,
     ))
 }
 
@@ -190,8 +198,13 @@ pub fn run(opts: Options) -> Result<(), String> {
         .client_ca_file
         .clone()
         .unwrap_or_else(|| tls.ca_cert.clone());
-    let server_tls = keel_http::tls::server_config(&cert, &key, Some(&client_ca))?;
-    let (proxy_identity, request_header) = front_proxy(&opts, &pki)?;
+    let (proxy_identity, request_header, request_header_ca) = front_proxy(&opts, &pki)?;
+    let server_tls = keel_http::tls::server_config_trusting(
+        &cert,
+        &key,
+        Some(&client_ca),
+        Some(&request_header_ca),
+    )?;
     let token_path = match &opts.token_auth_file {
         Some(p) => p.clone(),
         None => {
@@ -202,6 +215,14 @@ pub fn run(opts: Options) -> Result<(), String> {
         }
     };
     let tokens = TokenFile::load(&token_path)?;
+    let service_accounts = service_account_issuer(&opts, &pki)?;
+    // As upstream: anonymous requests are never let through AlwaysAllow alone.
+    let anonymous = opts.anonymous_auth && opts.authorization_mode.trim() != "AlwaysAllow";
+    if opts.anonymous_auth && !anonymous {
+        eprintln!(
+            "apiserver: AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+        );
+    }
 
     // Layers: storage backend, registry, routes, shared state.
     let backend = open_backend(&opts, &data)?;
@@ -243,6 +264,9 @@ pub fn run(opts: Options) -> Result<(), String> {
         ),
         emulation,
         disabled_metrics: opts.disabled_metrics.clone(),
+        service_accounts: Some(service_accounts),
+        anonymous,
+        request_header: Some(request_header.auth.clone()),
     }));
 
     // Serve.
@@ -290,6 +314,14 @@ pub fn run(opts: Options) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let synced = rt.block_on(crate::controllers::bootstrap::bootstrap(&st, secure.port()))?;
+    let advertise = opts.advertise_address.unwrap_or(opts.bind_address);
+    if let Err(e) = rt.block_on(crate::controllers::bootstrap::endpoints(
+        &st,
+        advertise,
+        secure.port(),
+    )) {
+        eprintln!("apiserver: {e}");
+    }
     if st.flowcontrol.enabled {
         // Errors are logged and retried by the controller; the built-in bootstrap applies.
         if let Err(e) = rt.block_on(crate::controllers::flowcontrol::reconcile(&st)) {
@@ -318,6 +350,23 @@ pub fn run(opts: Options) -> Result<(), String> {
     let registered = rt.block_on(crate::controllers::apiservices::start(&st));
     crate::controllers::apiservices::spawn(st.clone(), !registered);
     spawn_manager_controllers(&st, &controllers);
+    let defaults = crate::controllers::namespacedefaults::Parts {
+        service_accounts: controllers.is_enabled(crate::controllers::enabled::SERVICE_ACCOUNT),
+        root_ca: match controllers.is_enabled(crate::controllers::enabled::ROOT_CA_PUBLISHER) {
+            true => {
+                let p = opts.root_ca_file.as_ref().unwrap_or(&tls.ca_cert);
+                Some(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?)
+            }
+            false => None,
+        },
+    };
+    if defaults.service_accounts || defaults.root_ca.is_some() {
+        // Once before serving, so a namespace's defaults are there when the server is ready.
+        if let Err(e) = rt.block_on(crate::controllers::namespacedefaults::pass(&st, &defaults)) {
+            eprintln!("namespace defaults controller: {}", e.message);
+        }
+        crate::controllers::namespacedefaults::spawn(st.clone(), defaults);
+    }
     crate::controllers::ipallocator::spawn(st.clone(), Some(synced));
     if st.flowcontrol.enabled {
         crate::controllers::flowcontrol::spawn(st.clone());
@@ -329,6 +378,12 @@ pub fn run(opts: Options) -> Result<(), String> {
         ip => ip.to_string(),
     };
     let server_url = format!("https://{host}:{}", secure.port());
+    if let Some(sa) = &st.service_accounts {
+        sa.publish(
+            &opts.service_account_jwks_uri,
+            &format!("{host}:{}", secure.port()),
+        )?;
+    }
     let ca_pem =
         std::fs::read(&tls.ca_cert).map_err(|e| format!("{}: {e}", tls.ca_cert.display()))?;
     if let Some(token) = crate::controllers::bootstrap::admin_token(&token_path) {
@@ -347,6 +402,79 @@ pub fn run(opts: Options) -> Result<(), String> {
     let signal = crate::lifecycle::wait_for_termination()?;
     shut_down(&st, &opts, server, signal);
     Ok(())
+}
+
+/// The service account token issuer `--service-account-*` and `--api-audiences` configure;
+/// the signing key made in `pki` on first start when none is given.
+fn service_account_issuer(
+    opts: &Options,
+    pki: &Path,
+) -> Result<crate::serviceaccount::Issuer, String> {
+    use crate::serviceaccount::keys;
+    let read = |p: &Path| -> Result<String, String> {
+        let fail = |e: std::io::Error| format!("{}: {e}", p.display());
+        let len = std::fs::metadata(p).map_err(fail)?.len();
+        if len > crate::limits::KEY_FILE_BYTES_MAX {
+            return Err(format!(
+                "{}: larger than {} bytes",
+                p.display(),
+                crate::limits::KEY_FILE_BYTES_MAX
+            ));
+        }
+        std::fs::read_to_string(p).map_err(fail)
+    };
+    let signing_path = match &opts.service_account_signing_key_file {
+        Some(p) => p.clone(),
+        None => {
+            let p = pki.join("sa.key");
+            if !p.exists() {
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                let pem = keys::SigningKey::generate_pem()?;
+                let tmp = p.with_extension("tmp");
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(&tmp)
+                    .map_err(|e| format!("{}: {e}", tmp.display()))?;
+                f.write_all(pem.as_bytes())
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("{}: {e}", tmp.display()))?;
+                std::fs::rename(&tmp, &p).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+            make_private(&p, false)?;
+            p
+        }
+    };
+    let signing = keys::SigningKey::from_pem(&read(&signing_path)?).map_err(|e| {
+        format!(
+            "--service-account-signing-key-file {}: {e}",
+            signing_path.display()
+        )
+    })?;
+    let mut verify = Vec::new();
+    for p in &opts.service_account_key_file {
+        verify.extend(
+            keys::public_keys_from_pem(&read(p)?)
+                .map_err(|e| format!("--service-account-key-file {}: {e}", p.display()))?,
+        );
+    }
+    let issuers: Vec<String> = opts
+        .service_account_issuer
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    crate::serviceaccount::Issuer::new(
+        issuers,
+        opts.api_audiences.clone(),
+        signing,
+        verify,
+        opts.service_account_max_token_expiration.as_secs() as i64,
+        opts.service_account_extend_token_expiration,
+    )
 }
 
 /// The controllers upstream runs in kube-controller-manager, as `--controllers` enables them.

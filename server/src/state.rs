@@ -42,6 +42,14 @@ pub struct State {
     pub disabled_metrics: Vec<String>,
     /// The aggregated APIs (APIServices with a service) and how to reach them.
     pub aggregator: crate::aggregator::Aggregator,
+    /// Service account tokens: issued, checked, their issuer's discovery documents (`None`:
+    /// no service account tokens, for in-process callers).
+    pub service_accounts: Option<crate::serviceaccount::Issuer>,
+    /// `--anonymous-auth` as it applies: requests without credentials are `system:anonymous`.
+    pub anonymous: bool,
+    /// Request-header (front-proxy) authentication, for certificates the request-header CA
+    /// signed (`None`: off).
+    pub request_header: Option<crate::auth::RequestHeaderAuth>,
 }
 
 /// What `State::new` needs.
@@ -60,6 +68,9 @@ pub struct StateParts {
     pub emulation: keel_catalog::Emulation,
     /// `--disabled-metrics`: metric names `/metrics` leaves out.
     pub disabled_metrics: Vec<String>,
+    pub service_accounts: Option<crate::serviceaccount::Issuer>,
+    pub anonymous: bool,
+    pub request_header: Option<crate::auth::RequestHeaderAuth>,
 }
 
 impl State {
@@ -81,6 +92,9 @@ impl State {
             emulation: p.emulation,
             disabled_metrics: p.disabled_metrics,
             aggregator: Default::default(),
+            service_accounts: p.service_accounts,
+            anonymous: p.anonymous,
+            request_header: p.request_header,
         }
     }
 

@@ -9,8 +9,8 @@
 //! CAs of every API server sharing a store. The `requestheader-*` keys name what request-header
 //! authentication trusts: the CA of the front-proxy client certificate keel presents when it
 //! proxies to an aggregated API server (`crate::aggregator`), the names that certificate may
-//! carry and upstream's default user headers (lists merged as upstream merges them). A watch of the object wakes
-//! the controller; it also checks every `AUTH_TRUST_RESYNC`.
+//! carry and the user headers (`--requestheader-*`; lists merged as upstream merges them). A
+//! watch of the object wakes the controller; it also checks every `AUTH_TRUST_RESYNC`.
 
 use crate::limits::{AUTH_TRUST_PASS_INTERVAL_MIN, AUTH_TRUST_RESYNC};
 use crate::registry::{CreateOptions, Source, UpdateOptions};
@@ -66,13 +66,9 @@ pub fn merge_bundle(existing: &str, ours: &str) -> String {
 #[derive(Clone, Debug, Default)]
 pub struct RequestHeader {
     pub ca_pem: String,
-    pub allowed_names: Vec<String>,
+    /// The names and headers (`--requestheader-*`).
+    pub auth: crate::auth::RequestHeaderAuth,
 }
-
-/// Upstream's default headers of request-header authentication.
-pub const USERNAME_HEADERS: [&str; 1] = ["X-Remote-User"];
-pub const GROUP_HEADERS: [&str; 1] = ["X-Remote-Group"];
-pub const EXTRA_HEADER_PREFIXES: [&str; 1] = ["X-Remote-Extra-"];
 
 /// `have` (a JSON list of strings, as upstream writes them) with `ours` added, each once.
 pub fn merge_list(have: &str, ours: &[String]) -> String {
@@ -100,15 +96,17 @@ pub fn merged_data(
         merge_bundle(text(CLIENT_CA_KEY), client_ca).into(),
     );
     if let Some(f) = front {
-        let strings = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let lists = [
-            ("requestheader-allowed-names", f.allowed_names.clone()),
+            ("requestheader-allowed-names", f.auth.allowed_names.clone()),
             (
                 "requestheader-extra-headers-prefix",
-                strings(&EXTRA_HEADER_PREFIXES),
+                f.auth.extra_prefixes.clone(),
             ),
-            ("requestheader-group-headers", strings(&GROUP_HEADERS)),
-            ("requestheader-username-headers", strings(&USERNAME_HEADERS)),
+            ("requestheader-group-headers", f.auth.group_headers.clone()),
+            (
+                "requestheader-username-headers",
+                f.auth.username_headers.clone(),
+            ),
         ];
         for (k, ours) in lists {
             data.insert(k.into(), merge_list(text(k), &ours).into());
@@ -257,7 +255,13 @@ mod tests {
         have.insert("requestheader-allowed-names".into(), r#"["other"]"#.into());
         let front = RequestHeader {
             ca_pem: B.into(),
-            allowed_names: vec!["front-proxy-client".into()],
+            auth: crate::auth::RequestHeaderAuth {
+                allowed_names: vec!["front-proxy-client".into()],
+                username_headers: vec!["X-Remote-User".into()],
+                uid_headers: vec![],
+                group_headers: vec!["X-Remote-Group".into()],
+                extra_prefixes: vec!["X-Remote-Extra-".into()],
+            },
         };
         let data = merged_data(&have, A, Some(&front));
         let keys: Vec<&str> = data.keys().map(String::as_str).collect();

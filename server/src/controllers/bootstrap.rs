@@ -1,7 +1,8 @@
 //! First-start setup and start-up state: credentials, the admin kubeconfig, default
 //! namespaces, the default ServiceCIDR, the `kubernetes` service (and its IPAddress), the
-//! legacy token tracking date and the allocators' view of stored services. Objects
-//! are created through the registry, as any client's would be.
+//! legacy token tracking date, the allocators' view of stored services and the
+//! `kubernetes` service's Endpoints and EndpointSlice (this server's advertised address).
+//! Objects are created through the registry, as any client's would be.
 
 use crate::objects;
 use crate::registry::CreateOptions;
@@ -121,6 +122,101 @@ pub async fn bootstrap(
     });
     ensure(st, routes.core("configmaps"), tracking).await?;
     Ok((synced_at, next))
+}
+
+/// Points the `kubernetes` service's Endpoints and EndpointSlice at `ip:port` (this
+/// server), as upstream's endpoint reconciler does at start: created, or replaced when they
+/// say otherwise. A loopback or unspecified address is no endpoint (validation refuses it,
+/// as upstream's reconciler finds): nothing is written and the reason is returned.
+pub async fn endpoints(st: &State, ip: std::net::IpAddr, port: u16) -> Result<(), String> {
+    if ip.is_loopback() || ip.is_unspecified() {
+        return Err(format!(
+            "advertise address {ip} is not reachable from other hosts: the kubernetes service has no endpoints (set --advertise-address)"
+        ));
+    }
+    let routes = st.routes.load();
+    let ports = json!([{"name": "https", "port": port, "protocol": "TCP"}]);
+    let want_endpoints = json!({
+        "kind": "Endpoints", "apiVersion": "v1",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": ip.to_string()}], "ports": ports}],
+    });
+    replace_unless_equal(st, routes.core("endpoints"), want_endpoints, &["subsets"]).await?;
+    let slices = routes
+        .lookup("discovery.k8s.io", "v1", "endpointslices")
+        .ok_or("EndpointSlices are served")?;
+    let family = if ip.is_ipv4() { "IPv4" } else { "IPv6" };
+    let want_slice = json!({
+        "kind": "EndpointSlice", "apiVersion": "discovery.k8s.io/v1",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": family,
+        "endpoints": [{"addresses": [ip.to_string()], "conditions": {"ready": true}}],
+        "ports": ports,
+    });
+    replace_unless_equal(
+        st,
+        slices,
+        want_slice,
+        &["addressType", "endpoints", "ports"],
+    )
+    .await
+}
+
+/// Creates `want`, or sets its `fields` (and labels) on the stored object when they differ.
+async fn replace_unless_equal(
+    st: &State,
+    res: &Resource,
+    want: Value,
+    fields: &[&str],
+) -> Result<(), String> {
+    let (ns, name) = (
+        objects::meta_str(&want, "namespace")
+            .unwrap_or("")
+            .to_string(),
+        objects::name(&want).to_string(),
+    );
+    let current = match st.registry.get_latest(res, &ns, &name).await {
+        Ok((v, _)) => v,
+        Err(e) if e.code == 404 => return ensure(st, res, want).await,
+        Err(e) => return Err(e.message),
+    };
+    let labels = want
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or_default();
+    let same = fields.iter().all(|f| current.get(*f) == want.get(*f))
+        && labels.as_object().is_some_and(|l| {
+            l.iter()
+                .all(|(k, v)| current.pointer("/metadata/labels").and_then(|c| c.get(k)) == Some(v))
+        });
+    if same {
+        return Ok(());
+    }
+    let opts = crate::registry::UpdateOptions {
+        strategy: true,
+        ..Default::default()
+    };
+    let r = st
+        .registry
+        .guaranteed_update(res, &ns, &name, &opts, &mut |cur| {
+            let mut new = cur.cloned().ok_or_else(|| res.not_found(&name))?;
+            objects::meta_mut(&mut new).shift_remove("resourceVersion");
+            for f in fields {
+                new[*f] = want[*f].clone();
+            }
+            if let Some(l) = labels.as_object() {
+                let m = objects::meta_mut(&mut new);
+                let have = m.entry("labels").or_insert_with(|| json!({}));
+                if let Some(h) = have.as_object_mut() {
+                    for (k, v) in l {
+                        h.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            Ok(new)
+        })
+        .await;
+    super::gone_ok(r).map_err(|e| e.message)
 }
 
 /// The ConfigMap that says since when legacy service-account tokens are tracked.

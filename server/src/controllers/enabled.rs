@@ -16,6 +16,8 @@ pub const PVC_PROTECTION: &str = "persistentvolumeclaim-protection-controller";
 pub const PV_PROTECTION: &str = "persistentvolume-protection-controller";
 pub const VAC_PROTECTION: &str = "volumeattributesclass-protection-controller";
 pub const CLUSTERROLE_AGGREGATION: &str = "clusterrole-aggregation-controller";
+pub const SERVICE_ACCOUNT: &str = "serviceaccount-controller";
+pub const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
 
 /// Keel's in-process controllers that `--controllers` governs.
 pub const KEEL_CONTROLLERS: &[&str] = &[
@@ -25,6 +27,8 @@ pub const KEEL_CONTROLLERS: &[&str] = &[
     PV_PROTECTION,
     VAC_PROTECTION,
     CLUSTERROLE_AGGREGATION,
+    SERVICE_ACCOUNT,
+    ROOT_CA_PUBLISHER,
 ];
 
 /// Every controller kube-controller-manager v1.36 knows (cmd/kube-controller-manager/names):

@@ -1,9 +1,10 @@
 //! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
-//! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection and garbage
-//! collection controllers; `enabled` parses `--controllers`, which turns off the ones
+//! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection, namespace
+//! defaults (the `default` ServiceAccount, `kube-root-ca.crt`) and garbage collection
+//! controllers; `enabled` parses `--controllers`, which turns off the ones
 //! upstream runs in kube-controller-manager.
 //! They read and write through `Registry` like any client (never raw storage); later
-//! controllers (service accounts, ...) plug in here.
+//! controllers plug in here.
 
 pub mod apiservices;
 pub mod authtrust;
@@ -14,6 +15,7 @@ pub mod flowcontrol;
 pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
+pub mod namespacedefaults;
 pub mod rbac;
 pub mod servicecidrs;
 pub mod volumeprotection;

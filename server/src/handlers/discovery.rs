@@ -106,8 +106,32 @@ pub fn non_resource(st: &State, req: &Request, user: &User) -> Result<Response, 
         "/openapi/v3" => Ok(openapi::v3_root(st, req)),
         p if p.starts_with("/openapi/v3/") => openapi::v3_group_version(st, req, p),
         p if health::is_health_path(p) => Ok(health::serve(st, req)),
+        "/.well-known/openid-configuration" | "/openid/v1/jwks" => issuer_discovery(st, path),
         _ => Err(ApiError::route_not_found()),
     }
+}
+
+/// The service account issuer's discovery documents (404 when the issuer is not an https
+/// URL, as upstream then serves none).
+fn issuer_discovery(st: &State, path: &str) -> Result<Response, ApiError> {
+    let issuer = st
+        .service_accounts
+        .as_ref()
+        .ok_or_else(ApiError::route_not_found)?;
+    let (body, content_type) = match path {
+        "/openid/v1/jwks" => (issuer.jwks(), "application/jwk-set+json"),
+        _ => (issuer.openid_configuration(), JSON),
+    };
+    let body = body.ok_or_else(ApiError::route_not_found)?;
+    let mut r = respond::response(200, content_type, body.to_vec());
+    r.headers.push((
+        "Cache-Control".into(),
+        format!(
+            "public, max-age={}",
+            crate::serviceaccount::DISCOVERY_MAX_AGE_SECS
+        ),
+    ));
+    Ok(r)
 }
 
 /// `/metrics`: request series, stored objects per resource, open watches, the store's

@@ -18,6 +18,7 @@ mod respond;
 mod reviews;
 mod snapshot;
 mod subresources;
+mod token_request;
 mod watch;
 
 pub use call::{FieldValidation, Query};
@@ -399,13 +400,102 @@ async fn route(
     }
 }
 
+/// Who sent the request, as kube-apiserver's authenticators decide in turn: a front proxy's
+/// headers (request-header authentication), a verified client certificate, a static token, a service account token; none presented, the
+/// anonymous user when `--anonymous-auth` allows; then impersonation. A bearer token no
+/// authenticator accepts is 401 even where anonymous requests are allowed.
 fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
+    // A front proxy's certificate: the user its headers name (none named: the other
+    // authenticators are asked).
+    let proxied = head
+        .client_cert
+        .filter(|c| c.by_request_header_ca)
+        .zip(st.request_header.as_ref())
+        .filter(|(c, rh)| rh.allows(&c.common_name))
+        .and_then(|(_, rh)| rh.user(head.headers.iter()));
+    if let Some(mut user) = proxied {
+        if !user.groups.iter().any(|g| g == auth::AUTHENTICATED_GROUP) {
+            user.groups.push(auth::AUTHENTICATED_GROUP.into());
+        }
+        return crate::authz::impersonate(&*st.authorizer, head.headers.iter(), user);
+    }
     let cert = head
         .client_cert
+        .filter(|c| c.by_client_ca)
         .map(|c| (c.common_name.as_str(), c.organizations.as_slice()));
-    let user = auth::authenticate(&st.tokens, head.headers.get("authorization"), cert)
-        .ok_or_else(ApiError::unauthorized)?;
+    let authorization = head.headers.get("authorization");
+    let user = match auth::authenticate(&st.tokens, authorization, cert) {
+        Some(user) => user,
+        None => match auth::bearer_token(authorization) {
+            Some(token) => service_account_user(st, token)
+                .ok()
+                .flatten()
+                .ok_or_else(ApiError::unauthorized)?,
+            None if st.anonymous => auth::anonymous(),
+            None => return Err(ApiError::unauthorized()),
+        },
+    };
     crate::authz::impersonate(&*st.authorizer, head.headers.iter(), user)
+}
+
+/// The service account a request's bearer token stands for (see
+/// `crate::serviceaccount`); `Ok(None)`: not a service account token; `Err`: one that is
+/// not valid, and why.
+fn service_account_user(st: &State, token: &str) -> Result<Option<User>, String> {
+    let Some(issuer) = &st.service_accounts else {
+        return Ok(None);
+    };
+    issuer.authenticate(token, &StoredObjects(st), chrono::Utc::now().timestamp())
+}
+
+/// A TokenReview's check of a service account token against `audiences`, with the
+/// audiences in common.
+pub(crate) fn review_service_account_token(
+    st: &State,
+    token: &str,
+    audiences: &[String],
+) -> Result<Option<(User, Vec<String>)>, String> {
+    let Some(issuer) = &st.service_accounts else {
+        return Ok(None);
+    };
+    issuer.review(
+        token,
+        audiences,
+        &StoredObjects(st),
+        chrono::Utc::now().timestamp(),
+    )
+}
+
+/// The registry's latest stored objects, for token checks.
+struct StoredObjects<'a>(&'a State);
+
+impl crate::serviceaccount::Lookup for StoredObjects<'_> {
+    fn stored(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<crate::serviceaccount::Stored> {
+        let routes = self.0.routes.load();
+        let obj = self
+            .0
+            .registry
+            .get_latest_metadata(routes.core(resource), namespace, name)
+            .ok()?;
+        let meta = obj.get("metadata")?;
+        Some(crate::serviceaccount::Stored {
+            uid: meta
+                .get("uid")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            deleted_at: meta
+                .get("deletionTimestamp")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.timestamp()),
+        })
+    }
 }
 
 fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
@@ -510,6 +600,7 @@ async fn dispatch<'r>(
             Box::pin(subresources::binding(c, st, &name)).await
         }
         ("eviction", "create") => Box::pin(subresources::eviction(c, st)).await,
+        ("token", "create") => Box::pin(token_request::create(c, st)).await,
         ("log", "get") => Box::pin(subresources::log(c, st)).await,
         ("finalize", "update") => Box::pin(subresources::finalize(c, st)).await,
         _ => Err(ApiError::method_not_allowed()),

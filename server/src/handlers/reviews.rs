@@ -58,12 +58,19 @@ pub async fn create(c: &mut Call<'_>, app: &State) -> Result<Response, ApiError>
 
 fn user_info(user: &User) -> Value {
     let mut groups = user.groups.clone();
-    if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+    if !groups
+        .iter()
+        .any(|g| g == AUTHENTICATED_GROUP || g == auth::UNAUTHENTICATED_GROUP)
+    {
         groups.push(AUTHENTICATED_GROUP.into());
     }
-    let mut info = json!({"username": user.name, "groups": groups});
+    let mut info = json!({"username": user.name});
     if !user.uid.is_empty() {
         info["uid"] = json!(user.uid);
+    }
+    info["groups"] = json!(groups);
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
     }
     info
 }
@@ -77,17 +84,23 @@ fn subject(obj: &Value) -> User {
             .unwrap_or("")
             .to_string()
     };
-    User {
-        name: text("user"),
-        uid: text("uid"),
-        groups: spec
-            .get("groups")
-            .and_then(Value::as_array)
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
             .map(|a| {
                 a.iter()
                     .filter_map(|g| g.as_str().map(String::from))
                     .collect()
             })
+            .unwrap_or_default()
+    };
+    User {
+        name: text("user"),
+        uid: text("uid"),
+        groups: spec.get("groups").map(strings).unwrap_or_default(),
+        extra: spec
+            .get("extra")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
             .unwrap_or_default(),
     }
 }
@@ -151,11 +164,55 @@ fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, 
     Ok(status)
 }
 
+/// A TokenReview: the token checked by the authenticators a request's bearer token meets
+/// (static tokens, then service account tokens), against `spec.audiences` when given (else
+/// the API's); the user, the audiences in common, or upstream's error.
 fn token_review(app: &State, obj: &Value) -> Value {
     let token = obj.at("/spec/token").and_then(Value::as_str).unwrap_or("");
+    let wanted: Option<Vec<String>> = obj
+        .at("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .filter(|a: &Vec<String>| !a.is_empty());
+    let api: Vec<String> = app
+        .service_accounts
+        .as_ref()
+        .map(|i| i.audiences.clone())
+        .unwrap_or_default();
     let header = format!("Bearer {token}");
-    match auth::authenticate(&app.tokens, Some(&header), None) {
-        Some(user) if !token.is_empty() => json!({"authenticated": true, "user": user_info(&user)}),
-        _ => json!({"user": {}}),
+    let found = match auth::authenticate(&app.tokens, Some(&header), None) {
+        // A static token is good for the API's audiences.
+        Some(user) if !token.is_empty() => {
+            let common: Vec<String> = match &wanted {
+                Some(w) => w.iter().filter(|a| api.contains(a)).cloned().collect(),
+                None => api.clone(),
+            };
+            if wanted.is_some() && common.is_empty() {
+                Err(format!(
+                    "token audiences {} is invalid for the target audiences {}",
+                    keel_api::gofmt::quote_list(&api),
+                    keel_api::gofmt::quote_list(wanted.as_deref().unwrap_or(&[]))
+                ))
+            } else {
+                Ok(Some((user, common)))
+            }
+        }
+        _ if token.is_empty() => Ok(None),
+        _ => super::review_service_account_token(app, token, wanted.as_deref().unwrap_or(&api)),
+    };
+    match found {
+        Ok(Some((user, audiences))) => {
+            let mut status = json!({"authenticated": true, "user": user_info(&user)});
+            if !audiences.is_empty() {
+                status["audiences"] = json!(audiences);
+            }
+            status
+        }
+        Ok(None) => json!({"user": {}}),
+        Err(why) => json!({"user": {}, "error": why}),
     }
 }

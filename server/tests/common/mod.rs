@@ -44,6 +44,18 @@ fn backend_args() -> &'static [&'static str] {
     }
 }
 
+/// Without `--controllers` of its own, a test's server runs without the two controllers
+/// that put objects in every namespace (the `default` ServiceAccount, `kube-root-ca.crt`), as
+/// upstream's integration tests run kube-apiserver without kube-controller-manager: suites
+/// that count what a namespace holds see only what they wrote. `server/tests/authentication.rs`
+/// runs them (`--controllers=*`).
+fn fixture_controllers(extra: &[&str]) -> &'static [&'static str] {
+    if extra.iter().any(|a| a.starts_with("--controllers")) {
+        return &[];
+    }
+    &["--controllers=-serviceaccount-controller,-root-ca-certificate-publisher-controller,*"]
+}
+
 /// Whether the suites run on a store that outlives the process (the embedded engine; the
 /// in-memory store of `KEEL_TEST_STORAGE_BACKEND=memory` starts empty on every start).
 pub fn persistent_backend() -> bool {
@@ -92,6 +104,7 @@ impl Server {
                 "none",
             ])
             .args(backend_args())
+            .args(fixture_controllers(extra))
             .args(extra)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())

@@ -36,6 +36,9 @@ pub fn state(backend: Arc<dyn keel_engine::Store>) -> Arc<State> {
         flowcontrol: keel_server::flowcontrol::FlowControl::new(true, 600, 1),
         emulation: keel_catalog::Emulation::default(),
         disabled_metrics: Vec::new(),
+        service_accounts: None,
+        anonymous: false,
+        request_header: None,
     }));
     run(keel_server::controllers::bootstrap::bootstrap(&st, 6443)).unwrap();
     st.mark_ready();
