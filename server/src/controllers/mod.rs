@@ -1,7 +1,7 @@
 //! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
-//! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection and garbage
-//! collection controllers; `enabled` parses `--controllers`, which turns off the ones
-//! upstream runs in kube-controller-manager.
+//! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection, garbage
+//! collection and node graph (the `Node` authorization mode's) controllers; `enabled`
+//! parses `--controllers`, which turns off the ones upstream runs in kube-controller-manager.
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers (service accounts, ...) plug in here.
 
@@ -14,6 +14,7 @@ pub mod flowcontrol;
 pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
+pub mod nodegraph;
 pub mod rbac;
 pub mod servicecidrs;
 pub mod volumeprotection;
