@@ -1,16 +1,23 @@
 //! Authorization as kube-apiserver's `--authorization-mode` builds it: members of
 //! `system:masters` are allowed everything first, then each mode of the comma-separated
-//! chain is asked in order (`AlwaysAllow`, `AlwaysDeny`, `RBAC`); the first to allow or
-//! deny decides, and a request none has an opinion on is forbidden with the reasons given.
+//! chain is asked in order (`AlwaysAllow`, `AlwaysDeny`, `Node`, `RBAC`); the first to allow
+//! or deny decides, and a request none has an opinion on is forbidden with the reasons given.
 //!
 //! RBAC decides from a [`keel_rbac::PolicyIndex`] that the RBAC controller
 //! (`controllers::rbac`) fills before the server reports ready and keeps current from the
 //! watch feeds of the four kinds; a decision takes a read lock and looks up the bindings of
 //! the user and its groups.
 //!
-//! Not done: the `Node` and `Webhook` modes (refused at start).
+//! Node decides requests of node identities (`system:node:<name>` in `system:nodes`) by
+//! `nodeauthz`: a graph of what each node's pods relate it to, which the node graph
+//! controller (`controllers::nodegraph`) loads before the server reports ready and keeps
+//! current from the watches of pods, PVs, VolumeAttachments and ResourceSlices; everyone
+//! else is passed on at once (no opinion, no reason).
+//!
+//! Not done: the `Webhook` mode (refused at start).
 
 use crate::auth::{Attributes, Authorizer, Decision, User, MASTERS_GROUP};
+use crate::nodeauthz::{NodeGraph, Verdict};
 use keel_api::status::ApiError;
 use keel_rbac::PolicyIndex;
 use parking_lot::RwLock;
@@ -27,6 +34,7 @@ pub struct Rbac {
 enum Mode {
     AlwaysAllow,
     AlwaysDeny,
+    Node(Arc<NodeGraph>),
     Rbac(Arc<Rbac>),
 }
 
@@ -37,16 +45,19 @@ pub struct Chain {
 
 /// What `--authorization-mode` asks for: the chain, and the RBAC policy (which the RBAC
 /// controller keeps whatever the modes: upstream reconciles its bootstrap policy and
-/// aggregates ClusterRoles under any mode; the chain decides by it if it has the mode).
+/// aggregates ClusterRoles under any mode; the chain decides by it if it has the mode), and
+/// the node graph when the chain has the `Node` mode (its controller runs only then).
 pub struct Built {
     pub chain: Chain,
     pub rbac: Arc<Rbac>,
+    pub node_graph: Option<Arc<NodeGraph>>,
 }
 
 /// Parses `--authorization-mode` (upstream's names, comma-separated, each at most once).
 pub fn build(modes: &str) -> Result<Built, String> {
     let mut chain = Vec::new();
     let rbac = Arc::new(Rbac::default());
+    let mut node_graph = None;
     let names: Vec<&str> = modes.split(',').map(str::trim).collect();
     if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
         return Err(format!(
@@ -59,9 +70,14 @@ pub fn build(modes: &str) -> Result<Built, String> {
             "AlwaysAllow" => Mode::AlwaysAllow,
             "AlwaysDeny" => Mode::AlwaysDeny,
             "RBAC" => Mode::Rbac(rbac.clone()),
-            "Node" | "Webhook" => {
+            "Node" => {
+                let graph = Arc::new(NodeGraph::new(crate::limits::NODE_GRAPH_EDGES_MAX));
+                node_graph = Some(graph.clone());
+                Mode::Node(graph)
+            }
+            "Webhook" => {
                 return Err(format!(
-                    "--authorization-mode: the {name} mode is not implemented yet (AlwaysAllow, AlwaysDeny and RBAC are)"
+                    "--authorization-mode: the {name} mode is not implemented yet (AlwaysAllow, AlwaysDeny, Node and RBAC are)"
                 ))
             }
             other => {
@@ -75,6 +91,7 @@ pub fn build(modes: &str) -> Result<Built, String> {
     Ok(Built {
         chain: Chain { modes: chain },
         rbac,
+        node_graph,
     })
 }
 
@@ -104,6 +121,14 @@ impl Chain {
                 Mode::AlwaysAllow => Decision::Allow(String::new()),
                 // Upstream's AlwaysDeny has no opinion on anything, with this reason.
                 Mode::AlwaysDeny => Decision::NoOpinion("Everything is forbidden.".into()),
+                // The request's field selector is not among the attributes yet: pods and
+                // ResourceSlices are listed by a node only by name until it is.
+                Mode::Node(g) => {
+                    match crate::nodeauthz::authorize(g, &rbac_attributes(attrs), None) {
+                        Verdict::Allow => Decision::Allow(String::new()),
+                        Verdict::NoOpinion(r) => Decision::NoOpinion(r.into_owned()),
+                    }
+                }
                 Mode::Rbac(r) => {
                     let index = r.index.read();
                     let a = rbac_attributes(attrs);
@@ -145,6 +170,13 @@ impl Chain {
                     non_resource_rules.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
                 }
                 Mode::AlwaysDeny => {}
+                // Upstream's Node authorizer cannot list a node's rules: incomplete.
+                Mode::Node(_) => {
+                    if crate::nodeauthz::node_identity(&user.name, &user.groups).is_some() {
+                        incomplete = true;
+                        errors.push(crate::nodeauthz::RULES_NOT_SUPPORTED.to_owned());
+                    }
+                }
                 Mode::Rbac(r) => {
                     let review = r
                         .index
@@ -166,7 +198,8 @@ impl Chain {
             "incomplete": incomplete,
         });
         if !errors.is_empty() {
-            status["evaluationError"] = json!(errors.join("\n"));
+            // One error as it is; several as Go's error aggregate prints them.
+            status["evaluationError"] = json!(keel_rbac::gofmt::aggregate(&errors));
         }
         status
     }
@@ -460,7 +493,10 @@ mod tests {
             r#"--authorization-mode: authorization-mode ["RBAC" "RBAC"] has mode specified more than once"#
         );
         assert!(err("Magic").contains("\"Magic\" is not a valid mode"));
-        assert!(err("Node,RBAC").contains("Node mode is not implemented"));
+        assert!(err("Webhook,RBAC").contains("Webhook mode is not implemented"));
+        let built = build("Node,RBAC").unwrap();
+        assert!(built.node_graph.is_some());
+        assert!(build("RBAC").unwrap().node_graph.is_none());
     }
 
     #[test]
@@ -479,6 +515,50 @@ mod tests {
         // An empty policy has no opinion and no reason.
         let rbac = build("RBAC").unwrap().chain;
         assert_eq!(rbac.authorize(&a), Decision::NoOpinion(String::new()));
+    }
+
+    #[test]
+    fn the_node_mode_answers_nodes_and_passes_everyone_else_on() {
+        let built = build("Node,RBAC").unwrap();
+        let node = user("system:node:n1", &["system:nodes"]);
+        let carol = user("carol", &["system:authenticated"]);
+        let secret = |u| Attributes {
+            user: u,
+            verb: "get",
+            group: "",
+            resource: "secrets",
+            subresource: "",
+            namespace: "ns",
+            name: "s",
+            path: None,
+        };
+        // Nothing relates n1 to the secret: the Node mode's reason (RBAC adds none).
+        assert_eq!(
+            built.chain.authorize(&secret(&node)),
+            Decision::NoOpinion("no relationship found between node 'n1' and this object".into())
+        );
+        assert_eq!(
+            built.chain.authorize(&secret(&carol)),
+            Decision::NoOpinion(String::new())
+        );
+        let own_node = Attributes {
+            resource: "nodes",
+            namespace: "",
+            name: "n1",
+            ..secret(&node)
+        };
+        assert!(built.chain.authorize_request(&own_node).allowed());
+        // A node's rules cannot be listed (upstream's RuleResolver error); anyone else's are.
+        let review = built.chain.rules_for(&node, "ns");
+        assert_eq!(review["incomplete"], json!(true));
+        assert_eq!(
+            review["evaluationError"],
+            json!("node authorizer does not support user rule resolution")
+        );
+        assert_eq!(
+            built.chain.rules_for(&carol, "ns")["incomplete"],
+            json!(false)
+        );
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //!   selection, repr     selectors and watch-event rules; media types and encodings
 //!   storage/            the backend seam: `dyn keel_engine::Store`, keys, errors
 //!   flowcontrol/        priority and fairness: classification, fair queuing, per-core seats
-//!   authz               the authorization modes and their chain (RBAC over keel-rbac)
+//!   authz               the authorization modes and their chain (RBAC over keel-rbac, Node
+//!                       over nodeauthz)
+//!   nodeauthz           the Node authorizer: its graph and decisions, pure (no I/O)
 //!   objects, alloc, auth, metrics, options, limits, schema_meta, custom, versions  (leaves)
 //! ```
 //!
@@ -47,6 +49,7 @@ pub mod handlers;
 pub mod lifecycle;
 pub mod limits;
 pub mod metrics;
+pub mod nodeauthz;
 pub mod objects;
 pub mod options;
 pub mod registry;

@@ -163,6 +163,26 @@ pub const COMPACTION_SAMPLES_MAX: usize = 16_384;
 /// Shortest accepted `--storage-maintenance-interval`.
 pub const MAINTENANCE_INTERVAL_MIN: Duration = Duration::from_millis(50);
 
+/// Edges the Node authorizer's graph holds at most (one per bound pod, PV claim,
+/// VolumeAttachment and ResourceSlice, one per object a pod or PV references; about 100
+/// bytes each, so 400 MB at the bound). Upstream's scalability envelope is 150,000 pods; at
+/// ten references a pod (service account, token and CA projections, config, secrets,
+/// claims) that is 1.5 M edges, so the bound leaves room for more than twice that. An object
+/// that would pass it is not stored: the nodes are refused what it would have related them
+/// to (never granted more), and the controller says so in its log.
+pub const NODE_GRAPH_EDGES_MAX: usize = 4_000_000;
+/// How often the node graph controller reads every pod, PV, VolumeAttachment and
+/// ResourceSlice again even when its watches say nothing (a safety net, as an informer's
+/// resync; a pass parses every bound pod, about 10 us each).
+pub const NODE_GRAPH_RESYNC: Duration = Duration::from_secs(300);
+/// Bytes of watch events the node graph controller takes per step (its changes are then
+/// applied under one write lock, so this bounds how long a step holds decisions off: about
+/// 1 ms of parsing).
+pub const NODE_GRAPH_WATCH_STEP_BYTES: usize = 1 << 20;
+/// How long the node graph controller waits after a watch ended before reading everything
+/// again.
+pub const NODE_GRAPH_REWATCH_WAIT: Duration = Duration::from_millis(100);
+
 // ------------------------------------------------------------------------- requests
 
 /// Request bodies of the largest size (`--max-request-bytes`) that one serving core holds at

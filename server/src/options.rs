@@ -149,8 +149,9 @@ pub struct Options {
 
     /// Authorization modes, a comma-separated chain asked in order (members of
     /// `system:masters` are allowed first): `AlwaysAllow` (any authenticated user),
-    /// `AlwaysDeny`, `RBAC` (Roles, ClusterRoles and their bindings). `Node` and `Webhook` are
-    /// not implemented yet (refused at start).
+    /// `AlwaysDeny`, `Node` (kubelets, `system:node:<name>` in `system:nodes`: what their
+    /// pods need and upstream's node rules), `RBAC` (Roles, ClusterRoles and their bindings).
+    /// `Webhook` is not implemented yet (refused at start).
     #[arg(long, default_value = "AlwaysAllow")]
     pub authorization_mode: String,
 

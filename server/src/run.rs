@@ -246,7 +246,11 @@ pub fn run(opts: Options) -> Result<(), String> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let crate::authz::Built { chain, rbac } = crate::authz::build(&opts.authorization_mode)?;
+    let crate::authz::Built {
+        chain,
+        rbac,
+        node_graph,
+    } = crate::authz::build(&opts.authorization_mode)?;
     let st = Arc::new(State::new(StateParts {
         registry,
         routes: LiveRoutes::new(catalog),
@@ -345,6 +349,11 @@ pub fn run(opts: Options) -> Result<(), String> {
     let aggregate = controllers.is_enabled(crate::controllers::enabled::CLUSTERROLE_AGGREGATION);
     let from = rt.block_on(crate::controllers::rbac::start(&st, &rbac, aggregate));
     crate::controllers::rbac::spawn(st.clone(), rbac, from, aggregate);
+    // The Node mode's graph, loaded before ready as upstream waits for its informers.
+    if let Some(graph) = node_graph {
+        let from = rt.block_on(crate::controllers::nodegraph::start(&st, &graph));
+        crate::controllers::nodegraph::spawn(st.clone(), graph, from);
+    }
     let served = rt.block_on(crate::controllers::crd::start(&st));
     crate::controllers::crd::spawn(st.clone(), served);
     let registered = rt.block_on(crate::controllers::apiservices::start(&st));

@@ -1,8 +1,8 @@
 //! In-process clients of the registry: first-start bootstrap, the namespace, flow-control,
 //! authentication-trust, cluster-IP allocator (`ipallocator`), volume protection, namespace
-//! defaults (the `default` ServiceAccount, `kube-root-ca.crt`) and garbage collection
-//! controllers; `enabled` parses `--controllers`, which turns off the ones
-//! upstream runs in kube-controller-manager.
+//! defaults (the `default` ServiceAccount, `kube-root-ca.crt`), garbage collection and node
+//! graph (the `Node` authorization mode's) controllers; `enabled` parses `--controllers`,
+//! which turns off the ones upstream runs in kube-controller-manager.
 //! They read and write through `Registry` like any client (never raw storage); later
 //! controllers plug in here.
 
@@ -16,6 +16,7 @@ pub mod garbagecollector;
 pub mod ipallocator;
 pub mod namespace;
 pub mod namespacedefaults;
+pub mod nodegraph;
 pub mod rbac;
 pub mod servicecidrs;
 pub mod volumeprotection;
