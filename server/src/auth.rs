@@ -286,6 +286,9 @@ pub struct Attributes<'a> {
     pub name: &'a str,
     /// Set for non-resource requests (`/version`, `/openapi/v2`...).
     pub path: Option<&'a str>,
+    /// A list's or watch's `fieldSelector`, as sent (upstream's authorizers see its
+    /// requirements: the Node mode allows a node's pod list only with its `spec.nodeName`).
+    pub field_selector: Option<&'a str>,
 }
 
 /// An authorizer's verdict with its reason, as upstream's (`DecisionAllow`, `DecisionDeny`,

@@ -121,10 +121,9 @@ impl Chain {
                 Mode::AlwaysAllow => Decision::Allow(String::new()),
                 // Upstream's AlwaysDeny has no opinion on anything, with this reason.
                 Mode::AlwaysDeny => Decision::NoOpinion("Everything is forbidden.".into()),
-                // The request's field selector is not among the attributes yet: pods and
-                // ResourceSlices are listed by a node only by name until it is.
                 Mode::Node(g) => {
-                    match crate::nodeauthz::authorize(g, &rbac_attributes(attrs), None) {
+                    let a = rbac_attributes(attrs);
+                    match crate::nodeauthz::authorize(g, &a, attrs.field_selector) {
                         Verdict::Allow => Decision::Allow(String::new()),
                         Verdict::NoOpinion(r) => Decision::NoOpinion(r.into_owned()),
                     }
@@ -332,6 +331,7 @@ pub fn check_rbac_write(
             namespace: attrs.namespace,
             name: attrs.name,
             path: attrs.path,
+            field_selector: None,
         };
         chain.authorize(&asked).allowed()
     });
@@ -412,6 +412,7 @@ pub fn impersonate<'h>(
             namespace,
             name: target,
             path: None,
+            field_selector: None,
         };
         match chain.authorize_request(&attrs) {
             Decision::Allow(_) => Ok(()),
@@ -480,6 +481,7 @@ mod tests {
             namespace: ns,
             name: "web",
             path,
+            field_selector: None,
         }
     }
 
@@ -531,6 +533,7 @@ mod tests {
             namespace: "ns",
             name: "s",
             path: None,
+            field_selector: None,
         };
         // Nothing relates n1 to the secret: the Node mode's reason (RBAC adds none).
         assert_eq!(

@@ -185,6 +185,67 @@ fn a_node_reads_what_its_pods_reference_and_nothing_else() {
         "no"
     );
     assert_eq!(can_i(&s, "carol-token", &["get", "node/n1"]), "no");
+
+    // What a kubelet lists and watches: its pods by `spec.nodeName`, single objects by
+    // `metadata.name` (authorized as a request for that object, as upstream's request info).
+    let pods = as_user(
+        &s,
+        "n1-token",
+        &[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=n1",
+            "-o",
+            "name",
+        ],
+    );
+    assert!(pods.status.success(), "{}", stderr(&pods));
+    assert_eq!(String::from_utf8_lossy(&pods.stdout).trim(), "pod/p1");
+    let others = as_user(
+        &s,
+        "n1-token",
+        &["get", "pods", "-A", "--field-selector", "spec.nodeName=n2"],
+    );
+    assert!(
+        stderr(&others).ends_with("can only list/watch pods with spec.nodeName field selector"),
+        "{}",
+        stderr(&others)
+    );
+    let one = as_user(
+        &s,
+        "n1-token",
+        &[
+            "get",
+            "secrets",
+            "-n",
+            &ns,
+            "--field-selector",
+            "metadata.name=s1",
+            "-o",
+            "name",
+        ],
+    );
+    assert!(one.status.success(), "{}", stderr(&one));
+    assert_eq!(String::from_utf8_lossy(&one.stdout).trim(), "secret/s1");
+    let not_ours = as_user(
+        &s,
+        "n1-token",
+        &[
+            "get",
+            "secrets",
+            "-n",
+            &ns,
+            "--field-selector",
+            "metadata.name=s2",
+        ],
+    );
+    assert!(
+        stderr(&not_ours).ends_with("no relationship found between node 'n1' and this object"),
+        "{}",
+        stderr(&not_ours)
+    );
 }
 
 #[test]

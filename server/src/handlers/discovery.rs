@@ -23,6 +23,7 @@ pub(super) fn authorize_path(st: &State, user: &User, path: &str) -> Result<(), 
             namespace: "",
             name: "",
             path: Some(path),
+            field_selector: None,
         },
     )
 }

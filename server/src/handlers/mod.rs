@@ -505,6 +505,11 @@ fn authorize(st: &State, attrs: &Attributes<'_>) -> Result<(), ApiError> {
     }
 }
 
+/// Whether `name` may stand in a path segment (upstream's `IsValidPathSegmentName`).
+fn is_path_segment_name(name: &str) -> bool {
+    name != "." && name != ".." && !name.contains('/') && !name.contains('%')
+}
+
 /// A request for a resource: authorized, routed to its resource through the routes snapshot
 /// loaded here, checked against the verbs and subresources it serves, then handled.
 async fn resource(
@@ -513,6 +518,16 @@ async fn resource(
     rr: &ResourceRequest,
     user: &User,
 ) -> Result<Response, ApiError> {
+    // As upstream's request info: a list or watch selecting one name by field is
+    // authorized as a request for that object, and its field selector is an attribute.
+    let field_selector = matches!(rr.verb, "list" | "watch")
+        .then(|| Query::from_request(req))
+        .and_then(|q| q.get("fieldSelector").map(str::to_string));
+    let selected = field_selector
+        .as_deref()
+        .and_then(|f| keel_api::selectors::FieldSelector::parse(f).ok())
+        .and_then(|f| f.requires_exact("metadata.name").map(str::to_string))
+        .filter(|n| is_path_segment_name(n));
     authorize(
         st,
         &Attributes {
@@ -522,8 +537,9 @@ async fn resource(
             resource: &rr.resource,
             subresource: &rr.subresource,
             namespace: &rr.namespace,
-            name: &rr.name,
+            name: selected.as_deref().unwrap_or(&rr.name),
             path: None,
+            field_selector: field_selector.as_deref(),
         },
     )?;
     if let Some(remote) = st.aggregator.remote(&rr.group, &rr.version) {

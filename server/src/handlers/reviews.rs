@@ -143,6 +143,9 @@ fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, 
         _ => s(res, "namespace"),
     };
     let path = non.map(|_| s(non, "path"));
+    let field_selector = res
+        .and_then(|r| r.pointer("/fieldSelector/rawSelector"))
+        .and_then(Value::as_str);
     let decision = app.authorizer.authorize(&Attributes {
         user,
         verb: &verb,
@@ -152,6 +155,7 @@ fn access(app: &State, c: &Call<'_>, obj: &Value, user: &User) -> Result<Value, 
         namespace: &namespace,
         name: &name,
         path: path.as_deref(),
+        field_selector,
     });
     let mut status = match &decision {
         auth::Decision::Allow(_) => json!({"allowed": true}),
