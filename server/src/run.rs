@@ -388,9 +388,15 @@ pub fn run(opts: Options) -> Result<(), String> {
     };
     let server_url = format!("https://{host}:{}", secure.port());
     if let Some(sa) = &st.service_accounts {
+        // Upstream's default names the advertised address.
+        let external = match opts.advertise_address {
+            Some(IpAddr::V6(ip)) => format!("[{ip}]"),
+            Some(ip) => ip.to_string(),
+            None => host.clone(),
+        };
         sa.publish(
             &opts.service_account_jwks_uri,
-            &format!("{host}:{}", secure.port()),
+            &format!("{external}:{}", secure.port()),
         )?;
     }
     let ca_pem =

@@ -192,6 +192,7 @@ fn tokens_authenticate_their_service_account() {
     );
 
     let me = whoami(&s, &token);
+    assert!(me["metadata"]["creationTimestamp"].is_string(), "{me}");
     let info = &me["status"]["userInfo"];
     assert_eq!(
         info["username"],
@@ -289,7 +290,7 @@ fn tokens_authenticate_their_service_account() {
     assert_eq!(r["status"].get("authenticated"), None);
     assert_eq!(
         r["status"]["error"],
-        r#"token audiences ["https://kubernetes.default.svc.cluster.local"] is invalid for the target audiences ["vault"]"#
+        r#"[invalid bearer token, token audiences ["https://kubernetes.default.svc.cluster.local"] is invalid for the target audiences ["vault"]]"#
     );
 
     // A token for another audience is no credential here, but its audience's reviewer
@@ -320,6 +321,11 @@ fn tokens_authenticate_their_service_account() {
         "not-a-token",
         &["get", "pods", "-n", &ns]
     )));
+    let r = review(&format!("{token}x"), Value::Null);
+    assert_eq!(
+        r["status"]["error"],
+        "[invalid bearer token, go-jose/go-jose: error in cryptographic primitive]"
+    );
 
     // Durations: validated and kept.
     let short = s.kubectl(&["create", "token", "robot", "-n", &ns, "--duration", "5m"]);
@@ -354,7 +360,10 @@ fn tokens_authenticate_their_service_account() {
         &["get", "pods", "-n", &ns]
     ))));
     let r = review(&token, Value::Null);
-    assert_eq!(r["status"]["error"], r#"serviceaccounts "robot" not found"#);
+    assert_eq!(
+        r["status"]["error"],
+        r#"[invalid bearer token, serviceaccounts "robot" not found]"#
+    );
 }
 
 #[test]

@@ -53,6 +53,11 @@ pub async fn create(c: &mut Call<'_>, app: &State) -> Result<Response, ApiError>
         keel_api::meta::drop_zero_creation_timestamp(m);
     }
     root.insert("status".into(), status);
+    // Upstream's SelfSubjectReview alone says when it was made.
+    if c.info().plural == "selfsubjectreviews" {
+        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        root["metadata"]["creationTimestamp"] = json!(now);
+    }
     respond::value(201, format, &obj)
 }
 
@@ -217,6 +222,7 @@ fn token_review(app: &State, obj: &Value) -> Value {
             status
         }
         Ok(None) => json!({"user": {}}),
-        Err(why) => json!({"user": {}, "error": why}),
+        // As upstream's, through the bearer token authenticator's error aggregate.
+        Err(why) => json!({"user": {}, "error": format!("[invalid bearer token, {why}]")}),
     }
 }

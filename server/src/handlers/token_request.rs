@@ -31,7 +31,7 @@ pub async fn create(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> 
     let Some(issuer) = &st.service_accounts else {
         return Err(ApiError::method_not_allowed());
     };
-    let mut req = decode_body(c.content_type(), &c.req.body)?;
+    let req = decode_body(c.content_type(), &c.req.body)?;
     let (namespace, name) = (c.namespace().to_string(), c.name().to_string());
     let meta_text = |k: &str| -> String {
         req.at(&format!("/metadata/{k}"))
@@ -80,10 +80,11 @@ pub async fn create(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> 
             .collect(),
         _ => issuer.audiences.clone(),
     };
-    let mut expiration = spec
+    let requested_expiration = spec
         .get("expirationSeconds")
         .and_then(Value::as_i64)
         .unwrap_or(3600);
+    let mut expiration = requested_expiration;
     let now = chrono::Utc::now();
     let mut causes = Vec::new();
     if expiration < MIN_TOKEN_AGE_SECS {
@@ -214,27 +215,54 @@ pub async fn create(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> 
     );
     let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
     let expires = now + chrono::Duration::seconds(expiration);
-    let root = req.as_object_mut().expect("decoded bodies are objects");
-    root.insert("kind".into(), json!(KIND));
-    root.insert("apiVersion".into(), json!("authentication.k8s.io/v1"));
-    root.insert(
-        "metadata".into(),
-        json!({"name": name, "namespace": namespace, "uid": sa_uid, "creationTimestamp": at(now)}),
+    // As upstream's create handler: the request's fields, as decoded and defaulted, are the
+    // manager's (an Update entry on the `token` subresource).
+    let manager = crate::fieldmanager::request_manager(
+        c.query.get("fieldManager"),
+        c.req.headers.get("user-agent"),
+    )?;
+    let mut sent_spec = spec
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, v)| !v.is_null())
+        .collect::<serde_json::Map<String, Value>>();
+    sent_spec
+        .entry("expirationSeconds")
+        .or_insert(json!(requested_expiration));
+    let mut tracked = json!({"kind": KIND, "apiVersion": "authentication.k8s.io/v1", "metadata": {}, "spec": sent_spec});
+    crate::fieldmanager::record_update(
+        &crate::fieldmanager::Write {
+            group: GROUP,
+            version: "v1",
+            kind: KIND,
+            subresource: "token",
+            manager: Some(&manager),
+            custom: None,
+        },
+        None,
+        &mut tracked,
+        &at(now),
     );
-    root.insert(
-        "spec".into(),
-        json!({
+    let mut metadata =
+        json!({"name": name, "namespace": namespace, "uid": sa_uid, "creationTimestamp": at(now)});
+    if let Some(m) = tracked.pointer("/metadata/managedFields") {
+        metadata["managedFields"] = m.clone();
+    }
+    let out = json!({
+        "kind": KIND,
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": metadata,
+        "spec": {
             "audiences": audiences,
             "expirationSeconds": expiration,
             "boundObjectRef": bound.cloned().unwrap_or(Value::Null),
-        }),
-    );
-    root.insert(
-        "status".into(),
-        json!({"token": token, "expirationTimestamp": at(expires)}),
-    );
+        },
+        "status": {"token": token, "expirationTimestamp": at(expires)},
+    });
     Ok(respond::with_warnings(
-        respond::value(201, format, &req)?,
+        respond::value(201, format, &out)?,
         c,
     ))
 }

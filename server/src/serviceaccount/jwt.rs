@@ -9,6 +9,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+/// go-jose's error for a signature that does not verify.
+pub const BAD_SIGNATURE: &str = "go-jose/go-jose: error in cryptographic primitive";
+
 /// Leeway on the time claims, as go-jose's `jwt.DefaultLeeway` that upstream validates with.
 pub const LEEWAY_SECS: i64 = 60;
 
@@ -192,7 +195,8 @@ pub fn verify(
     };
     let decode = |x: &str| URL_SAFE_NO_PAD.decode(x).map_err(|_| Refusal::NotOurs);
     let header: Value = serde_json::from_slice(&decode(h)?).map_err(|_| Refusal::NotOurs)?;
-    let sig = decode(s)?;
+    // A signature that does not decode is a bad signature (go-jose reads it leniently).
+    let sig = URL_SAFE_NO_PAD.decode(s).unwrap_or_default();
     let alg = header
         .get("alg")
         .and_then(Value::as_str)
@@ -211,9 +215,7 @@ pub fn verify(
         .iter()
         .any(|k| k.verify(alg, signed.as_bytes(), &sig))
     {
-        return Err(Refusal::Invalid(
-            "square/go-jose: error in cryptographic primitive".into(),
-        ));
+        return Err(Refusal::Invalid(BAD_SIGNATURE.into()));
     }
     let payload: Value = serde_json::from_slice(&decode(p)?).map_err(|_| Refusal::NotOurs)?;
     let claims = Claims::from_json(&payload).ok_or(Refusal::NotOurs)?;
