@@ -495,6 +495,28 @@ fn anonymous_requests_are_authorized_as_system_anonymous() {
         body["message"],
         r#"forbidden: User "system:anonymous" cannot get path "/api""#
     );
+    // Refused on its head (its body unread), with upstream's text.
+    let url = format!(
+        "https://127.0.0.1:{}/api/v1/namespaces/default/configmaps",
+        s.port
+    );
+    let out = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "--max-time",
+            "20",
+            "--cacert",
+            s.ca_file().to_str().unwrap(),
+        ])
+        .args(["-X", "POST", "-H", "Content-Type: application/json"])
+        .args(["-d", r#"{"metadata":{"name":"x"}}"#, &url])
+        .output()
+        .unwrap();
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        body["message"],
+        r#"configmaps is forbidden: User "system:anonymous" cannot create resource "configmaps" in API group "" in the namespace "default""#
+    );
     // A bad token is not anonymous.
     let (code, body) = curl(&s, "/version", Some("bad"));
     assert_eq!((code, body["reason"].as_str()), (401, Some("Unauthorized")));

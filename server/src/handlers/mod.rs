@@ -59,8 +59,61 @@ pub fn admit(st: &State, head: &RequestHead<'_>) -> Result<Admitted, Response> {
         return Ok(Admitted::default());
     }
     match authenticate(st, head) {
-        Ok(user) => Ok(Admitted::new(user)),
+        Ok(user) => {
+            // An anonymous request is authorized on its head too: a refused one is answered
+            // 403 with its body unread, as one without credentials is 401 when anonymous
+            // requests are off.
+            if user.name == auth::ANONYMOUS_USER {
+                authorize_head(st, head, &user).map_err(|e| respond::error(&e))?;
+            }
+            Ok(Admitted::new(user))
+        }
         Err(e) => Err(respond::error(&e)),
+    }
+}
+
+/// The authorization of a request from its head alone (what it addresses and its verb).
+fn authorize_head(st: &State, head: &RequestHead<'_>, user: &User) -> Result<(), ApiError> {
+    let watch = head.query.split('&').any(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        k == "watch" && call::query_bool(v)
+    });
+    let method = head.method.as_str();
+    match request_info::classify(method, head.path, watch) {
+        Target::Resource(rr) => authorize(
+            st,
+            &Attributes {
+                user,
+                verb: rr.verb,
+                group: &rr.group,
+                resource: &rr.resource,
+                subresource: &rr.subresource,
+                namespace: &rr.namespace,
+                name: &rr.name,
+                path: None,
+                field_selector: None,
+            },
+        ),
+        target => {
+            let path = match target {
+                Target::Discovery { .. } => head.path,
+                _ => head.path.trim_end_matches('/'),
+            };
+            authorize(
+                st,
+                &Attributes {
+                    user,
+                    verb: &method.to_ascii_lowercase(),
+                    group: "",
+                    resource: "",
+                    subresource: "",
+                    namespace: "",
+                    name: "",
+                    path: Some(path),
+                    field_selector: None,
+                },
+            )
+        }
     }
 }
 
