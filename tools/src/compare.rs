@@ -265,8 +265,11 @@ fn start_keel(bin: &Path, dir: &Path) -> Result<(Started, KeelEndpoints), String
             "--exit-on-stdin-close",
             // As the kube-apiserver it is compared with, without a controller manager: the
             // pods written name a ReplicaSet that does not exist, which a garbage collector
-            // would delete during the measurements.
-            "--controllers=-garbage-collector-controller,*",
+            // would delete during the measurements, and the namespace defaults (a service
+            // account and `kube-root-ca.crt` in each new namespace) are writes the
+            // kube-apiserver alone does not make.
+            "--controllers=-garbage-collector-controller,-serviceaccount-controller,\
+             -root-ca-certificate-publisher-controller,*",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

@@ -34,7 +34,10 @@ pub struct WatcherOut {
 pub struct WatcherCtx {
     /// Incremented once the watch is established.
     pub connected: Arc<AtomicUsize>,
-    /// Events received by all watchers together.
+    /// Events carrying a writer's send time received by all watchers together: the drain waits
+    /// for these. Others (another client's writes, a controller's such as the `kube-root-ca.crt`
+    /// published into a new namespace) are accounted as unexpected but do not count, or the
+    /// drain would stop one written event early.
     pub events: Arc<AtomicU64>,
     /// Becomes true when the watcher must stop.
     pub stop: signal::Receiver<bool>,
@@ -100,10 +103,12 @@ impl Receipt {
 
 impl WatcherOut {
     /// Records one event of revision `rv` whose object was sent at `sent_unix_nanos`, received
-    /// now, and counts it in `ctx.events`.
+    /// now, and counts it in `ctx.events` if stamped.
     pub fn record(&mut self, ctx: &WatcherCtx, rv: u64, sent_unix_nanos: Option<u128>) {
         self.record_at(ctx, &Receipt::now(), rv, sent_unix_nanos);
-        ctx.events.fetch_add(1, Ordering::Relaxed);
+        if sent_unix_nanos.is_some() {
+            ctx.events.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Records one event received at `at` (the caller counts it in `WatcherCtx::events`).
@@ -135,6 +140,11 @@ impl WatcherOut {
     /// Events recorded so far.
     pub fn received(&self) -> u64 {
         self.rvs.len() as u64 + self.dropped
+    }
+
+    /// Events recorded so far that carried a send time (what `WatcherCtx::events` counts).
+    pub fn stamped(&self) -> u64 {
+        self.received() - self.unstamped
     }
 }
 

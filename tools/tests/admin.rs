@@ -87,7 +87,7 @@ fn start_at(dir: &Path) -> Restarted {
     let mut child = Command::new(env!("CARGO_BIN_EXE_keel-apiserver-under-test"))
         .args(["--data-dir", dir.to_str().unwrap(), "--secure-port", "0"])
         .args(["--exit-on-stdin-close", "--sync", "none"])
-        .arg("--controllers=-garbage-collector-controller,*")
+        .arg(common::CONTROLLERS)
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("start apiserver");

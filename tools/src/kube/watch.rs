@@ -213,7 +213,7 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
         }
         // Every event of one read arrived at the same time.
         let at = Receipt::now();
-        let before = out.received();
+        let before = out.stamped();
         let parsed = body
             .drain(|data| {
                 lines.each_line(data, |l| {
@@ -225,10 +225,8 @@ async fn watcher(c: KubeClient, path: String, ctx: WatcherCtx) -> WatcherOut {
                 })
             })
             .await;
-        ctx.events.fetch_add(
-            out.received() - before,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        ctx.events
+            .fetch_add(out.stamped() - before, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = parsed {
             out.error = Some(e);
             break;

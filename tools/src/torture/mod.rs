@@ -245,7 +245,12 @@ async fn start(spec: &Spec, repair: bool) -> Result<Started, String> {
     }
 }
 
-/// Every object of the run's namespace: key → (seq, rv), and names no writer uses.
+/// The CA bundle the server's root-ca-certificate-publisher-controller writes into every
+/// namespace, as upstream's controller manager does: the server's object, none of the writers'.
+const SERVER_PUBLISHED: &str = "kube-root-ca.crt";
+
+/// Every object of the run's namespace: key → (seq, rv), and names no writer uses (other than
+/// `SERVER_PUBLISHED`).
 async fn list_all(c: &KubeClient) -> Result<(HashMap<Key, (u64, u64)>, Vec<String>), String> {
     let mut found = HashMap::new();
     let mut strangers = Vec::new();
@@ -258,6 +263,9 @@ async fn list_all(c: &KubeClient) -> Result<(HashMap<Key, (u64, u64)>, Vec<Strin
         let list = c.request(Method::GET, &path, None).await?.ok()?.json()?;
         for item in list["items"].as_array().into_iter().flatten() {
             let name = item["metadata"]["name"].as_str().unwrap_or_default();
+            if name == SERVER_PUBLISHED {
+                continue;
+            }
             let rv = item["metadata"]["resourceVersion"]
                 .as_str()
                 .and_then(|s| s.parse().ok());

@@ -14,6 +14,13 @@ use std::time::{Duration, Instant};
 /// How long a server may take to start.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// loadgen's pods name a ReplicaSet that does not exist: a collector would delete them
+/// under the counts the tests check. The namespace defaults (each namespace's
+/// `kube-root-ca.crt` and `default` service account) are the server's own writes: a
+/// restored directory gets a new CA and republishes it above the snapshot's revision.
+pub const CONTROLLERS: &str = "--controllers=-garbage-collector-controller,\
+    -serviceaccount-controller,-root-ca-certificate-publisher-controller,*";
+
 pub struct Keel {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
@@ -46,9 +53,7 @@ impl Keel {
         let mut child = Command::new(env!("CARGO_BIN_EXE_keel-apiserver-under-test"))
             .args(["--data-dir", dir.to_str().unwrap(), "--secure-port", "0"])
             .args(["--exit-on-stdin-close", "--sync", "none"])
-            // loadgen's pods name a ReplicaSet that does not exist: a collector would delete
-            // them under the counts the tests check.
-            .arg("--controllers=-garbage-collector-controller,*")
+            .arg(CONTROLLERS)
             .args(extra)
             .stdin(Stdio::piped())
             .spawn()
