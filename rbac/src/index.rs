@@ -319,6 +319,27 @@ impl<B> SubjectIndex<B> {
         }
     }
 
+    /// Whether `f` holds for a binding filed under `user` or any of `groups`, asked in no
+    /// particular order and perhaps more than once per binding: what an allow-or-not
+    /// decision needs, without gathering the bindings (as [`SubjectIndex::candidates`] does).
+    fn any_candidate(
+        &self,
+        user: &str,
+        groups: &[String],
+        mut f: impl FnMut(&Arc<B>) -> bool,
+    ) -> bool {
+        if let Some(set) = self.users.get(user) {
+            if set.values().any(&mut f) {
+                return true;
+            }
+        }
+        groups.iter().any(|g| {
+            self.groups
+                .get(g.as_str())
+                .is_some_and(|set| set.values().any(&mut f))
+        })
+    }
+
     /// The bindings filed under `user` or any of `groups`, by name, each once.
     fn candidates(&self, user: &str, groups: &[String]) -> Vec<&Arc<B>> {
         let mut out: Vec<(&str, &Arc<B>)> = Vec::new();
@@ -700,15 +721,29 @@ impl PolicyIndex {
     /// Whether some rule allows the request: [`PolicyIndex::authorize`]'s `allowed`, without
     /// making its reason (what serving a request needs; the reason is for reviews).
     pub fn allows(&self, attrs: &Attributes<'_>) -> bool {
-        let mut allowed = false;
-        self.visit_rules_for(attrs.user, attrs.groups, attrs.namespace, |v| match v {
-            Visit::Rule(_, rule) if rule_allows(attrs, rule) => {
-                allowed = true;
-                ControlFlow::Break(())
-            }
-            _ => ControlFlow::Continue(()),
-        });
-        allowed
+        // The rules `visit_rules_for` visits, in any order: whether one allows does not
+        // depend on which binding is seen first (only the reason, which this leaves out).
+        let (user, groups) = (attrs.user, attrs.groups);
+        let grants = |subjects: &[Subject], role_ref: &RoleRef, namespace: &str| {
+            applies_to(user, groups, subjects, namespace).is_some()
+                && self
+                    .role_ref_rules(role_ref, namespace)
+                    .is_ok_and(|rules| rules.iter().any(|r| rule_allows(attrs, r)))
+        };
+        if self
+            .cluster_subjects
+            .any_candidate(user, groups, |b| grants(&b.subjects, &b.role_ref, ""))
+        {
+            return true;
+        }
+        if attrs.namespace.is_empty() {
+            return false;
+        }
+        self.namespaces.get(attrs.namespace).is_some_and(|ns| {
+            ns.subjects.any_candidate(user, groups, |b| {
+                grants(&b.subjects, &b.role_ref, attrs.namespace)
+            })
+        })
     }
 
     /// `DefaultRuleResolver.RulesFor`: every rule that applies to the user in `namespace`,
