@@ -123,15 +123,16 @@ pub fn sort_schemas(schemas: &mut [Schema]) {
 }
 
 /// The index of the first schema (of `schemas`, in matching order) that matches and whose
-/// level exists.
+/// level exists (`level_exists` is asked by schema index).
 pub fn classify(
     schemas: &[Schema],
-    level_exists: impl Fn(&str) -> bool,
+    level_exists: impl Fn(usize) -> bool,
     d: &Digest<'_>,
 ) -> Option<usize> {
     schemas
         .iter()
-        .position(|s| level_exists(&s.level) && s.rules.iter().any(|r| rule_matches(r, d)))
+        .enumerate()
+        .position(|(i, s)| level_exists(i) && s.rules.iter().any(|r| rule_matches(r, d)))
 }
 
 /// The flow distinguisher of a request under `schema`.
@@ -398,7 +399,7 @@ mod tests {
             resource: None,
             path: "/version",
         };
-        let i = classify(&s, |l| l != "global-default", &d).unwrap();
+        let i = classify(&s, |i| s[i].level != "global-default", &d).unwrap();
         assert_eq!(s[i].name, "catch-all");
     }
 

@@ -150,7 +150,7 @@ pub fn parse_level(v: &Value) -> Option<Level> {
                         queues,
                         hand_size: num(&l, "/limitResponse/queuing/handSize")
                             .map_or(HAND_SIZE_DEFAULT, |n| n as usize)
-                            .clamp(1, queues),
+                            .clamp(1, queues.min(super::queueset::HAND_SIZE_MAX)),
                         queue_length_limit: num(&l, "/limitResponse/queuing/queueLengthLimit")
                             .map_or(QUEUE_LENGTH_LIMIT_DEFAULT, |n| n as usize)
                             .max(1),

@@ -99,8 +99,25 @@ pub struct Config {
     /// NominalCL of each level, server-wide.
     pub nominal: Vec<u32>,
     level_index: HashMap<String, usize>,
+    /// Per schema (same order): the index of its priority level, if that level exists
+    /// (resolved once here, so that classifying a request hashes no level name).
+    schema_level: Vec<Option<usize>>,
     /// Per schema (same order).
     stats: Vec<Arc<SchemaStats>>,
+}
+
+impl Config {
+    fn empty() -> Config {
+        Config {
+            generation: 0,
+            schemas: Vec::new(),
+            levels: Vec::new(),
+            nominal: Vec::new(),
+            level_index: HashMap::new(),
+            schema_level: Vec::new(),
+            stats: Vec::new(),
+        }
+    }
 }
 
 /// What the metrics need: one row per (flow schema, priority level), and each level's
@@ -146,11 +163,29 @@ pub struct Rejected {
     pub retry_after_seconds: u32,
 }
 
-/// An admitted request: the UIDs for the response headers and its seat (released on drop).
+/// An admitted request: its flow schema and priority level (for the response headers) and
+/// its seat (released on drop).
 pub struct Ticket {
-    pub schema_uid: String,
-    pub level_uid: String,
+    /// The configuration it was classified by, with the schema's and level's indexes; none
+    /// when no schema matched (the request runs unmanaged).
+    matched: Option<(Arc<Config>, usize, usize)>,
     _seat: Option<Seat>,
+}
+
+impl Ticket {
+    /// The matched FlowSchema's UID (empty when none matched).
+    pub fn schema_uid(&self) -> &str {
+        self.matched
+            .as_ref()
+            .map_or("", |(c, si, _)| c.schemas[*si].uid.as_str())
+    }
+
+    /// The PriorityLevelConfiguration's UID (empty when no schema matched).
+    pub fn level_uid(&self) -> &str {
+        self.matched
+            .as_ref()
+            .map_or("", |(c, _, li)| c.levels[*li].uid.as_str())
+    }
 }
 
 impl FlowControl {
@@ -161,14 +196,7 @@ impl FlowControl {
             server_limit: server_limit.max(1),
             cores: cores.max(1),
             generation: AtomicU64::new(0),
-            current: Mutex::new(Arc::new(Config {
-                generation: 0,
-                schemas: Vec::new(),
-                levels: Vec::new(),
-                nominal: Vec::new(),
-                level_index: HashMap::new(),
-                stats: Vec::new(),
-            })),
+            current: Mutex::new(Arc::new(Config::empty())),
             stats: Mutex::default(),
             refusals: retry::Refusals::default(),
         };
@@ -189,10 +217,14 @@ impl FlowControl {
     pub fn publish(&self, mut schemas: Vec<Schema>, levels: Vec<Level>) {
         classify::sort_schemas(&mut schemas);
         let nominal = config::nominal_limits(&levels, self.server_limit);
-        let level_index = levels
+        let level_index: HashMap<String, usize> = levels
             .iter()
             .enumerate()
             .map(|(i, l)| (l.name.clone(), i))
+            .collect();
+        let schema_level = schemas
+            .iter()
+            .map(|s| level_index.get(&s.level).copied())
             .collect();
         let mut all = self.stats.lock();
         let stats: Vec<Arc<SchemaStats>> = schemas
@@ -218,6 +250,7 @@ impl FlowControl {
             levels,
             nominal,
             level_index,
+            schema_level,
             stats,
         });
         self.generation.store(generation, Ordering::Release);
@@ -262,22 +295,20 @@ impl FlowControl {
         width: u32,
     ) -> Result<Ticket, Rejected> {
         let cfg = self.refresh();
-        let Some(si) = classify::classify(&cfg.schemas, |l| cfg.level_index.contains_key(l), d)
+        let Some(si) = classify::classify(&cfg.schemas, |i| cfg.schema_level[i].is_some(), d)
         else {
             // No schema at all (catch-all deleted and not yet restored): run unmanaged.
             return Ok(Ticket {
-                schema_uid: String::new(),
-                level_uid: String::new(),
+                matched: None,
                 _seat: None,
             });
         };
         let schema = &cfg.schemas[si];
-        let li = cfg.level_index[&schema.level];
+        let li = cfg.schema_level[si].expect("classified by an existing level");
         let level = &cfg.levels[li];
-        let stats = cfg.stats[si].clone();
+        let stats = &cfg.stats[si];
         let ticket = |seat| Ticket {
-            schema_uid: schema.uid.clone(),
-            level_uid: level.uid.clone(),
+            matched: Some((cfg.clone(), si, li)),
             _seat: seat,
         };
         if never_reject {
@@ -324,7 +355,7 @@ impl FlowControl {
         let seat = match waiter {
             Err(reason) => return Err(reject(reason)),
             Ok(Err(mut seat)) => {
-                seat.stats = Some(stats.clone());
+                seat.stats = Some(si);
                 seat
             }
             Ok(Ok(w)) => {
@@ -338,13 +369,13 @@ impl FlowControl {
                 stats.inqueue.fetch_sub(1, Ordering::Relaxed);
                 match outcome {
                     Ok(mut seat) => {
-                        seat.stats = Some(stats.clone());
+                        seat.stats = Some(si);
                         seat
                     }
                     Err(_) => match guard.give_up() {
                         // Dispatched at the last moment: run it.
                         Some(mut seat) => {
-                            seat.stats = Some(stats.clone());
+                            seat.stats = Some(si);
                             seat
                         }
                         None => return Err(reject(Reason::TimeOut)),
@@ -426,9 +457,8 @@ impl WaitGuard<'_> {
         self.done = true;
         Some(with_core(self.fc, |core| Seat {
             fc: self.fc.id,
-            generation: core.config.generation,
+            config: core.config.clone(),
             level,
-            level_name: self.waiter.level_name.clone(),
             queue: Some(queue),
             width,
             stats: None,
@@ -462,22 +492,22 @@ impl Drop for WaitGuard<'_> {
 /// A seat held by a running request; dropping it frees the seat and starts waiters.
 struct Seat {
     fc: usize,
-    generation: u64,
+    /// The core's configuration when the seat was taken: `level` indexes its dispatcher.
+    config: Arc<Config>,
     level: usize,
-    level_name: String,
     queue: Option<usize>,
     /// Seats held.
     width: u32,
-    stats: Option<Arc<SchemaStats>>,
+    /// The schema (of `config`) whose stats count it as executing.
+    stats: Option<usize>,
 }
 
 impl Seat {
     fn new(fc: usize, core: &Core, level: usize, queue: Option<usize>, width: u32) -> Seat {
         Seat {
             fc,
-            generation: core.config.generation,
+            config: core.config.clone(),
             level,
-            level_name: core.config.levels[level].name.clone(),
             queue,
             width,
             stats: None,
@@ -487,7 +517,7 @@ impl Seat {
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        if let Some(s) = &self.stats {
+        if let Some(s) = self.stats.and_then(|si| self.config.stats.get(si)) {
             s.executing.fetch_sub(1, Ordering::Relaxed);
             s.executing_seats
                 .fetch_sub(i64::from(self.width), Ordering::Relaxed);
@@ -497,11 +527,13 @@ impl Drop for Seat {
             let Some(core) = cores.iter_mut().find(|c| c.fc == self.fc) else {
                 return;
             };
-            let started = if core.config.generation == self.generation {
+            let started = if core.config.generation == self.config.generation {
                 core.dispatcher.finish(self.level, self.queue, self.width)
             } else {
-                // Configuration changed while it ran: free a seat of the level of that name.
-                match core.config.level_index.get(&self.level_name) {
+                // Configuration changed while it ran: free a seat of the level of that name
+                // (none for a level that was gone when it was dispatched).
+                let name = self.config.levels.get(self.level).map(|l| l.name.as_str());
+                match name.and_then(|n| core.config.level_index.get(n)) {
                     Some(&i) => core.dispatcher.finish(i, None, self.width),
                     None => Vec::new(),
                 }
@@ -621,14 +653,7 @@ fn with_core<R>(fc: &FlowControl, f: impl FnOnce(&mut Core) -> R) -> R {
                 let cfg = fc.config();
                 let mut core = Core {
                     fc: fc.id,
-                    config: Arc::new(Config {
-                        generation: 0,
-                        schemas: Vec::new(),
-                        levels: Vec::new(),
-                        nominal: Vec::new(),
-                        level_index: HashMap::new(),
-                        stats: Vec::new(),
-                    }),
+                    config: Arc::new(Config::empty()),
                     dispatcher: Dispatcher::default(),
                     waiters: HashMap::new(),
                     next_id: 0,

@@ -76,7 +76,7 @@ impl QueueSet {
     }
 
     /// The queues a flow with this hash may use, in hand order.
-    pub fn deal(&self, flow_hash: u64) -> Vec<usize> {
+    pub fn deal(&self, flow_hash: u64) -> Hand {
         deal(self.queues.len(), self.hand_size, flow_hash)
     }
 
@@ -86,6 +86,7 @@ impl QueueSet {
     pub fn enqueue(&mut self, flow_hash: u64, id: u64, width: u32) -> Result<usize, QueueFull> {
         let hand = self.deal(flow_hash);
         let q = *hand
+            .cards()
             .iter()
             .min_by_key(|&&q| self.queues[q].waiting.len() + self.queues[q].executing as usize)
             .expect("a hand has at least one queue");
@@ -143,6 +144,7 @@ impl QueueSet {
     pub fn start_unqueued(&mut self, flow_hash: u64, width: u32) -> usize {
         let hand = self.deal(flow_hash);
         let q = *hand
+            .cards()
             .iter()
             .min_by_key(|&&q| self.queues[q].waiting.len() + self.queues[q].executing as usize)
             .expect("a hand has at least one queue");
@@ -190,24 +192,65 @@ impl QueueSet {
     }
 }
 
-/// Deals `hand_size` distinct cards out of `deck` from the digits of `hash` (mixed radix
-/// `deck, deck-1, ...`): the i-th digit picks among the cards not dealt yet.
-pub fn deal(deck: usize, hand_size: usize, hash: u64) -> Vec<usize> {
-    let mut hand: Vec<usize> = Vec::with_capacity(hand_size);
+/// The largest hand a level deals (upstream's validation bounds a hand by the entropy of its
+/// deal, 60 bits, so no valid configuration needs more: 60 cards of a deck of 2).
+pub const HAND_SIZE_MAX: usize = 64;
+
+/// A dealt hand, on the stack: the request path deals one per request that runs at once.
+#[derive(Clone, Copy)]
+pub struct Hand {
+    cards: [usize; HAND_SIZE_MAX],
+    len: usize,
+}
+
+impl Hand {
+    /// The queues, in hand order.
+    pub fn cards(&self) -> &[usize] {
+        &self.cards[..self.len]
+    }
+}
+
+impl std::fmt::Debug for Hand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cards().fmt(f)
+    }
+}
+
+impl PartialEq for Hand {
+    fn eq(&self, other: &Hand) -> bool {
+        self.cards() == other.cards()
+    }
+}
+
+/// Deals `hand_size` (at most [`HAND_SIZE_MAX`]) distinct cards out of `deck` from the digits
+/// of `hash` (mixed radix `deck, deck-1, ...`): the i-th digit picks among the cards not dealt
+/// yet.
+pub fn deal(deck: usize, hand_size: usize, hash: u64) -> Hand {
+    let mut hand = Hand {
+        cards: [0; HAND_SIZE_MAX],
+        len: 0,
+    };
+    // The dealt cards in increasing order, to step over.
+    let mut sorted = [0usize; HAND_SIZE_MAX];
     let mut rest = hash;
-    for i in 0..hand_size.min(deck) {
+    for i in 0..hand_size.min(deck).min(HAND_SIZE_MAX) {
         let radix = (deck - i) as u64;
         let mut card = (rest % radix) as usize;
         rest /= radix;
         // The card-th of the cards not dealt yet: step over the dealt ones, in order.
-        let mut dealt: Vec<usize> = hand.clone();
-        dealt.sort_unstable();
-        for d in dealt {
+        let mut at = i;
+        for (j, &d) in sorted[..i].iter().enumerate() {
             if d <= card {
                 card += 1;
+            } else {
+                at = j;
+                break;
             }
         }
-        hand.push(card);
+        sorted.copy_within(at..i, at + 1);
+        sorted[at] = card;
+        hand.cards[i] = card;
+        hand.len = i + 1;
     }
     hand
 }
@@ -222,19 +265,56 @@ mod tests {
         for (deck, hand_size) in [(1, 1), (8, 8), (64, 6), (128, 6), (16, 4)] {
             for hash in [0u64, 1, 7, 0xdead_beef, u64::MAX, 1 << 40] {
                 let hand = deal(deck, hand_size, hash);
-                let mut sorted = hand.clone();
+                let mut sorted = hand.cards().to_vec();
                 sorted.sort_unstable();
                 sorted.dedup();
                 assert_eq!(sorted.len(), hand_size, "deck {deck} hash {hash}: {hand:?}");
-                assert!(hand.iter().all(|&c| c < deck));
+                assert!(hand.cards().iter().all(|&c| c < deck));
                 assert_eq!(hand, deal(deck, hand_size, hash));
             }
         }
         // Digits in mixed radix: hash 0 deals 0,1,2; hash 1 deals 1,0,2; hash 8 (= 0 + 1*8)
         // deals 0 then the second of the rest (2).
-        assert_eq!(deal(8, 3, 0), vec![0, 1, 2]);
-        assert_eq!(deal(8, 3, 1), vec![1, 0, 2]);
-        assert_eq!(deal(8, 3, 8), vec![0, 2, 1]);
+        assert_eq!(deal(8, 3, 0).cards(), [0, 1, 2]);
+        assert_eq!(deal(8, 3, 1).cards(), [1, 0, 2]);
+        assert_eq!(deal(8, 3, 8).cards(), [0, 2, 1]);
+    }
+
+    /// The dealer on the stack deals what the plain definition does: the i-th digit picks
+    /// the digit-th card among those not dealt yet.
+    #[test]
+    fn deals_as_the_plain_definition() {
+        fn reference(deck: usize, hand_size: usize, hash: u64) -> Vec<usize> {
+            let mut left: Vec<usize> = (0..deck).collect();
+            let mut rest = hash;
+            let mut hand = Vec::new();
+            for i in 0..hand_size.min(deck) {
+                let radix = (deck - i) as u64;
+                hand.push(left.remove((rest % radix) as usize));
+                rest /= radix;
+            }
+            hand
+        }
+        let mut h = 0x9e37_79b9_7f4a_7c15u64;
+        for (deck, hand_size) in [
+            (1, 1),
+            (2, 2),
+            (8, 8),
+            (64, 6),
+            (128, 6),
+            (512, 8),
+            (2, 60),
+            (70, 64),
+        ] {
+            for _ in 0..200 {
+                h = super::super::classify::flow_hash("fs", &h.to_string());
+                assert_eq!(
+                    deal(deck, hand_size, h).cards(),
+                    reference(deck, hand_size, h).as_slice(),
+                    "deck {deck} hand {hand_size} hash {h}"
+                );
+            }
+        }
     }
 
     /// Over many flows every queue is used about equally (the deal is not biased).
@@ -242,11 +322,13 @@ mod tests {
     fn deals_spread_over_the_deck() {
         let mut counts = [0usize; 16];
         for i in 0..16_000u64 {
-            for c in deal(
+            for &c in deal(
                 16,
                 4,
                 super::super::classify::flow_hash("fs", &i.to_string()),
-            ) {
+            )
+            .cards()
+            {
                 counts[c] += 1;
             }
         }
@@ -262,7 +344,7 @@ mod tests {
     fn a_flow_uses_the_shortest_queue_of_its_hand() {
         let mut qs = QueueSet::new(8, 3, 10);
         let hand = qs.deal(0);
-        assert_eq!(hand, vec![0, 1, 2]);
+        assert_eq!(hand.cards(), [0, 1, 2]);
         let queues: Vec<usize> = (0..6).map(|id| qs.enqueue(0, id, 1).unwrap()).collect();
         assert_eq!(queues, vec![0, 1, 2, 0, 1, 2]);
     }

@@ -154,7 +154,7 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     }
     if let Some(t) = ticket {
         resp.headers
-            .extend(flow_control_headers(&t.schema_uid, &t.level_uid));
+            .extend(flow_control_headers(t.schema_uid(), t.level_uid()));
         // A streamed list keeps its seat until its last chunk is written; a watch is
         // established once its handler has returned, and lets its seat go (as upstream).
         if !watch {
@@ -265,7 +265,8 @@ async fn flow_control(
     if !fc.enabled {
         return Ok(None);
     }
-    let method = req.method.as_str().to_ascii_lowercase();
+    // The lower-case method is the verb of a non-resource request only.
+    let method: String;
     let (verb, resource) = match target {
         Target::Resource(rr) => (
             rr.verb,
@@ -276,7 +277,10 @@ async fn flow_control(
                 namespace: &rr.namespace,
             }),
         ),
-        _ => (method.as_str(), None),
+        _ => {
+            method = req.method.as_str().to_ascii_lowercase();
+            (method.as_str(), None)
+        }
     };
     let digest = Digest {
         user: user.map_or("", |u| u.name.as_str()),
