@@ -47,7 +47,11 @@ impl User {
 /// `token,user,uid[,"group1,group2"]` per line.
 #[derive(Default, Debug)]
 pub struct TokenFile {
-    tokens: HashMap<String, User>,
+    tokens: HashMap<String, User, foldhash::fast::RandomState>,
+    /// The longest token's length: a longer bearer token (a service account's JWT, ~1 KB)
+    /// is not looked up at all (hashing it cost a service account's GET 3,000
+    /// instructions, `benches/REPORT.md` 2026-12-03).
+    longest: usize,
 }
 
 impl TokenFile {
@@ -64,7 +68,7 @@ impl TokenFile {
     }
 
     pub fn parse(text: &str) -> Result<TokenFile, String> {
-        let mut tokens = HashMap::new();
+        let mut tokens = HashMap::default();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -97,10 +101,14 @@ impl TokenFile {
                 return Err(format!("line {}: duplicate token", n + 1));
             }
         }
-        Ok(TokenFile { tokens })
+        let longest = tokens.keys().map(String::len).max().unwrap_or(0);
+        Ok(TokenFile { tokens, longest })
     }
 
     pub fn lookup(&self, token: &str) -> Option<&User> {
+        if token.len() > self.longest {
+            return None;
+        }
         self.tokens.get(token)
     }
 
@@ -144,6 +152,16 @@ pub fn authenticate(
     authorization: Option<&str>,
     client_cert: Option<(&str, &[String])>,
 ) -> Option<User> {
+    authenticate_bearer(tokens, bearer_token(authorization), client_cert)
+}
+
+/// [`authenticate`] given the header's bearer token ([`bearer_token`]), for a caller that
+/// also hands the token to the service account authenticator (one scan of a ~1 KB JWT).
+pub fn authenticate_bearer(
+    tokens: &TokenFile,
+    bearer: Option<&str>,
+    client_cert: Option<(&str, &[String])>,
+) -> Option<User> {
     if let Some((cn, orgs)) = client_cert.filter(|(cn, _)| !cn.is_empty()) {
         let mut groups = orgs.to_vec();
         groups.push(AUTHENTICATED_GROUP.into());
@@ -154,7 +172,7 @@ pub fn authenticate(
             extra: BTreeMap::new(),
         });
     }
-    let mut user = tokens.lookup(bearer_token(authorization)?).cloned()?;
+    let mut user = tokens.lookup(bearer?).cloned()?;
     // As upstream's authenticated-group adder: every authenticated user is in it.
     if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
         user.groups.push(AUTHENTICATED_GROUP.into());

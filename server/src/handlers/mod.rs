@@ -480,10 +480,10 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
         .client_cert
         .filter(|c| c.by_client_ca)
         .map(|c| (c.common_name.as_str(), c.organizations.as_slice()));
-    let authorization = head.headers.get("authorization");
-    let user = match auth::authenticate(&st.tokens, authorization, cert) {
+    let bearer = auth::bearer_token(head.headers.get("authorization"));
+    let user = match auth::authenticate_bearer(&st.tokens, bearer, cert) {
         Some(user) => user,
-        None => match auth::bearer_token(authorization) {
+        None => match bearer {
             Some(token) => service_account_user(st, token)
                 .ok()
                 .flatten()
