@@ -11,7 +11,8 @@ start_server() {
     "$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port "$port" --sync none \
         "$@" >"$dir/server.log" 2>&1 &
     pid=$!
-    for _ in $(seq 200); do
+    # START_WAIT_S: how long it may take (20 s; a server under valgrind takes longer).
+    for _ in $(seq $((${START_WAIT_S:-20} * 10))); do
         curl -sk "https://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         sleep 0.1
     done

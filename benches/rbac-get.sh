@@ -18,12 +18,31 @@
 #
 # Defaults: BIN target/release/apiserver, N=40000, C=32, ROUNDS=5; --smoke: 1,000 GETs,
 # 20 namespaces, one round.
+#
+# CALLGRIND=1 counts instructions instead of timing (the rates swing by ±15 % between rounds
+# on a shared 2-core host; instruction counts do not): the server runs under
+# `valgrind --tool=callgrind --instr-atstart=no` on one core, each identity's GETs are
+# counted after 200 uncounted ones, and a round prints instructions per GET twice:
+#
+#   round <r> whole: admin <Ir>Ir user <Ir>Ir (<extra %>) sa <Ir>Ir (<extra %>)
+#   round <r> path: admin <Ir>Ir user <Ir>Ir (+<extra Ir>) sa <Ir>Ir (+<extra Ir>)
+#
+# "whole" is the server process's (a run of 2N less a run of N, so that the TLS handshakes
+# of the load's connections cancel out), which picks up whatever background work (the
+# controllers digesting the policy) ran meanwhile: it swings by thousands between runs.
+# "path" is the request path's own, from authentication to the handler's response
+# (`handlers::admit` and `handlers::serve`, inclusive; the same in every run to a few
+# instructions): what authentication, authorization and priority and fairness add per
+# identity. With N=2000 by default. The dumps (`callgrind.out.*` in the run's directory, kept with
+# KEEP=1) name where the instructions go (`callgrind_annotate`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benches/lib.sh
 . benches/lib.sh
 
 bin=target/release/apiserver loadgen= n=${N:-40000} conc=${C:-32} rounds=${ROUNDS:-5}
+callgrind=${CALLGRIND:-}
+[ -n "$callgrind" ] && n=${N:-2000} rounds=${ROUNDS:-1}
 namespaces=100
 while (($#)); do
     case $1 in
@@ -44,7 +63,17 @@ dir=$(mktemp -d) pid=
 trap 'stop_server' EXIT
 mkdir -p "$dir/data"
 printf 'admintok,admin,1,system:masters\nusertok,bench-user,2\n' >"$dir/data/tokens.csv"
-start_server "$bin" "$dir" --authorization-mode "${MODE:-RBAC}"
+server_flags=(--authorization-mode "${MODE:-RBAC}")
+if [ -n "$callgrind" ]; then
+    command -v valgrind >/dev/null || { echo "rbac-get.sh: CALLGRIND=1 needs valgrind" >&2 && exit 2; }
+    # valgrind runs in the server's process (pid is the server's), on one serving core.
+    printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s/callgrind.out.%%p %s "$@"\n' \
+        "$dir" "$(realpath "$bin")" >"$dir/under-callgrind"
+    chmod +x "$dir/under-callgrind"
+    bin=$dir/under-callgrind server_flags+=(--cores 1)
+    export START_WAIT_S=${START_WAIT_S:-300}
+fi
+start_server "$bin" "$dir" "${server_flags[@]}"
 url=${conn[1]}
 
 # The policy, written over one keep-alive connection.
@@ -104,6 +133,53 @@ for c in user sa; do
     done
     unset -n cc
 done
+
+if [ -n "$callgrind" ]; then
+    # The instructions of one loadgen run of `ops` GETs (its connections' TLS handshakes
+    # included), from a dump of only that run.
+    counted() { # ops connection flags...
+        local ops=$1 last
+        shift
+        callgrind_control -z "$pid" >/dev/null 2>&1
+        callgrind_control -i on "$pid" >/dev/null 2>&1
+        "$loadgen" "$@" -q get --ops "$ops" -n "$objects" -c "$conc" >/dev/null
+        callgrind_control -i off "$pid" >/dev/null 2>&1
+        callgrind_control -d "$pid" >/dev/null 2>&1
+        # The newest dump: callgrind.out.<pid>.<n>, the highest n (not by mtime, whose
+        # second granularity ties runs).
+        last=$(find "$dir" -maxdepth 1 -name 'callgrind.out.*' -printf '%f\n' | sort -V | tail -1)
+        # The whole process's instructions, and those of the request path from
+        # authentication to the handler's response (`handlers::admit` and
+        # `handlers::serve`, inclusive: no TLS, HTTP parsing or writes, and none of the
+        # background work that the whole process's figure picks up) per GET.
+        # (From the run's directory: under the checkout callgrind_annotate names sources
+        # relative to it and splits a function's inlined parts off its total.)
+        (cd "$dir" && callgrind_annotate --inclusive=yes "$last" 2>/dev/null) |
+            awk -v ops="$ops" '/PROGRAM TOTALS/{gsub(",","",$1); t=$1}
+                /handlers\/mod\.rs:keel_server::handlers::(serve::[{][{]closure[}][}]|admit) \[/ {gsub(",","",$1); p+=$1}
+                END{printf "%d %d\n", t, p/ops}'
+    }
+    # Instructions per GET: a run of 2N GETs less a run of N, over N (each run opens the
+    # same connections, whose handshakes cancel out), after 200 uncounted GETs.
+    # Prints "<whole> <path>": the whole process's per GET, and the request path's.
+    count() { # connection flags...
+        local one two path
+        "$loadgen" "$@" -q get --ops 200 -n "$objects" -c "$conc" >/dev/null
+        read -r one _ < <(counted "$n" "$@")
+        read -r two path < <(counted $((2 * n)) "$@")
+        echo "$(((two - one) / n)) $path"
+    }
+    for r in $(seq "$rounds"); do
+        read -r a ap < <(count "${conn[@]}")
+        read -r u up < <(count "${user_conn[@]}")
+        read -r s sp < <(count "${sa_conn[@]}")
+        extra() { awk -v x="$1" -v a="$2" 'BEGIN{printf "%+.1f", (x - a) * 100 / a}'; }
+        echo "round $r whole: admin ${a}Ir user ${u}Ir ($(extra "$u" "$a") %) sa ${s}Ir ($(extra "$s" "$a") %)"
+        echo "round $r path: admin ${ap}Ir user ${up}Ir (+$((up - ap))Ir) sa ${sp}Ir (+$((sp - ap))Ir)"
+    done
+    [ -n "${KEEP:-}" ] && echo "dumps kept in $dir" >&2 && trap - EXIT && kill "$pid"
+    exit 0
+fi
 
 tck=$(getconf CLK_TCK)
 ratios=() sa_ratios=()
