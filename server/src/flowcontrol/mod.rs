@@ -355,7 +355,7 @@ impl FlowControl {
         let seat = match waiter {
             Err(reason) => return Err(reject(reason)),
             Ok(Err(mut seat)) => {
-                seat.stats = Some(si);
+                seat.stats = Some(stats.clone());
                 seat
             }
             Ok(Ok(w)) => {
@@ -369,13 +369,13 @@ impl FlowControl {
                 stats.inqueue.fetch_sub(1, Ordering::Relaxed);
                 match outcome {
                     Ok(mut seat) => {
-                        seat.stats = Some(si);
+                        seat.stats = Some(stats.clone());
                         seat
                     }
                     Err(_) => match guard.give_up() {
                         // Dispatched at the last moment: run it.
                         Some(mut seat) => {
-                            seat.stats = Some(si);
+                            seat.stats = Some(stats.clone());
                             seat
                         }
                         None => return Err(reject(Reason::TimeOut)),
@@ -498,8 +498,10 @@ struct Seat {
     queue: Option<usize>,
     /// Seats held.
     width: u32,
-    /// The schema (of `config`) whose stats count it as executing.
-    stats: Option<usize>,
+    /// The stats of the schema it was classified by, which count it as executing (not an
+    /// index into `config`: a request that waited across a change of configuration takes
+    /// its seat in the new one).
+    stats: Option<Arc<SchemaStats>>,
 }
 
 impl Seat {
@@ -517,7 +519,7 @@ impl Seat {
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        if let Some(s) = self.stats.and_then(|si| self.config.stats.get(si)) {
+        if let Some(s) = &self.stats {
             s.executing.fetch_sub(1, Ordering::Relaxed);
             s.executing_seats
                 .fetch_sub(i64::from(self.width), Ordering::Relaxed);
