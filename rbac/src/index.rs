@@ -26,6 +26,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use foldhash::HashMap;
@@ -387,10 +388,41 @@ impl NamespacePolicy {
 /// keys `subject_keys` gives for its subjects, and nowhere else.
 #[derive(Clone, Debug, Default)]
 pub struct PolicyIndex {
+    /// Which state of the policy this is: every change takes a number never used before
+    /// (by any index of the process), so a decision cached with it is current while it is
+    /// (see [`PolicyIndex::generation`]).
+    generation: u64,
     cluster_roles: HashMap<Box<str>, Arc<ClusterRole>>,
     cluster_role_bindings: HashMap<Box<str>, Arc<ClusterRoleBinding>>,
     cluster_subjects: SubjectIndex<ClusterRoleBinding>,
     namespaces: HashMap<Box<str>, NamespacePolicy>,
+}
+
+/// The rules that apply to one user in one namespace ([`PolicyIndex::grants`]), those that
+/// name resources apart from those that name URLs (a rule with both is in both): a resource
+/// request looks only at the first, a non-resource request only at the second.
+#[derive(Clone, Debug, Default)]
+pub struct Grants {
+    resource: Vec<PolicyRule>,
+    non_resource: Vec<PolicyRule>,
+}
+
+impl Grants {
+    /// [`PolicyIndex::allows`] for a request of the user and namespace these grants were
+    /// resolved for, from the index they were resolved from.
+    pub fn allows(&self, attrs: &Attributes<'_>) -> bool {
+        let rules = match attrs.path {
+            None => &self.resource,
+            Some(_) => &self.non_resource,
+        };
+        rules.iter().any(|rule| rule_allows(attrs, rule))
+    }
+}
+
+/// A number no index state of this process has had.
+fn next_generation() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// `appliesTo`: the index of the first subject that applies to the user.
@@ -456,6 +488,7 @@ impl PolicyIndex {
     }
 
     pub fn upsert_role(&mut self, role: Role) {
+        self.generation = next_generation();
         let ns = self
             .namespaces
             .entry(role.metadata.namespace.as_str().into())
@@ -465,11 +498,13 @@ impl PolicyIndex {
     }
 
     pub fn upsert_cluster_role(&mut self, role: ClusterRole) {
+        self.generation = next_generation();
         self.cluster_roles
             .insert(role.metadata.name.as_str().into(), Arc::new(role));
     }
 
     pub fn upsert_role_binding(&mut self, binding: RoleBinding) {
+        self.generation = next_generation();
         let namespace = binding.metadata.namespace.clone();
         let name = binding.metadata.name.clone();
         let ns = self
@@ -486,6 +521,7 @@ impl PolicyIndex {
     }
 
     pub fn upsert_cluster_role_binding(&mut self, binding: ClusterRoleBinding) {
+        self.generation = next_generation();
         let name = binding.metadata.name.clone();
         if let Some(old) = self.cluster_role_bindings.remove(name.as_str()) {
             self.cluster_subjects.remove(&name, &old.subjects, "");
@@ -499,6 +535,7 @@ impl PolicyIndex {
     /// Removes one object; `namespace` is ignored for the cluster-scoped kinds. Returns
     /// whether it was held.
     pub fn remove(&mut self, kind: Kind, namespace: &str, name: &str) -> bool {
+        self.generation = next_generation();
         match kind {
             Kind::ClusterRole => self.cluster_roles.remove(name).is_some(),
             Kind::ClusterRoleBinding => match self.cluster_role_bindings.remove(name) {
@@ -744,6 +781,61 @@ impl PolicyIndex {
                 grants(&b.subjects, &b.role_ref, attrs.namespace)
             })
         })
+    }
+
+    /// Which state of the policy this is: two indexes (or one at two times) with the same
+    /// generation hold the same policy, so whatever was derived from one holds for the
+    /// other ([`PolicyIndex::grants`] cached by it, for instance). Every change gives a
+    /// number no index of the process had before.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The roles whose rules [`PolicyIndex::allows`] looks at for `user` in `groups` asking
+    /// in `namespace` (empty: cluster-wide or non-resource): those of the ClusterRoleBindings
+    /// and the namespace's RoleBindings with a subject that applies, each once (missing roles
+    /// grant nothing). `grants(u, g, ns).allows(a)` is `allows(a)` for every request `a` of
+    /// that user in that namespace, while the index's [`PolicyIndex::generation`] is the
+    /// same: what a server caches per user to decide without visiting bindings.
+    pub fn grants(&self, user: &str, groups: &[String], namespace: &str) -> Grants {
+        // Each role once (a binding may be filed under the user and a group, and several
+        // bindings may name one role).
+        let mut roles: Vec<*const [PolicyRule]> = Vec::new();
+        let mut grants = Grants::default();
+        let mut add = |subjects: &[Subject], role_ref: &RoleRef, binding_namespace: &str| {
+            if applies_to(user, groups, subjects, binding_namespace).is_none() {
+                return;
+            }
+            let Ok(rules) = self.role_ref_rules(role_ref, binding_namespace) else {
+                return;
+            };
+            if roles.contains(&(rules as *const [PolicyRule])) {
+                return;
+            }
+            roles.push(rules);
+            for rule in rules {
+                // A rule naming neither resources nor URLs allows nothing.
+                if !rule.resources.is_empty() {
+                    grants.resource.push(rule.clone());
+                }
+                if !rule.non_resource_urls.is_empty() {
+                    grants.non_resource.push(rule.clone());
+                }
+            }
+        };
+        self.cluster_subjects.any_candidate(user, groups, |b| {
+            add(&b.subjects, &b.role_ref, "");
+            false
+        });
+        if !namespace.is_empty() {
+            if let Some(ns) = self.namespaces.get(namespace) {
+                ns.subjects.any_candidate(user, groups, |b| {
+                    add(&b.subjects, &b.role_ref, namespace);
+                    false
+                });
+            }
+        }
+        grants
     }
 
     /// `DefaultRuleResolver.RulesFor`: every rule that applies to the user in `namespace`,

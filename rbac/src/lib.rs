@@ -47,8 +47,8 @@ pub mod types;
 
 pub use escalation::{covers, Write, WriteDenied};
 pub use index::{
-    Decision, ErrorStyle, NonResourceRule, PolicyError, PolicyIndex, ResolveError, ResourceRule,
-    RulesReview, Source, Visit,
+    Decision, ErrorStyle, Grants, NonResourceRule, PolicyError, PolicyIndex, ResolveError,
+    ResourceRule, RulesReview, Source, Visit,
 };
 pub use matching::{rule_allows, Attributes};
 pub use types::{

@@ -320,6 +320,42 @@ fn upserts_and_removals_keep_the_index_current() {
     );
 }
 
+/// Every change makes a generation no index had; a copy keeps its original's. Grants
+/// resolved before a change are those of the old generation (the caller's to drop).
+#[test]
+fn every_change_is_a_new_generation() {
+    let mut i = index();
+    let copy = i.clone();
+    assert_eq!(copy.generation(), i.generation());
+    let alice_pods = Attributes::resource("alice", &[], "get", "", "pods", "");
+    let before = i.grants("alice", &[], "");
+    assert!(before.allows(&alice_pods));
+    let mut seen = vec![i.generation()];
+    i.upsert_cluster_role_binding(cluster_binding(
+        "alice-pods",
+        "pod-reader",
+        vec![user("dave")],
+    ));
+    seen.push(i.generation());
+    assert!(!i.grants("alice", &[], "").allows(&alice_pods));
+    assert!(before.allows(&alice_pods), "resolved grants are a snapshot");
+    i.upsert_cluster_role(cluster_role("x", vec![]));
+    seen.push(i.generation());
+    i.upsert_role(role("ns1", "x", vec![]));
+    seen.push(i.generation());
+    i.upsert_role_binding(binding("ns1", "x", RoleRef::role("x"), vec![user("x")]));
+    seen.push(i.generation());
+    i.remove(Kind::Role, "ns9", "none");
+    seen.push(i.generation());
+    let mut other = copy.clone();
+    other.upsert_cluster_role(cluster_role("y", vec![]));
+    seen.push(other.generation());
+    let mut distinct = seen.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), seen.len(), "{seen:?}");
+}
+
 #[test]
 fn objects_as_stored() {
     let mut i = PolicyIndex::new();

@@ -252,8 +252,11 @@ fn compare(w: &World, index: &PolicyIndex, rng: &mut Rng, requests: usize) -> us
         let want = naive(w, &attrs);
         let got = index.authorize(&attrs);
         assert_eq!(got, want, "{attrs:?}");
-        // The reason-free decision agrees with the full one.
+        // The reason-free decision agrees with the full one, and so do the user's grants
+        // resolved for the request's namespace.
         assert_eq!(index.allows(&attrs), got.allowed, "{attrs:?}");
+        let grants = index.grants(attrs.user, attrs.groups, attrs.namespace);
+        assert_eq!(grants.allows(&attrs), got.allowed, "{attrs:?}");
         allowed += usize::from(got.allowed);
     }
     allowed
