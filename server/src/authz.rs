@@ -133,7 +133,7 @@ impl Chain {
                     let a = rbac_attributes(attrs);
                     // An allowed request's reason is made only when asked for (formatting
                     // it was a tenth of a GET's decision); a refusal's always is.
-                    if !with_reasons && index.allows(&a) {
+                    if !with_reasons && cached_allows(&index, &a) {
                         Decision::Allow(String::new())
                     } else {
                         let d = index.authorize(&a);
@@ -209,6 +209,67 @@ fn array(v: &Value, key: &str) -> Vec<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
+}
+
+/// Each user's grants per namespace, at one policy generation, on this thread.
+struct GrantCache {
+    generation: u64,
+    hasher: foldhash::fast::FixedState,
+    /// By the hash of (user, number of groups, namespace), the groups compared on look-up
+    /// (a user's groups rarely change; hashing them cost more than the look-up); a
+    /// colliding user replaces the entry.
+    entries: std::collections::HashMap<u64, GrantEntry, foldhash::fast::FixedState>,
+}
+
+struct GrantEntry {
+    user: Box<str>,
+    groups: Box<[String]>,
+    namespace: Box<str>,
+    grants: keel_rbac::Grants,
+}
+
+thread_local! {
+    static GRANTS: std::cell::RefCell<GrantCache> = std::cell::RefCell::new(GrantCache {
+        generation: 0,
+        hasher: foldhash::fast::FixedState::with_seed(0x6772_616e_7473),
+        entries: Default::default(),
+    });
+}
+
+/// [`PolicyIndex::allows`] from the user's grants in the request's namespace, resolved once
+/// per policy generation and kept on the serving thread: a decision then scans the rules of
+/// the few roles bound to the user instead of looking up its name and each of its groups
+/// among the bindings (a service account's GET: 2,900 instructions there at 10,000
+/// bindings, `benches/REPORT.md` 2026-12-03).
+fn cached_allows(index: &PolicyIndex, a: &keel_rbac::Attributes<'_>) -> bool {
+    use std::hash::BuildHasher;
+    GRANTS.with_borrow_mut(|c| {
+        if c.generation != index.generation() {
+            c.entries.clear();
+            c.generation = index.generation();
+        }
+        let key = c.hasher.hash_one((a.user, a.groups.len(), a.namespace));
+        if let Some(e) = c.entries.get(&key) {
+            if *e.user == *a.user && *e.groups == *a.groups && *e.namespace == *a.namespace {
+                return e.grants.allows(a);
+            }
+        }
+        let grants = index.grants(a.user, a.groups, a.namespace);
+        let allowed = grants.allows(a);
+        if c.entries.len() >= crate::limits::RBAC_GRANTS_CACHED_MAX {
+            c.entries.clear();
+        }
+        c.entries.insert(
+            key,
+            GrantEntry {
+                user: a.user.into(),
+                groups: a.groups.into(),
+                namespace: a.namespace.into(),
+                grants,
+            },
+        );
+        allowed
+    })
 }
 
 /// The request in keel-rbac's terms.
@@ -360,8 +421,8 @@ pub fn check_rbac_write(
 pub fn impersonate<'h>(
     chain: &dyn Authorizer,
     headers: impl Iterator<Item = (&'h str, &'h str)>,
-    requester: User,
-) -> Result<User, ApiError> {
+    requester: Arc<User>,
+) -> Result<Arc<User>, ApiError> {
     let mut name: Option<&str> = None;
     let mut groups: Vec<&str> = Vec::new();
     let mut uid: Option<&str> = None;
@@ -450,12 +511,12 @@ pub fn impersonate<'h>(
     for (key, value) in extras {
         extra.entry(key).or_default().push(value.to_owned());
     }
-    Ok(User {
+    Ok(Arc::new(User {
         name: name.to_owned(),
         uid: uid.unwrap_or("").to_owned(),
         groups: out,
         extra,
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -566,17 +627,16 @@ mod tests {
 
     #[test]
     fn impersonation_is_authorized_per_identity_asked_for() {
-        let admin = user("admin", &["system:masters"]);
-        let carol = user("carol", &["system:authenticated"]);
+        let admin = Arc::new(user("admin", &["system:masters"]));
+        let carol = Arc::new(user("carol", &["system:authenticated"]));
         let chain = build("RBAC").unwrap().chain;
         let none: Vec<(&str, &str)> = vec![("Accept", "application/json")];
-        assert_eq!(
-            impersonate(&chain, none.into_iter(), carol.clone()).unwrap(),
-            carol
-        );
+        // No impersonation: the requester, the same shared user.
+        let same = impersonate(&chain, none.into_iter(), carol.clone()).unwrap();
+        assert!(Arc::ptr_eq(&same, &carol));
         let as_alice = vec![("Impersonate-User", "alice"), ("impersonate-group", "devs")];
         let alice = impersonate(&chain, as_alice.clone().into_iter(), admin.clone()).unwrap();
-        assert_eq!(alice, user("alice", &["devs", "system:authenticated"]));
+        assert_eq!(*alice, user("alice", &["devs", "system:authenticated"]));
         let sa = vec![("Impersonate-User", "system:serviceaccount:ns1:robot")];
         let robot = impersonate(&chain, sa.into_iter(), admin.clone()).unwrap();
         assert_eq!(

@@ -204,6 +204,10 @@ pub const TOKEN_FILE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// token cache keeps successes 10 seconds); when full, expired entries go, then all.
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 10_000;
 pub const TOKEN_CACHE_TTL: Duration = Duration::from_secs(10);
+/// Users whose RBAC grants (by user, groups and namespace) each serving thread remembers at
+/// one policy generation; when full, all go. An entry holds shared references to the roles
+/// that grant, a few hundred bytes.
+pub const RBAC_GRANTS_CACHED_MAX: usize = 4_096;
 /// The largest service account key file read.
 pub const KEY_FILE_BYTES_MAX: u64 = 1024 * 1024;
 /// Largest `--encryption-provider-config` accepted: a rule with a few keys is well under a
@@ -238,6 +242,9 @@ pub const FLOWCONTROL_RETRY_AFTER_MAX: u32 = 32;
 /// Priority levels whose refusals are tracked for `Retry-After` (beyond it the history is
 /// forgotten and starts again).
 pub const FLOWCONTROL_LEVELS_TRACKED_MAX: usize = 1024;
+/// Users whose flow schema rules (those whose subjects match them) each core remembers
+/// under its configuration; when full, all go.
+pub const FLOWCONTROL_USERS_CACHED_MAX: usize = 4_096;
 /// How often the flow-control controller re-reads every FlowSchema and
 /// PriorityLevelConfiguration even without a change seen on its watches (restores deleted
 /// mandatory objects that a missed event would leave absent).

@@ -31,7 +31,7 @@ pub mod estimate;
 pub mod queueset;
 pub mod retry;
 
-use crate::limits::FLOWCONTROL_QUEUE_WAIT_MAX;
+use crate::limits::{FLOWCONTROL_QUEUE_WAIT_MAX, FLOWCONTROL_USERS_CACHED_MAX};
 use classify::Digest;
 use config::{Level, Schema};
 use dispatch::{Admit, Dispatched, Dispatcher, Reason, Slot};
@@ -156,6 +156,7 @@ fn unix_now() -> i64 {
 static INSTANCES: AtomicUsize = AtomicUsize::new(0);
 
 /// Why a request was refused, with what to put in its response headers.
+#[derive(Debug)]
 pub struct Rejected {
     pub schema_uid: String,
     pub level_uid: String,
@@ -295,8 +296,7 @@ impl FlowControl {
         width: u32,
     ) -> Result<Ticket, Rejected> {
         let cfg = self.refresh();
-        let Some(si) = classify::classify(&cfg.schemas, |i| cfg.schema_level[i].is_some(), d)
-        else {
+        let Some(si) = with_core(self, |core| core.classify(&cfg, d)) else {
             // No schema at all (catch-all deleted and not yet restored): run unmanaged.
             return Ok(Ticket {
                 matched: None,
@@ -552,9 +552,62 @@ struct Core {
     dispatcher: Dispatcher,
     waiters: HashMap<u64, Rc<Waiter>>,
     next_id: u64,
+    /// Each user's rules under `config` ([`classify::user_rules`]).
+    users: UserRules,
+}
+
+/// Users' rules by the hash of (user, number of groups, authenticated), the groups compared
+/// on look-up; a colliding user replaces the entry; at most
+/// [`FLOWCONTROL_USERS_CACHED_MAX`], then all go.
+#[derive(Default)]
+struct UserRules {
+    hasher: foldhash::fast::FixedState,
+    entries: HashMap<u64, UserRulesEntry, foldhash::fast::FixedState>,
+}
+
+struct UserRulesEntry {
+    user: Box<str>,
+    groups: Box<[String]>,
+    authenticated: bool,
+    rules: Box<[(usize, usize)]>,
 }
 
 impl Core {
+    /// The schema (index in `cfg`) of a request, from its user's rules, which are worked
+    /// out once per user and configuration (`cfg` is this core's, [`FlowControl::refresh`]
+    /// made sure).
+    fn classify(&mut self, cfg: &Arc<Config>, d: &Digest<'_>) -> Option<usize> {
+        use std::hash::BuildHasher;
+        let level_exists = |i: usize| cfg.schema_level[i].is_some();
+        if !Arc::ptr_eq(cfg, &self.config) {
+            let rules = classify::user_rules(&cfg.schemas, d);
+            return classify::classify(&cfg.schemas, level_exists, &rules, d);
+        }
+        let users = &mut self.users;
+        let key = users
+            .hasher
+            .hash_one((d.user, d.groups.len(), d.authenticated));
+        let current = users.entries.get(&key).is_some_and(|e| {
+            *e.user == *d.user && *e.groups == *d.groups && e.authenticated == d.authenticated
+        });
+        if !current {
+            if users.entries.len() >= FLOWCONTROL_USERS_CACHED_MAX {
+                users.entries.clear();
+            }
+            users.entries.insert(
+                key,
+                UserRulesEntry {
+                    user: d.user.into(),
+                    groups: d.groups.into(),
+                    authenticated: d.authenticated,
+                    rules: classify::user_rules(&cfg.schemas, d).into(),
+                },
+            );
+        }
+        let rules = &users.entries[&key].rules;
+        classify::classify(&cfg.schemas, level_exists, rules, d)
+    }
+
     fn wake(&mut self, started: Vec<Dispatched>) {
         for d in started {
             if let Some(w) = self.waiters.remove(&d.id) {
@@ -595,6 +648,7 @@ impl Core {
             .collect();
         self.dispatcher = Dispatcher::new(slots);
         self.config = cfg;
+        self.users.entries.clear();
         let mut waiters: Vec<Rc<Waiter>> = self.waiters.drain().map(|(_, w)| w).collect();
         waiters.sort_by_key(|w| w.id);
         for w in waiters {
@@ -659,6 +713,7 @@ fn with_core<R>(fc: &FlowControl, f: impl FnOnce(&mut Core) -> R) -> R {
                     dispatcher: Dispatcher::default(),
                     waiters: HashMap::new(),
                     next_id: 0,
+                    users: UserRules::default(),
                 };
                 core.rebuild(cfg, fc.cores);
                 cores.push(core);
@@ -668,3 +723,6 @@ fn with_core<R>(fc: &FlowControl, f: impl FnOnce(&mut Core) -> R) -> R {
         f(&mut cores[i])
     })
 }
+
+#[cfg(test)]
+mod tests;

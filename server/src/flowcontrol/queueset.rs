@@ -75,21 +75,27 @@ impl QueueSet {
         }
     }
 
-    /// The queues a flow with this hash may use, in hand order.
-    pub fn deal(&self, flow_hash: u64) -> Hand {
-        deal(self.queues.len(), self.hand_size, flow_hash)
+    /// The least loaded queue (waiting and executing requests) of the flow's hand, the
+    /// first of the hand among equals.
+    fn least_loaded(&self, flow_hash: u64) -> usize {
+        let mut best = (usize::MAX, 0);
+        deal_each(self.queues.len(), self.hand_size, flow_hash, |q| {
+            let load = self.queues[q].waiting.len() + self.queues[q].executing as usize;
+            if load < best.0 {
+                best = (load, q);
+            }
+            // An idle queue is the first least loaded: the rest of the hand need not be
+            // dealt (on a server that is not saturated, most of them are idle).
+            load > 0
+        });
+        best.1
     }
 
     /// Puts request `id` (`width` seats) of the flow `flow_hash` in the least loaded queue of
     /// the flow's hand; refused when that queue already holds `queue_length_limit` waiting
     /// requests.
     pub fn enqueue(&mut self, flow_hash: u64, id: u64, width: u32) -> Result<usize, QueueFull> {
-        let hand = self.deal(flow_hash);
-        let q = *hand
-            .cards()
-            .iter()
-            .min_by_key(|&&q| self.queues[q].waiting.len() + self.queues[q].executing as usize)
-            .expect("a hand has at least one queue");
+        let q = self.least_loaded(flow_hash);
         let queue = &mut self.queues[q];
         if queue.waiting.len() >= self.queue_length_limit {
             return Err(QueueFull);
@@ -142,12 +148,7 @@ impl QueueSet {
     /// Counts a request (`width` seats) that runs without waiting, in the queue its flow
     /// would use (so that shuffle sharding sees the flow's load).
     pub fn start_unqueued(&mut self, flow_hash: u64, width: u32) -> usize {
-        let hand = self.deal(flow_hash);
-        let q = *hand
-            .cards()
-            .iter()
-            .min_by_key(|&&q| self.queues[q].waiting.len() + self.queues[q].executing as usize)
-            .expect("a hand has at least one queue");
+        let q = self.least_loaded(flow_hash);
         let queue = &mut self.queues[q];
         queue.next_r = queue.next_r.max(self.r) + u64::from(width);
         queue.executing += width;
@@ -196,46 +197,18 @@ impl QueueSet {
 /// deal, 60 bits, so no valid configuration needs more: 60 cards of a deck of 2).
 pub const HAND_SIZE_MAX: usize = 64;
 
-/// A dealt hand, on the stack: the request path deals one per request that runs at once.
-#[derive(Clone, Copy)]
-pub struct Hand {
-    cards: [usize; HAND_SIZE_MAX],
-    len: usize,
-}
-
-impl Hand {
-    /// The queues, in hand order.
-    pub fn cards(&self) -> &[usize] {
-        &self.cards[..self.len]
-    }
-}
-
-impl std::fmt::Debug for Hand {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.cards().fmt(f)
-    }
-}
-
-impl PartialEq for Hand {
-    fn eq(&self, other: &Hand) -> bool {
-        self.cards() == other.cards()
-    }
-}
-
 /// Deals `hand_size` (at most [`HAND_SIZE_MAX`]) distinct cards out of `deck` from the digits
 /// of `hash` (mixed radix `deck, deck-1, ...`): the i-th digit picks among the cards not dealt
-/// yet.
-pub fn deal(deck: usize, hand_size: usize, hash: u64) -> Hand {
-    let mut hand = Hand {
-        cards: [0; HAND_SIZE_MAX],
-        len: 0,
-    };
-    // The dealt cards in increasing order, to step over.
-    let mut sorted = [0usize; HAND_SIZE_MAX];
+/// yet. Each card is handed to `f` in hand order, until `f` returns false. On the stack: the
+/// request path deals one hand per request that runs at once.
+pub fn deal_each(deck: usize, hand_size: usize, hash: u64, mut f: impl FnMut(usize) -> bool) {
+    // The dealt cards in increasing order, to step over (a deck has at most 10,000,000
+    // queues, upstream's bound: a card fits in 32 bits).
+    let mut sorted = [0u32; HAND_SIZE_MAX];
     let mut rest = hash;
     for i in 0..hand_size.min(deck).min(HAND_SIZE_MAX) {
         let radix = (deck - i) as u64;
-        let mut card = (rest % radix) as usize;
+        let mut card = (rest % radix) as u32;
         rest /= radix;
         // The card-th of the cards not dealt yet: step over the dealt ones, in order.
         let mut at = i;
@@ -247,17 +220,38 @@ pub fn deal(deck: usize, hand_size: usize, hash: u64) -> Hand {
                 break;
             }
         }
-        sorted.copy_within(at..i, at + 1);
+        // Insert it in order (a few cards: shifted one by one, no memmove call).
+        let mut k = i;
+        while k > at {
+            sorted[k] = sorted[k - 1];
+            k -= 1;
+        }
         sorted[at] = card;
-        hand.cards[i] = card;
-        hand.len = i + 1;
+        if !f(card as usize) {
+            return;
+        }
     }
-    hand
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand `deal_each` deals.
+    fn deal(deck: usize, hand_size: usize, hash: u64) -> Vec<usize> {
+        let mut hand = Vec::new();
+        deal_each(deck, hand_size, hash, |c| {
+            hand.push(c);
+            true
+        });
+        hand
+    }
+
+    impl QueueSet {
+        pub(in crate::flowcontrol) fn deal(&self, flow_hash: u64) -> Vec<usize> {
+            deal(self.queues.len(), self.hand_size, flow_hash)
+        }
+    }
 
     /// A hand is `hand_size` distinct queues in range, and the same hash deals the same hand.
     #[test]
@@ -265,19 +259,19 @@ mod tests {
         for (deck, hand_size) in [(1, 1), (8, 8), (64, 6), (128, 6), (16, 4)] {
             for hash in [0u64, 1, 7, 0xdead_beef, u64::MAX, 1 << 40] {
                 let hand = deal(deck, hand_size, hash);
-                let mut sorted = hand.cards().to_vec();
+                let mut sorted = hand.to_vec();
                 sorted.sort_unstable();
                 sorted.dedup();
                 assert_eq!(sorted.len(), hand_size, "deck {deck} hash {hash}: {hand:?}");
-                assert!(hand.cards().iter().all(|&c| c < deck));
+                assert!(hand.iter().all(|&c| c < deck));
                 assert_eq!(hand, deal(deck, hand_size, hash));
             }
         }
         // Digits in mixed radix: hash 0 deals 0,1,2; hash 1 deals 1,0,2; hash 8 (= 0 + 1*8)
         // deals 0 then the second of the rest (2).
-        assert_eq!(deal(8, 3, 0).cards(), [0, 1, 2]);
-        assert_eq!(deal(8, 3, 1).cards(), [1, 0, 2]);
-        assert_eq!(deal(8, 3, 8).cards(), [0, 2, 1]);
+        assert_eq!(deal(8, 3, 0), [0, 1, 2]);
+        assert_eq!(deal(8, 3, 1), [1, 0, 2]);
+        assert_eq!(deal(8, 3, 8), [0, 2, 1]);
     }
 
     /// The dealer on the stack deals what the plain definition does: the i-th digit picks
@@ -309,7 +303,7 @@ mod tests {
             for _ in 0..200 {
                 h = super::super::classify::flow_hash("fs", &h.to_string());
                 assert_eq!(
-                    deal(deck, hand_size, h).cards(),
+                    deal(deck, hand_size, h),
                     reference(deck, hand_size, h).as_slice(),
                     "deck {deck} hand {hand_size} hash {h}"
                 );
@@ -322,13 +316,11 @@ mod tests {
     fn deals_spread_over_the_deck() {
         let mut counts = [0usize; 16];
         for i in 0..16_000u64 {
-            for &c in deal(
+            for c in deal(
                 16,
                 4,
                 super::super::classify::flow_hash("fs", &i.to_string()),
-            )
-            .cards()
-            {
+            ) {
                 counts[c] += 1;
             }
         }
@@ -339,12 +331,27 @@ mod tests {
         );
     }
 
-    /// A flow joins the least loaded queue of its hand.
+    /// A flow joins the least loaded queue of its hand (the first of the hand among
+    /// equals: an idle one ends the search).
     #[test]
     fn a_flow_uses_the_shortest_queue_of_its_hand() {
         let mut qs = QueueSet::new(8, 3, 10);
+        let hand = qs.deal(8 * 7 + 8 + 5);
+        assert_eq!(hand, [5, 1, 2]);
+        assert_eq!(qs.start_unqueued(8 * 7 + 8 + 5, 1), 5);
+        assert_eq!(qs.start_unqueued(8 * 7 + 8 + 5, 1), 1);
+        assert_eq!(qs.start_unqueued(8 * 7 + 8 + 5, 1), 2);
+        qs.finish(1, 1);
+        assert_eq!(qs.start_unqueued(8 * 7 + 8 + 5, 1), 1);
+        assert_eq!(
+            qs.start_unqueued(8 * 7 + 8 + 5, 1),
+            5,
+            "all at 2: the first"
+        );
+
+        let mut qs = QueueSet::new(8, 3, 10);
         let hand = qs.deal(0);
-        assert_eq!(hand.cards(), [0, 1, 2]);
+        assert_eq!(hand, [0, 1, 2]);
         let queues: Vec<usize> = (0..6).map(|id| qs.enqueue(0, id, 1).unwrap()).collect();
         assert_eq!(queues, vec![0, 1, 2, 0, 1, 2]);
     }

@@ -127,11 +127,11 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     {
         return respond::shutting_down();
     }
-    let user = match req.admitted.take::<User>() {
+    let user = match req.admitted.take::<Arc<User>>() {
         Some(user) => Some(user),
         None if is_public(&st, &req.path) => None,
         None => match admit(&st, &req.head()) {
-            Ok(mut admitted) => admitted.take::<User>(),
+            Ok(mut admitted) => admitted.take::<Arc<User>>(),
             Err(refused) => return refused,
         },
     };
@@ -141,7 +141,7 @@ pub async fn serve(st: Arc<State>, mut req: Request) -> Response {
     let target = request_info::classify(req.method.as_str(), &req.path, watch);
     // Priority and fairness: the seat is held while the handler runs (a watch's until it is
     // established: its handler returns the stream).
-    let ticket = match flow_control(&st, &req, &target, user.as_ref()).await {
+    let ticket = match flow_control(&st, &req, &target, user.as_deref()).await {
         Ok(t) => t,
         Err(refused) => return refused,
     };
@@ -417,7 +417,7 @@ async fn route(
     st: &State,
     req: &Request,
     target: &Target,
-    user: Option<User>,
+    user: Option<Arc<User>>,
 ) -> Result<(Response, Option<Labels>), (ApiError, Option<Labels>)> {
     if is_public(st, &req.path) {
         return Ok((health::serve(st, req), None));
@@ -461,7 +461,7 @@ async fn route(
 /// headers (request-header authentication), a verified client certificate, a static token, a service account token; none presented, the
 /// anonymous user when `--anonymous-auth` allows; then impersonation. A bearer token no
 /// authenticator accepts is 401 even where anonymous requests are allowed.
-fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
+fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<Arc<User>, ApiError> {
     // A front proxy's certificate: the user its headers name (none named: the other
     // authenticators are asked).
     let proxied = head
@@ -474,7 +474,7 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
         if !user.groups.iter().any(|g| g == auth::AUTHENTICATED_GROUP) {
             user.groups.push(auth::AUTHENTICATED_GROUP.into());
         }
-        return crate::authz::impersonate(&*st.authorizer, head.headers.iter(), user);
+        return crate::authz::impersonate(&*st.authorizer, head.headers.iter(), Arc::new(user));
     }
     let cert = head
         .client_cert
@@ -488,7 +488,7 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
                 .ok()
                 .flatten()
                 .ok_or_else(ApiError::unauthorized)?,
-            None if st.anonymous => auth::anonymous(),
+            None if st.anonymous => Arc::new(auth::anonymous()),
             None => return Err(ApiError::unauthorized()),
         },
     };
@@ -498,7 +498,7 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<User, ApiError> {
 /// The service account a request's bearer token stands for (see
 /// `crate::serviceaccount`); `Ok(None)`: not a service account token; `Err`: one that is
 /// not valid, and why.
-fn service_account_user(st: &State, token: &str) -> Result<Option<User>, String> {
+fn service_account_user(st: &State, token: &str) -> Result<Option<Arc<User>>, String> {
     let Some(issuer) = &st.service_accounts else {
         return Ok(None);
     };

@@ -207,7 +207,7 @@ fn token_review(app: &State, obj: &Value) -> Value {
                     keel_api::gofmt::quote_list(wanted.as_deref().unwrap_or(&[]))
                 ))
             } else {
-                Ok(Some((user, common)))
+                Ok(Some((User::clone(&user), common)))
             }
         }
         _ if token.is_empty() => Ok(None),

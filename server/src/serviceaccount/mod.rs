@@ -23,6 +23,7 @@ use keys::{PublicKey, SigningKey};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The issuer keel's tokens name unless `--service-account-issuer` says otherwise (kubeadm's
@@ -76,7 +77,61 @@ pub struct Issuer {
     pub max_expiration: i64,
     pub extend_expiration: bool,
     discovery: std::sync::OnceLock<Discovery>,
-    cache: Mutex<HashMap<String, (User, Instant), foldhash::fast::RandomState>>,
+    cache: Mutex<TokenCache>,
+}
+
+/// Successful authentications by token. Keyed by the hash of a token's length and last
+/// [`TAIL`] bytes (its signature: a JWT's end, which only the issuer's key makes, so no one
+/// can fill a bucket; hashing a whole ~1 KB token cost a request 560 instructions), each
+/// entry holding the whole token, compared on look-up; a colliding token replaces the entry.
+#[derive(Default)]
+struct TokenCache {
+    hasher: foldhash::fast::RandomState,
+    entries: HashMap<u64, CachedToken, foldhash::fast::RandomState>,
+}
+
+struct CachedToken {
+    token: Box<str>,
+    user: Arc<User>,
+    until: Instant,
+}
+
+const TAIL: usize = 32;
+
+impl TokenCache {
+    fn key(&self, token: &str) -> u64 {
+        use std::hash::BuildHasher;
+        let b = token.as_bytes();
+        self.hasher
+            .hash_one((b.len(), &b[b.len().saturating_sub(TAIL)..]))
+    }
+
+    /// The user of `token` if it was authenticated less than its time-to-live ago.
+    fn get(&self, token: &str, now: Instant) -> Option<&Arc<User>> {
+        self.entries
+            .get(&self.key(token))
+            .filter(|e| *e.token == *token && now < e.until)
+            .map(|e| &e.user)
+    }
+
+    fn insert(&mut self, token: &str, user: Arc<User>, until: Instant) {
+        if self.entries.len() >= TOKEN_CACHE_ENTRIES_MAX {
+            let now = Instant::now();
+            self.entries.retain(|_, e| e.until > now);
+            if self.entries.len() >= TOKEN_CACHE_ENTRIES_MAX {
+                self.entries.clear();
+            }
+        }
+        let key = self.key(token);
+        self.entries.insert(
+            key,
+            CachedToken {
+                token: token.into(),
+                user,
+                until,
+            },
+        );
+    }
 }
 
 /// The issuer discovery documents, made once the server's address is known.
@@ -137,7 +192,7 @@ impl Issuer {
             max_expiration,
             extend_expiration,
             discovery: std::sync::OnceLock::new(),
-            cache: Mutex::new(HashMap::default()),
+            cache: Mutex::new(TokenCache::default()),
         })
     }
 
@@ -177,26 +232,17 @@ impl Issuer {
         token: &str,
         objects: &dyn Lookup,
         now: i64,
-    ) -> Result<Option<User>, String> {
-        if let Some((user, until)) = self.cache.lock().get(token) {
-            if Instant::now() < *until {
-                return Ok(Some(user.clone()));
-            }
+    ) -> Result<Option<Arc<User>>, String> {
+        if let Some(user) = self.cache.lock().get(token, Instant::now()) {
+            return Ok(Some(Arc::clone(user)));
         }
         let Some((claims, user, _)) = self.check(token, &self.audiences, objects, now)? else {
             return Ok(None);
         };
+        let user = Arc::new(user);
         let ttl_end = (claims.expiry + jwt::LEEWAY_SECS - now).max(0) as u64;
         let until = Instant::now() + TOKEN_CACHE_TTL.min(std::time::Duration::from_secs(ttl_end));
-        let mut cache = self.cache.lock();
-        if cache.len() >= TOKEN_CACHE_ENTRIES_MAX {
-            let now = Instant::now();
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= TOKEN_CACHE_ENTRIES_MAX {
-                cache.clear();
-            }
-        }
-        cache.insert(token.to_string(), (user.clone(), until));
+        self.cache.lock().insert(token, user.clone(), until);
         Ok(Some(user))
     }
 
@@ -492,6 +538,15 @@ mod tests {
         assert!(iss.authenticate(&t, &objects(&[]), now).unwrap().is_some());
         // A review (a TokenReview's audiences) is checked afresh.
         assert!(iss.review(&t, &iss.audiences, &objects(&[]), now).is_err());
+        // A token that ends as the cached one but differs before is not the cached one's.
+        let mut forged = t.clone();
+        forged.replace_range(10..11, if &t[10..11] == "A" { "B" } else { "A" });
+        assert_eq!(&forged[forged.len() - TAIL..], &t[t.len() - TAIL..]);
+        assert!(!matches!(
+            iss.authenticate(&forged, &live, now),
+            Ok(Some(_))
+        ));
+        assert!(iss.authenticate(&t, &objects(&[]), now).unwrap().is_some());
     }
 
     #[test]
