@@ -46,6 +46,7 @@ pub mod feature_gates;
 pub mod fieldmanager;
 pub mod flowcontrol;
 pub mod handlers;
+pub mod impersonation;
 pub mod lifecycle;
 pub mod limits;
 pub mod metrics;

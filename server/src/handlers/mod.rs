@@ -474,7 +474,12 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<Arc<User>, ApiErro
         if !user.groups.iter().any(|g| g == auth::AUTHENTICATED_GROUP) {
             user.groups.push(auth::AUTHENTICATED_GROUP.into());
         }
-        return crate::authz::impersonate(&*st.authorizer, head.headers.iter(), Arc::new(user));
+        return crate::impersonation::impersonate(
+            &*st.authorizer,
+            head.headers.iter(),
+            Arc::new(user),
+            || requested(head),
+        );
     }
     let cert = head
         .client_cert
@@ -492,7 +497,37 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<Arc<User>, ApiErro
             None => return Err(ApiError::unauthorized()),
         },
     };
-    crate::authz::impersonate(&*st.authorizer, head.headers.iter(), user)
+    crate::impersonation::impersonate(&*st.authorizer, head.headers.iter(), user, || {
+        requested(head)
+    })
+}
+
+/// What a request asks, as its authorization attributes (those [`authorize_head`] checks).
+fn requested(head: &RequestHead<'_>) -> crate::impersonation::Requested {
+    let watch = head.query.split('&').any(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        k == "watch" && call::query_bool(v)
+    });
+    let method = head.method.as_str();
+    match request_info::classify(method, head.path, watch) {
+        Target::Resource(rr) => crate::impersonation::Requested {
+            verb: rr.verb.to_owned(),
+            group: rr.group.clone(),
+            resource: rr.resource.clone(),
+            subresource: rr.subresource.clone(),
+            namespace: rr.namespace.clone(),
+            name: rr.name.clone(),
+            path: None,
+        },
+        target => crate::impersonation::Requested {
+            verb: method.to_ascii_lowercase(),
+            path: Some(match target {
+                Target::Discovery { .. } => head.path.to_owned(),
+                _ => head.path.trim_end_matches('/').to_owned(),
+            }),
+            ..Default::default()
+        },
+    }
 }
 
 /// The service account a request's bearer token stands for (see
