@@ -461,7 +461,20 @@ fn round_trip(
         ));
     }
     if let Wire::Protobuf = wire {
-        let as_json = conn.request("GET", &item, JSON, None).object()?;
+        // The two reads of one version: a controller may write in between (the definitions
+        // controller establishes a CustomResourceDefinition just after its create), so both
+        // are read again until they show the same resourceVersion.
+        let mut got = got;
+        let mut as_json = conn.request("GET", &item, JSON, None).object()?;
+        for _ in 0..50 {
+            let rv = |v: &Value| v["metadata"]["resourceVersion"].clone();
+            if rv(&got) == rv(&as_json) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            got = conn.request("GET", &item, mt, None).object()?;
+            as_json = conn.request("GET", &item, JSON, None).object()?;
+        }
         let known_gap = listed(STATUS_ZERO_VALUES_MISSING, r);
         match (as_json == got, known_gap) {
             (true, false) | (false, true) => {}

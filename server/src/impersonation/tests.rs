@@ -133,7 +133,8 @@ fn legacy_and_constrained_verbs_each_allow() {
 }
 
 /// When no mode allows, the answer is the first refusal: the constrained mode made for the
-/// identity, asked about the request itself.
+/// identity, asked about the request itself. (Each text as v1.36.2's kube-apiserver gave it
+/// on 2026-12-03, there for a service account as the requester.)
 #[test]
 fn the_first_refusal_is_the_answer() {
     let chain = build("RBAC").unwrap().chain;
@@ -159,6 +160,14 @@ fn the_first_refusal_is_the_answer() {
             ][..],
             r#"serviceaccounts "sa" is forbidden: User "carol" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "ns""#,
         ),
+        // A node with groups: legacy, where a node is a user like any other.
+        (
+            &[
+                ("Impersonate-User", "system:node:n1"),
+                ("Impersonate-Group", "g"),
+            ][..],
+            r#"users "system:node:n1" is forbidden: User "carol" cannot impersonate resource "users" in API group "" at the cluster scope"#,
+        ),
     ];
     for (headers, want) in cases {
         let e = imp(&chain, headers, &carol).unwrap_err();
@@ -180,6 +189,16 @@ fn the_first_refusal_is_the_answer() {
     assert_eq!(
         e.message,
         r#"groups.authentication.k8s.io "system:masters" is forbidden: User "carol" cannot impersonate:user-info resource "groups" in API group "authentication.k8s.io" at the cluster scope: impersonating the system:masters group is not allowed"#
+    );
+    let e = imp(
+        &all,
+        &[("Impersonate-User", "x"), ("Impersonate-Extra-scopes", "v")],
+        &carol,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        r#"userextras.authentication.k8s.io is forbidden: User "carol" cannot impersonate:user-info resource "userextras" in API group "authentication.k8s.io" at the cluster scope: impersonating an invalid key in extra is not allowed: extra.key: Invalid value: "scopes": must be a domain-prefixed path (such as "acme.io/foo")"#
     );
 }
 
