@@ -398,24 +398,58 @@ pub struct PolicyIndex {
     namespaces: HashMap<Box<str>, NamespacePolicy>,
 }
 
-/// The rules that apply to one user in one namespace ([`PolicyIndex::grants`]), those that
-/// name resources apart from those that name URLs (a rule with both is in both): a resource
-/// request looks only at the first, a non-resource request only at the second.
+/// The roles whose rules apply to one user in one namespace ([`PolicyIndex::grants`]), each
+/// with the positions of its rules that name resources and of those that name URLs (a rule
+/// with both is in both): a resource request looks only at the first, a non-resource request
+/// only at the second. The roles are shared with the index, not copied: a server keeps
+/// thousands of these.
 #[derive(Clone, Debug, Default)]
 pub struct Grants {
-    resource: Vec<PolicyRule>,
-    non_resource: Vec<PolicyRule>,
+    roles: Vec<GrantedRole>,
+}
+
+#[derive(Clone, Debug)]
+struct GrantedRole {
+    role: Granted,
+    resource: Box<[u32]>,
+    non_resource: Box<[u32]>,
+}
+
+#[derive(Clone, Debug)]
+enum Granted {
+    ClusterRole(Arc<ClusterRole>),
+    Role(Arc<Role>),
+}
+
+impl Granted {
+    fn rules(&self) -> &[PolicyRule] {
+        match self {
+            Granted::ClusterRole(r) => &r.rules,
+            Granted::Role(r) => &r.rules,
+        }
+    }
+
+    fn same(&self, other: &Granted) -> bool {
+        match (self, other) {
+            (Granted::ClusterRole(a), Granted::ClusterRole(b)) => Arc::ptr_eq(a, b),
+            (Granted::Role(a), Granted::Role(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl Grants {
     /// [`PolicyIndex::allows`] for a request of the user and namespace these grants were
     /// resolved for, from the index they were resolved from.
     pub fn allows(&self, attrs: &Attributes<'_>) -> bool {
-        let rules = match attrs.path {
-            None => &self.resource,
-            Some(_) => &self.non_resource,
-        };
-        rules.iter().any(|rule| rule_allows(attrs, rule))
+        self.roles.iter().any(|g| {
+            let rules = g.role.rules();
+            let at = match attrs.path {
+                None => &g.resource,
+                Some(_) => &g.non_resource,
+            };
+            at.iter().any(|&i| rule_allows(attrs, &rules[i as usize]))
+        })
     }
 }
 
@@ -798,30 +832,33 @@ impl PolicyIndex {
     /// that user in that namespace, while the index's [`PolicyIndex::generation`] is the
     /// same: what a server caches per user to decide without visiting bindings.
     pub fn grants(&self, user: &str, groups: &[String], namespace: &str) -> Grants {
+        let mut grants = Grants::default();
         // Each role once (a binding may be filed under the user and a group, and several
         // bindings may name one role).
-        let mut roles: Vec<*const [PolicyRule]> = Vec::new();
-        let mut grants = Grants::default();
         let mut add = |subjects: &[Subject], role_ref: &RoleRef, binding_namespace: &str| {
             if applies_to(user, groups, subjects, binding_namespace).is_none() {
                 return;
             }
-            let Ok(rules) = self.role_ref_rules(role_ref, binding_namespace) else {
+            let Some(role) = self.granted(role_ref, binding_namespace) else {
                 return;
             };
-            if roles.contains(&(rules as *const [PolicyRule])) {
+            if grants.roles.iter().any(|g| g.role.same(&role)) {
                 return;
             }
-            roles.push(rules);
-            for rule in rules {
-                // A rule naming neither resources nor URLs allows nothing.
-                if !rule.resources.is_empty() {
-                    grants.resource.push(rule.clone());
-                }
-                if !rule.non_resource_urls.is_empty() {
-                    grants.non_resource.push(rule.clone());
-                }
-            }
+            // A rule naming neither resources nor URLs allows nothing.
+            let rules = role.rules();
+            let positions = |keep: fn(&PolicyRule) -> bool| -> Box<[u32]> {
+                (0..rules.len() as u32)
+                    .filter(|&i| keep(&rules[i as usize]))
+                    .collect()
+            };
+            let resource = positions(|r| !r.resources.is_empty());
+            let non_resource = positions(|r| !r.non_resource_urls.is_empty());
+            grants.roles.push(GrantedRole {
+                role,
+                resource,
+                non_resource,
+            });
         };
         self.cluster_subjects.any_candidate(user, groups, |b| {
             add(&b.subjects, &b.role_ref, "");
@@ -836,6 +873,26 @@ impl PolicyIndex {
             }
         }
         grants
+    }
+
+    /// The role `role_ref` names, as [`PolicyIndex::role_ref_rules`] finds it.
+    fn granted(&self, role_ref: &RoleRef, binding_namespace: &str) -> Option<Granted> {
+        match role_ref.kind.as_str() {
+            "Role" if binding_namespace.is_empty() => None,
+            "Role" => self
+                .namespaces
+                .get(binding_namespace)?
+                .roles
+                .get(role_ref.name.as_str())
+                .cloned()
+                .map(Granted::Role),
+            "ClusterRole" => self
+                .cluster_roles
+                .get(role_ref.name.as_str())
+                .cloned()
+                .map(Granted::ClusterRole),
+            _ => None,
+        }
     }
 
     /// `DefaultRuleResolver.RulesFor`: every rule that applies to the user in `namespace`,
