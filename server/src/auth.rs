@@ -320,6 +320,38 @@ pub struct Attributes<'a> {
     pub field_selector: Option<&'a str>,
 }
 
+/// What a request asks, as its [`Attributes`] without the user, owned: what impersonation
+/// asks about (`impersonate-on:<mode>:<verb>`) and what a request is authorized for on its
+/// head.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requested {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    /// Set for a non-resource request.
+    pub path: Option<String>,
+}
+
+impl Requested {
+    /// The request's attributes for `user`, with `verb` for its own.
+    pub fn attributes<'a>(&'a self, user: &'a User, verb: &'a str) -> Attributes<'a> {
+        Attributes {
+            user,
+            verb,
+            group: &self.group,
+            resource: &self.resource,
+            subresource: &self.subresource,
+            namespace: &self.namespace,
+            name: &self.name,
+            path: self.path.as_deref(),
+            field_selector: None,
+        }
+    }
+}
+
 /// An authorizer's verdict with its reason, as upstream's (`DecisionAllow`, `DecisionDeny`,
 /// `DecisionNoOpinion`): a chain asks its next authorizer only after no opinion.
 #[derive(Clone, Debug, PartialEq, Eq)]

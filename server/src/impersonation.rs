@@ -30,32 +30,18 @@ use std::sync::Arc;
 use keel_api::status::ApiError;
 
 use crate::auth::{
-    Attributes, Authorizer, Decision, User, ANONYMOUS_USER, AUTHENTICATED_GROUP, MASTERS_GROUP,
-    UNAUTHENTICATED_GROUP,
+    Attributes, Authorizer, Decision, Requested, User, ANONYMOUS_USER, AUTHENTICATED_GROUP,
+    MASTERS_GROUP, UNAUTHENTICATED_GROUP,
 };
 use crate::authz::forbidden;
+use crate::serviceaccount::{split_username as service_account, ALL_SERVICE_ACCOUNTS_GROUP};
 
 const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 const NODE_PREFIX: &str = "system:node:";
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 const NODES_GROUP: &str = "system:nodes";
 /// From this many groups or extra values on, a constrained mode first asks for all at once
 /// (`*`), then one by one (upstream's `manyAuthorizationChecksInLoop`).
 const MANY_CHECKS: usize = 4;
-
-/// What the request asks, for the `impersonate-on:<mode>:<verb>` checks: its authorization
-/// attributes as the requester's own request would have them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Requested {
-    pub verb: String,
-    pub group: String,
-    pub resource: String,
-    pub subresource: String,
-    pub namespace: String,
-    pub name: String,
-    /// Set for a non-resource request.
-    pub path: Option<String>,
-}
 
 /// The identity the headers ask for, as sent.
 #[derive(Debug, Default)]
@@ -106,13 +92,6 @@ fn node_name(username: &str) -> Option<&str> {
     username
         .strip_prefix(NODE_PREFIX)
         .filter(|n| keel_api::names::is_dns1123_subdomain(n).is_empty())
-}
-
-fn service_account(username: &str) -> Option<(&str, &str)> {
-    let (ns, name) = username
-        .strip_prefix(SERVICE_ACCOUNT_PREFIX)?
-        .split_once(':')?;
-    (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some((ns, name))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -174,6 +153,32 @@ fn check(chain: &dyn Authorizer, attrs: &Attributes<'_>) -> Result<(), ApiError>
     }
 }
 
+/// One field of the identity asked for, as the resource an `impersonate` verb is checked on.
+#[derive(Clone, Copy)]
+struct Field<'a> {
+    resource: &'static str,
+    sub: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    group: &'static str,
+}
+
+impl<'a> Field<'a> {
+    fn attributes(self, requester: &'a User, verb: &'a str) -> Attributes<'a> {
+        Attributes {
+            user: requester,
+            verb,
+            group: self.group,
+            resource: self.resource,
+            subresource: self.sub,
+            namespace: self.namespace,
+            name: self.name,
+            path: None,
+            field_selector: None,
+        }
+    }
+}
+
 /// The identity `wanted` under `mode`, if the chain allows `requester` it; `Ok(None)`: the
 /// mode is not made for it.
 fn try_mode(
@@ -191,37 +196,19 @@ fn try_mode(
         Mode::Legacy => "impersonate".to_owned(),
         m => format!("impersonate:{}", m.name()),
     };
-    let ask = |resource: &str, sub: &str, namespace: &str, name: &str, group: &str| {
-        check(
-            chain,
-            &Attributes {
-                user: requester,
-                verb: &verb,
-                group,
-                resource,
-                subresource: sub,
-                namespace,
-                name,
-                path: None,
-                field_selector: None,
-            },
-        )
+    // The attributes of one field asked for: `verb` on `resource[/sub]` named `name`.
+    let field = |resource: &'static str, sub, namespace, name, group| Field {
+        resource,
+        sub,
+        namespace,
+        name,
+        group,
     };
+    let ask = |f: Field<'_>| check(chain, &f.attributes(requester, &verb));
+    let refuse = |f: Field<'_>, why: &str| Err(forbidden(&f.attributes(requester, &verb), why));
     if constrained {
-        check(
-            chain,
-            &Attributes {
-                user: requester,
-                verb: &format!("impersonate-on:{}:{}", mode.name(), requested.verb),
-                group: &requested.group,
-                resource: &requested.resource,
-                subresource: &requested.subresource,
-                namespace: &requested.namespace,
-                name: &requested.name,
-                path: requested.path.as_deref(),
-                field_selector: None,
-            },
-        )?;
+        let on = format!("impersonate-on:{}:{}", mode.name(), requested.verb);
+        check(chain, &requested.attributes(requester, &on))?;
     }
     // Users and groups: the core group for the legacy mode, authentication.k8s.io else.
     let who_group = if constrained {
@@ -240,81 +227,58 @@ fn try_mode(
             } else {
                 node
             };
-            ask("nodes", "", "", name, who_group)?;
+            ask(field("nodes", "", "", name, who_group))?;
             groups = vec![NODES_GROUP.to_owned()];
         }
         (None, Some((ns, sa))) => {
-            ask("serviceaccounts", "", ns, sa, who_group)?;
+            ask(field("serviceaccounts", "", ns, sa, who_group))?;
             if wanted.groups.is_empty() {
                 groups = vec![
-                    "system:serviceaccounts".to_owned(),
-                    format!("system:serviceaccounts:{ns}"),
+                    ALL_SERVICE_ACCOUNTS_GROUP.to_owned(),
+                    format!("{ALL_SERVICE_ACCOUNTS_GROUP}:{ns}"),
                 ];
             }
         }
-        (None, None) => ask("users", "", "", wanted.name, who_group)?,
+        (None, None) => ask(field("users", "", "", wanted.name, who_group))?,
     }
     if !wanted.uid.is_empty() {
-        ask("uids", "", "", wanted.uid, AUTHENTICATION_GROUP)?;
+        ask(field("uids", "", "", wanted.uid, AUTHENTICATION_GROUP))?;
     }
     if !wanted.groups.is_empty() {
-        let refuse = |name: &str, why: &str| {
-            let attrs = Attributes {
-                user: requester,
-                verb: &verb,
-                group: who_group,
-                resource: "groups",
-                subresource: "",
-                namespace: "",
-                name,
-                path: None,
-                field_selector: None,
-            };
-            Err(forbidden(&attrs, why))
-        };
+        let group = |name| field("groups", "", "", name, who_group);
         if constrained && wanted.groups.contains(&"") {
-            return refuse("", "impersonating the empty string group is not allowed");
+            return refuse(
+                group(""),
+                "impersonating the empty string group is not allowed",
+            );
         }
         if constrained && wanted.groups.contains(&MASTERS_GROUP) {
             return refuse(
-                MASTERS_GROUP,
+                group(MASTERS_GROUP),
                 "impersonating the system:masters group is not allowed",
             );
         }
-        let all = constrained
-            && wanted.groups.len() >= MANY_CHECKS
-            && ask("groups", "", "", "*", who_group).is_ok();
+        let all = constrained && wanted.groups.len() >= MANY_CHECKS && ask(group("*")).is_ok();
         if !all {
             for g in &wanted.groups {
-                ask("groups", "", "", g, who_group)?;
+                ask(group(g))?;
             }
         }
     }
     if !wanted.extra.is_empty() {
         if constrained {
             if let Some(why) = invalid_extra(&wanted.extra) {
-                let attrs = Attributes {
-                    user: requester,
-                    verb: &verb,
-                    group: AUTHENTICATION_GROUP,
-                    resource: "userextras",
-                    subresource: "",
-                    namespace: "",
-                    name: "",
-                    path: None,
-                    field_selector: None,
-                };
-                return Err(forbidden(&attrs, &why));
+                return refuse(field("userextras", "", "", "", AUTHENTICATION_GROUP), &why);
             }
         }
         let values: usize = wanted.extra.values().map(Vec::len).sum();
         let all = constrained
             && (wanted.extra.len() >= MANY_CHECKS || values >= MANY_CHECKS)
-            && ask("userextras", "*", "", "*", AUTHENTICATION_GROUP).is_ok();
+            && ask(field("userextras", "*", "", "*", AUTHENTICATION_GROUP)).is_ok();
         if !all {
             for (key, vals) in &wanted.extra {
                 for v in vals {
-                    ask("userextras", key, "", v, AUTHENTICATION_GROUP)?;
+                    ask(field("userextras", key, "", v, AUTHENTICATION_GROUP))?;
                 }
             }
         }

@@ -74,47 +74,8 @@ pub fn admit(st: &State, head: &RequestHead<'_>) -> Result<Admitted, Response> {
 
 /// The authorization of a request from its head alone (what it addresses and its verb).
 fn authorize_head(st: &State, head: &RequestHead<'_>, user: &User) -> Result<(), ApiError> {
-    let watch = head.query.split('&').any(|kv| {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        k == "watch" && call::query_bool(v)
-    });
-    let method = head.method.as_str();
-    match request_info::classify(method, head.path, watch) {
-        Target::Resource(rr) => authorize(
-            st,
-            &Attributes {
-                user,
-                verb: rr.verb,
-                group: &rr.group,
-                resource: &rr.resource,
-                subresource: &rr.subresource,
-                namespace: &rr.namespace,
-                name: &rr.name,
-                path: None,
-                field_selector: None,
-            },
-        ),
-        target => {
-            let path = match target {
-                Target::Discovery { .. } => head.path,
-                _ => head.path.trim_end_matches('/'),
-            };
-            authorize(
-                st,
-                &Attributes {
-                    user,
-                    verb: &method.to_ascii_lowercase(),
-                    group: "",
-                    resource: "",
-                    subresource: "",
-                    namespace: "",
-                    name: "",
-                    path: Some(path),
-                    field_selector: None,
-                },
-            )
-        }
-    }
+    let r = requested(head);
+    authorize(st, &r.attributes(user, &r.verb))
 }
 
 /// Serves one request. One that did not go through [`admit`] (in-process callers) is
@@ -502,15 +463,16 @@ fn authenticate(st: &State, head: &RequestHead<'_>) -> Result<Arc<User>, ApiErro
     })
 }
 
-/// What a request asks, as its authorization attributes (those [`authorize_head`] checks).
-fn requested(head: &RequestHead<'_>) -> crate::impersonation::Requested {
+/// What a request asks, as its head says it: the attributes it is authorized for there
+/// ([`authorize_head`]) and impersonation asks about.
+fn requested(head: &RequestHead<'_>) -> auth::Requested {
     let watch = head.query.split('&').any(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         k == "watch" && call::query_bool(v)
     });
     let method = head.method.as_str();
     match request_info::classify(method, head.path, watch) {
-        Target::Resource(rr) => crate::impersonation::Requested {
+        Target::Resource(rr) => auth::Requested {
             verb: rr.verb.to_owned(),
             group: rr.group.clone(),
             resource: rr.resource.clone(),
@@ -519,7 +481,7 @@ fn requested(head: &RequestHead<'_>) -> crate::impersonation::Requested {
             name: rr.name.clone(),
             path: None,
         },
-        target => crate::impersonation::Requested {
+        target => auth::Requested {
             verb: method.to_ascii_lowercase(),
             path: Some(match target {
                 Target::Discovery { .. } => head.path.to_owned(),
