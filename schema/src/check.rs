@@ -143,3 +143,169 @@ impl<'a> Walker<'a> {
             .type_error(&go_path, &raw.json_kind(), &self.c.node(node).go_type);
     }
 }
+
+/// True when `value` decodes into the schema at `node` without a type error: the walk the
+/// reporting one makes (same kinds, same integer widths), on a decoded value, without
+/// building paths, sets or a `Raw` copy. Unknown fields are not its concern (no type
+/// error). Only when it finds a mismatch is the reporting walk run, for the messages.
+pub(crate) fn typed_cleanly(c: &Compiled, node: NodeId, value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let integer = |bits: u32, v: &Value| match v {
+        Value::Number(n) => {
+            let limit = 1i128 << (bits - 1);
+            let n = n
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| n.as_u64().map(i128::from));
+            n.is_some_and(|n| (-limit..limit).contains(&n))
+        }
+        _ => false,
+    };
+    if value.is_null() {
+        return true;
+    }
+    match &c.node(node).kind {
+        Kind::Any => true,
+        Kind::Struct { fields, .. } => value.as_object().is_some_and(|m| {
+            m.iter().all(|(k, v)| {
+                fields
+                    .get(k.as_str())
+                    .is_none_or(|f| typed_cleanly(c, f.node, v))
+            })
+        }),
+        Kind::Map { values } => value
+            .as_object()
+            .is_some_and(|m| m.values().all(|v| typed_cleanly(c, *values, v))),
+        Kind::Array { items } => value
+            .as_array()
+            .is_some_and(|a| a.iter().all(|v| typed_cleanly(c, *items, v))),
+        Kind::String => value.is_string(),
+        Kind::Boolean => value.is_boolean(),
+        Kind::Number => value.is_number(),
+        Kind::Quantity => value.is_string() || value.is_number(),
+        Kind::IntOrString => value.is_string() || integer(32, value),
+        Kind::Integer { bits } => integer(*bits, value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// Every leaf of `v` in turn replaced by each of `subs`, and each member of every object
+    /// (and element of every array) in turn replaced likewise: values one step off a
+    /// well-typed object at every depth.
+    fn mutations(v: &Value, subs: &[Value], out: &mut Vec<Value>) {
+        fn walk(
+            root: &Value,
+            path: &mut Vec<Step>,
+            v: &Value,
+            subs: &[Value],
+            out: &mut Vec<Value>,
+        ) {
+            for s in subs {
+                out.push(replaced(root, path, s.clone()));
+            }
+            match v {
+                Value::Object(m) => {
+                    for (k, c) in m {
+                        path.push(Step::Key(k.clone()));
+                        walk(root, path, c, subs, out);
+                        path.pop();
+                    }
+                }
+                Value::Array(a) => {
+                    for (i, c) in a.iter().enumerate() {
+                        path.push(Step::Index(i));
+                        walk(root, path, c, subs, out);
+                        path.pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+        walk(v, &mut Vec::new(), v, subs, out);
+    }
+
+    #[derive(Clone)]
+    enum Step {
+        Key(String),
+        Index(usize),
+    }
+
+    fn replaced(root: &Value, path: &[Step], with: Value) -> Value {
+        let mut out = root.clone();
+        let mut at = &mut out;
+        for step in path {
+            at = match step {
+                Step::Key(k) => &mut at[k.as_str()],
+                Step::Index(i) => &mut at[*i],
+            };
+        }
+        *at = with;
+        out
+    }
+
+    /// The cheap walk finds a type error exactly when the reporting walk reports one, for
+    /// a Pod (structs, maps, arrays, quantities, int-or-strings, int32 and int64 fields) with
+    /// every value in turn replaced by one of each JSON kind, out-of-range integers and
+    /// fractions.
+    #[test]
+    fn typed_cleanly_agrees_with_the_reporting_walk() {
+        let schemas = crate::schemas();
+        let c = &schemas.compiled;
+        let root = c.def_node("io.k8s.api.core.v1.Pod").expect("Pod");
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}, "generation": 3,
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "u"}]},
+            "spec": {
+                "containers": [{"name": "c", "image": "i",
+                    "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                    "resources": {"limits": {"cpu": "1", "memory": 5}},
+                    "livenessProbe": {"httpGet": {"port": "http", "path": "/"}, "periodSeconds": 3}}],
+                "terminationGracePeriodSeconds": 30,
+                "nodeSelector": {"k": "v"},
+                "overhead": {"cpu": 0.5}
+            }
+        });
+        let subs = [
+            Value::Null,
+            json!(true),
+            json!(7),
+            json!(-3),
+            json!(2.5),
+            json!(1.0),
+            json!(2147483648u64),
+            json!(-2147483649i64),
+            json!(9223372036854775808u64),
+            json!("s"),
+            json!([]),
+            json!(["s", 1]),
+            json!({}),
+            json!({"name": 1}),
+        ];
+        let mut cases = vec![pod.clone()];
+        mutations(&pod, &subs, &mut cases);
+        let (mut clean, mut dirty) = (0, 0);
+        for v in &cases {
+            let reported = run(c, root, &Raw::of_value(v)).type_errors;
+            assert_eq!(
+                typed_cleanly(c, root, v),
+                reported.is_empty(),
+                "{v}: {reported:?}"
+            );
+            if reported.is_empty() {
+                clean += 1;
+            } else {
+                dirty += 1;
+            }
+        }
+        // Both answers occur plenty (the test can fail either way).
+        assert!(
+            clean > 100 && dirty > 100,
+            "{clean} clean, {dirty} with errors"
+        );
+    }
+}
