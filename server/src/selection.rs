@@ -225,6 +225,16 @@ impl std::hash::Hash for Indexed {
 }
 
 impl Indexed {
+    /// Whether this is the object's name (a single-name watch's, or the `metadata.name`
+    /// field selector's), which the last segment of its storage key holds as well.
+    pub fn is_name(&self) -> bool {
+        match self {
+            Indexed::Name => true,
+            Indexed::Field { path, .. } => path == "metadata.name",
+            Indexed::Label(_) => false,
+        }
+    }
+
     /// The object's value of this field, if it has one.
     pub fn value_of<'a>(&self, obj: &'a Value) -> Option<Cow<'a, str>> {
         match self {

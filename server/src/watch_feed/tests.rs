@@ -16,9 +16,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// `obj` stored at `rev` under its key (`/core/configmaps/ns/<name>`).
 fn kv(rev: u64, obj: &serde_json::Value) -> KeyValue {
-    let key = b"/registry/configmaps/ns/a";
-    let mut record = key.to_vec();
+    let name = obj["metadata"]["name"].as_str().unwrap_or("a");
+    let key = format!("/core/configmaps/ns/{name}").into_bytes();
+    let mut record = key.clone();
     record.extend_from_slice(obj.to_string().as_bytes());
     KeyValue::new(Stored::from_vec(record), key.len(), Revision(rev))
 }
@@ -705,6 +707,51 @@ fn indexed_watches_are_woken_only_by_lines_for_them() {
     // Leaving takes the watch out of the index.
     subs.remove(1);
     assert!(!feed.state.borrow().index[&Indexed::Label("tier".into())].contains_key("db"));
+}
+
+/// Watches of one name (single-name, or a `metadata.name` field selector, as the
+/// `kube-root-ca.crt` watch of every namespace's ConfigMaps) are marked from the lines' keys:
+/// woken only by their names' lines, which nobody parsed for it.
+#[test]
+fn name_indexed_watches_are_marked_from_keys_without_parsing() {
+    let info = catalog().lookup("", "v1", "configmaps").unwrap();
+    let strategy = keel_strategy::strategy(info.group, info.plural);
+    let root_ca = Selection::new(
+        Filter::parse(None, Some("metadata.name=kube-root-ca.crt"), strategy).unwrap(),
+        None,
+        Encoder::new(Format::Json, info.clone()),
+    );
+    let single = selection(None, Some("b"), Format::Json);
+    let sels = [&root_ca, &single];
+    let mut subs = indexed_feed(&sels);
+    let counts = counters(2);
+    wait_all(&mut subs, &sels, &counts);
+    let feed = subs[0].feed.clone();
+    let pull = |line: Line| {
+        let mut st = feed.state.borrow_mut();
+        st.push_marked(line);
+        st.announce();
+    };
+    pull(put(11, cm("a", 11, "db"), None));
+    assert_eq!(woken(&counts), [0, 0], "neither is woken for a");
+    assert!(
+        feed.state.borrow().lines.back().unwrap().more.is_none(),
+        "nothing was parsed to mark the line"
+    );
+    pull(put(12, cm("kube-root-ca.crt", 12, "db"), None));
+    assert_eq!(woken(&counts), [1, 0]);
+    let ev = |t: &str, name: &str, rv: u64| (t.to_string(), name.to_string(), rv.to_string());
+    let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[0], 1 << 20, &root_ca) else {
+        panic!("the root CA watch's event expected");
+    };
+    assert_eq!(events(&chunk), [ev("ADDED", "kube-root-ca.crt", 12)]);
+    wait_all(&mut subs, &sels, &counts);
+    pull(put(13, cm("b", 13, "db"), Some(cm("b", 12, "web"))));
+    assert_eq!(woken(&counts), [1, 1]);
+    let Poll::Ready(Ok((_, chunk))) = poll_as(&mut subs[1], 1 << 20, &single) else {
+        panic!("b's event expected");
+    };
+    assert_eq!(events(&chunk), [ev("MODIFIED", "b", 13)]);
 }
 
 #[test]
