@@ -391,6 +391,27 @@ mod tests {
         );
     }
 
+    /// serde_json's `from_slice` (vendored: valid UTF-8 read as a `str`) still refuses a
+    /// string that is not UTF-8, at that byte, and reads non-ASCII text and escapes as
+    /// before.
+    #[test]
+    fn json_bodies_are_checked_for_utf8() {
+        let e = decode_body(Some("application/json"), b"{\"a\":\"x\xff\"}").unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(
+            e.message
+                .contains("invalid unicode code point at line 1 column 8"),
+            "{}",
+            e.message
+        );
+        let v = decode_body(
+            Some("application/json"),
+            "{\"a\":\"日本\\u00e9\\n\",\"é\":[\"\\ud83d\\ude00\"]}".as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(v, serde_json::json!({"a": "日本é\n", "é": ["😀"]}));
+    }
+
     #[test]
     fn protobuf_bodies_without_prefix_are_summarized() {
         let e = unrecognized_body("ConfigMap", b"");

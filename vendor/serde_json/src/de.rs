@@ -2668,7 +2668,13 @@ pub fn from_slice<'a, T>(v: &'a [u8]) -> Result<T>
 where
     T: de::Deserialize<'a>,
 {
-    from_trait(read::SliceRead::new(v))
+    // keel: valid UTF-8 (nearly every body) is checked once, whole, and read as a `str`,
+    // whose strings need no check each; anything else is read as before, so that the error
+    // points where the invalid byte is.
+    match str::from_utf8(v) {
+        Ok(s) => from_trait(read::StrRead::new(s)),
+        Err(_) => from_trait(read::SliceRead::new(v)),
+    }
 }
 
 /// Deserialize an instance of type `T` from a string of JSON text.
