@@ -49,7 +49,23 @@ pub struct Custom {
     /// Set once another definition replaced this one (or it stopped being served): watches
     /// made through it end, as upstream tears down a changed definition's storage and with
     /// it every watch, and clients watch again through the new one.
-    pub retired: std::sync::atomic::AtomicBool,
+    pub retired: Retirement,
+}
+
+/// Whether a [`Custom`] was replaced, and the signal that wakes its open watches when it is
+/// (each ends at once, not at its next event or bookmark).
+#[derive(Debug, Default)]
+pub struct Retirement {
+    done: std::sync::atomic::AtomicBool,
+    signal: Arc<tokio::sync::Notify>,
+}
+
+impl Retirement {
+    /// A future that completes once the definition is retired (if it already is, once
+    /// polled): made before a watch checks [`Custom::is_retired`], it misses no retirement.
+    pub fn wait(&self) -> tokio::sync::futures::OwnedNotified {
+        self.signal.clone().notified_owned()
+    }
 }
 
 /// A process-unique id for a new [`Custom`].
@@ -180,11 +196,14 @@ impl Custom {
     /// Marks this definition replaced (see `retired`).
     pub fn retire(&self) {
         self.retired
+            .done
             .store(true, std::sync::atomic::Ordering::Release);
+        // Every watch made through it is waiting on the signal (or checks the flag first).
+        self.retired.signal.notify_waiters();
     }
 
     pub fn is_retired(&self) -> bool {
-        self.retired.load(std::sync::atomic::Ordering::Acquire)
+        self.retired.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// A stored object as a read gives it: pruned and defaulted by the schema (the stored

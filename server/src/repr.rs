@@ -300,6 +300,12 @@ impl Encoder {
         self.custom.as_ref().is_some_and(|c| c.is_retired())
     }
 
+    /// For a custom resource's encoder: a future that completes once its definition is
+    /// retired (made before `retired` is checked, it misses no retirement).
+    pub fn retirement(&self) -> Option<tokio::sync::futures::OwnedNotified> {
+        self.custom.as_ref().map(|c| c.retired.wait())
+    }
+
     /// Whether any stored object may go out pruned and defaulted (`decodes` is true for
     /// some revision).
     pub fn decodes_any(&self) -> bool {

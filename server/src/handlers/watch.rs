@@ -46,6 +46,9 @@ struct WatchStream {
     /// A streaming list: once the initial events are out, a bookmark at this revision (the
     /// state's) annotated `k8s.io/initial-events-end`.
     initial_end: Option<Revision>,
+    /// A custom resource's watch: completes when its definition is retired, which ends the
+    /// watch at once (upstream ends it within about a second).
+    retirement: Option<Pin<Box<tokio::sync::futures::OwnedNotified>>>,
     _guard: WatchGuard,
 }
 
@@ -144,6 +147,12 @@ impl Stream for WatchStream {
                     return Poll::Ready(Some(out.into()));
                 }
                 Step::Pending(caught_up) => {
+                    if let Some(r) = this.retirement.as_mut() {
+                        if r.as_mut().poll(cx).is_ready() {
+                            this.retirement = None;
+                            continue; // retired: ends above
+                        }
+                    }
                     return match this.poll_bookmark(cx, caught_up) {
                         Some(chunk) => Poll::Ready(Some(chunk)),
                         None => Poll::Pending,
@@ -227,7 +236,10 @@ pub async fn watch(c: &mut Call<'_>, st: &State) -> Result<Response, ApiError> {
         Err(e) => return Err(e),
     };
     let bookmarks = allow_bookmarks.then(|| Box::pin(tokio::time::sleep(st.bookmark_interval)));
+    // Made before the stream first checks `retired`.
+    let retirement = sel.encoder().retirement().map(Box::pin);
     let s = WatchStream {
+        retirement,
         _guard: st.metrics.watch_opened(c.info().group, c.info().plural),
         source: watch.source,
         phase: Phase::Initial(watch.initial.into_iter()),
