@@ -31,7 +31,8 @@ cpu_ticks() {
 
 # `start_plain_server BIN DIR`: an API server as the A/B scripts run it (default durable
 # sync, plain HTTP on a free loopback port, data in DIR/data, the garbage collector off
-# where the binary has --controllers); waits for /readyz and sets `pid` and `lg` (loadgen,
+# where the binary has --controllers; EXTRA_FLAGS added); waits for /readyz (up to
+# START_WAIT_S, 30 s) and sets `pid` and `lg` (loadgen,
 # from the caller's `loadgen`, with the URL and the admin token, quiet).
 start_plain_server() {
     local bin=$1 dir=$2 extra=()
@@ -39,9 +40,9 @@ start_plain_server() {
     # Below the kernel's ephemeral range, as start_server's.
     local port=$((20000 + RANDOM % 12000))
     "$bin" --data-dir "$dir/data" --bind-address 127.0.0.1 --secure-port 0 --insecure-port "$port" \
-        "${extra[@]}" >"$dir/server.log" 2>&1 &
+        "${extra[@]}" ${EXTRA_FLAGS:-} >"$dir/server.log" 2>&1 &
     pid=$!
-    for _ in $(seq 300); do
+    for _ in $(seq $((${START_WAIT_S:-30} * 10))); do
         curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
         kill -0 "$pid" 2>/dev/null || { cat "$dir/server.log" >&2 && exit 1; }
         sleep 0.1

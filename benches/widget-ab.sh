@@ -17,12 +17,26 @@
 #
 # Defaults: N=10000, C=32, RUNS=5; --smoke: N=300, C=8, RUNS=1. Without --loadgen it is
 # built in release mode.
+#
+# CALLGRIND=1 counts the server's instructions instead (rates and CPU times swing by ±15 %
+# on a shared 2-core host; instruction counts do not): each binary runs under
+# `valgrind --tool=callgrind --instr-atstart=no` on one core with `--sync none`, and after
+# the warm-up N (default 2000) creates of each kind, 8 in flight, are counted on their own:
+#
+#   <label> cm <Ir>/create (path <Ir>) widgets <Ir>/create (path <Ir>) ratio <w/cm>
+#
+# the whole process's instructions per create (what a CPU-bound rate follows: the ratio is
+# ConfigMaps' over Widgets'), and the request path's (`handlers::serve`, inclusive: from the
+# parsed request to the response, without HTTP, the store's commit or in-process watchers).
+# The dumps stay in a temporary directory with KEEP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=benches/lib.sh
 . benches/lib.sh
 
+callgrind=${CALLGRIND:-}
 bins=() loadgen= n=${N:-10000} conc=${C:-32} runs=${RUNS:-5}
+[ -n "$callgrind" ] && n=${N:-2000} conc=${C:-8} runs=${RUNS:-1}
 while (($#)); do
     case $1 in
     --loadgen) loadgen=$2 && shift ;;
@@ -65,6 +79,50 @@ run() { # label binary
     stop_server
     echo "$line" | tee -a "$results"
 }
+
+# CALLGRIND=1: one binary's instructions per create of each kind (see above).
+count() { # label binary
+    command -v valgrind >/dev/null || { echo "widget-ab.sh: CALLGRIND=1 needs valgrind" >&2 && exit 2; }
+    dir=$(mktemp -d)
+    printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s/callgrind.out.%%p %s "$@"\n' \
+        "$dir" "$(realpath "$2")" >"$dir/under-callgrind"
+    chmod +x "$dir/under-callgrind"
+    START_WAIT_S=300 EXTRA_FLAGS="--cores 1 --sync none" start_plain_server "$dir/under-callgrind" "$dir"
+    "${lg[@]}" create --kind configmaps -n 300 --prefix warm --namespace warm -c 4 >/dev/null
+    "${lg[@]}" create --kind widgets -n 300 --prefix warm --namespace warm -c 4 >/dev/null
+    local line="$1" kind whole=()
+    for kind in configmaps widgets; do
+        callgrind_control -z "$pid" >/dev/null 2>&1
+        callgrind_control -i on "$pid" >/dev/null 2>&1
+        "${lg[@]}" create --kind "$kind" -n "$n" --prefix b -c "$conc" >/dev/null
+        callgrind_control -i off "$pid" >/dev/null 2>&1
+        callgrind_control -d "$pid" >/dev/null 2>&1
+        local last t p
+        last=$(find "$dir" -maxdepth 1 -name 'callgrind.out.*' -printf '%f\n' | sort -V | tail -1)
+        # (From the run's directory, as rbac-get.sh reads its dumps.)
+        read -r t p < <((cd "$dir" && callgrind_annotate --inclusive=yes "$last" 2>/dev/null) |
+            awk -v n="$n" '/PROGRAM TOTALS/{gsub(",","",$1); t=$1}
+                /handlers\/mod\.rs:keel_server::handlers::serve::[{][{]closure[}][}] \[/ {gsub(",","",$1); p+=$1}
+                END{printf "%d %d\n", t/n, p/n}')
+        whole+=("$t")
+        line+=" ${kind/configmaps/cm} $t/create (path $p)"
+    done
+    line+=" ratio $(awk -v w="${whole[1]}" -v c="${whole[0]}" 'BEGIN {printf "%.2f", c / w}')"
+    if [ -n "${KEEP:-}" ]; then
+        kill "$pid" && wait "$pid" 2>/dev/null
+        echo "dumps kept in $dir" >&2
+        pid= dir=
+    else
+        stop_server
+    fi
+    echo "$line"
+}
+if [ -n "$callgrind" ]; then
+    for b in "${bins[@]}"; do
+        count "$(basename "$b")" "$b"
+    done
+    exit 0
+fi
 
 for _ in $(seq "$runs"); do
     for b in "${bins[@]}"; do
