@@ -70,9 +70,8 @@ impl<'a> Walker<'a> {
     /// True when `raw` is an integer of the given width; reports the `number <literal>` form
     /// upstream uses for fractions and overflows.
     fn integer(&mut self, bits: u32, raw: &Raw) -> bool {
-        let limit = 1i128 << (bits - 1);
         match raw {
-            Raw::Int(v) if (-limit..limit).contains(v) => true,
+            Raw::Int(v) if fits(bits, *v) => true,
             Raw::Int(v) => self.number_error(bits, &v.to_string()),
             Raw::Float(v) => self.number_error(bits, &v.to_string()),
             _ => false,
@@ -144,6 +143,12 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// Whether an integer fits a signed Go integer of `bits` bits.
+fn fits(bits: u32, v: i128) -> bool {
+    let limit = 1i128 << (bits - 1);
+    (-limit..limit).contains(&v)
+}
+
 /// True when `value` decodes into the schema at `node` without a type error: the walk the
 /// reporting one makes (same kinds, same integer widths), on a decoded value, without
 /// building paths, sets or a `Raw` copy. Unknown fields are not its concern (no type
@@ -151,14 +156,11 @@ impl<'a> Walker<'a> {
 pub(crate) fn typed_cleanly(c: &Compiled, node: NodeId, value: &serde_json::Value) -> bool {
     use serde_json::Value;
     let integer = |bits: u32, v: &Value| match v {
-        Value::Number(n) => {
-            let limit = 1i128 << (bits - 1);
-            let n = n
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| n.as_u64().map(i128::from));
-            n.is_some_and(|n| (-limit..limit).contains(&n))
-        }
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+            .is_some_and(|n| fits(bits, n)),
         _ => false,
     };
     if value.is_null() {

@@ -205,26 +205,20 @@ impl FeedState {
         // A name is the key's last segment (the same before and after the change): the
         // `kube-root-ca.crt` watch of every namespace's ConfigMaps, or a single-name watch,
         // is marked without parsing the objects, which cost a ConfigMap create as much again
-        // as its decoding (callgrind, 2026-12-03).
-        let key = line.ev.kv.key();
-        let name = key.rsplit(|&b| b == b'/').next().unwrap_or(key);
-        let mut fields_of_objects = false;
+        // as its decoding (callgrind, 2026-12-03). Other fields parse them, once.
+        let ev = line.ev.clone();
+        let key = ev.kv.key();
+        let name = std::str::from_utf8(key.rsplit(|&b| b == b'/').next().unwrap_or(key)).ok();
         for (field, by_value) in &self.index {
-            if !field.is_name() {
-                fields_of_objects = true;
+            if field.is_name() {
+                marks.extend(name.and_then(|n| by_value.get(n)).into_iter().flatten());
                 continue;
             }
-            let found = std::str::from_utf8(name).ok().and_then(|n| by_value.get(n));
-            marks.extend(found.into_iter().flatten());
-        }
-        if fields_of_objects {
             // Charged through `push`, which counts the line's parsed objects too.
             let (new, old) = line.parsed(&mut 0);
-            for (field, by_value) in self.index.iter().filter(|(f, _)| !f.is_name()) {
-                for obj in [new, old].into_iter().flatten() {
-                    let found = field.value_of(obj).and_then(|v| by_value.get(v.as_ref()));
-                    marks.extend(found.into_iter().flatten());
-                }
+            for obj in [new, old].into_iter().flatten() {
+                let found = field.value_of(obj).and_then(|v| by_value.get(v.as_ref()));
+                marks.extend(found.into_iter().flatten());
             }
         }
         self.push(line);

@@ -594,6 +594,13 @@ fn indexed_feed(sels: &[&Selection]) -> Vec<Subscription> {
         .collect()
 }
 
+/// Pulls `line` into `feed` as its task does: marked for the indexed watches, announced.
+fn pull_marked(feed: &Feed, line: Line) {
+    let mut st = feed.state.borrow_mut();
+    st.push_marked(line);
+    st.announce();
+}
+
 /// Polls each subscriber with its own counting waker until it waits.
 fn wait_all(subs: &mut [Subscription], sels: &[&Selection], counts: &[Arc<Count>]) {
     for ((sub, sel), count) in subs.iter_mut().zip(sels).zip(counts) {
@@ -665,11 +672,7 @@ fn indexed_watches_are_woken_only_by_lines_for_them() {
     let counts = counters(3);
     wait_all(&mut subs, &sels, &counts);
     let feed = subs[0].feed.clone();
-    let pull = |line: Line| {
-        let mut st = feed.state.borrow_mut();
-        st.push_marked(line);
-        st.announce();
-    };
+    let pull = |line: Line| pull_marked(&feed, line);
     pull(put(11, cm("a", 11, "db"), None));
     assert_eq!(
         woken(&counts),
@@ -727,11 +730,7 @@ fn name_indexed_watches_are_marked_from_keys_without_parsing() {
     let counts = counters(2);
     wait_all(&mut subs, &sels, &counts);
     let feed = subs[0].feed.clone();
-    let pull = |line: Line| {
-        let mut st = feed.state.borrow_mut();
-        st.push_marked(line);
-        st.announce();
-    };
+    let pull = |line: Line| pull_marked(&feed, line);
     pull(put(11, cm("a", 11, "db"), None));
     assert_eq!(woken(&counts), [0, 0], "neither is woken for a");
     assert!(
