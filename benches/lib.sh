@@ -1,7 +1,8 @@
 # Sourced by the benchmark scripts: `start_server BIN DIR [FLAGS...]` starts an API server on
 # a free loopback port with the token file already in DIR/data, waits for /readyz and sets
 # `pid` and `conn` (loadgen's connection flags, as the admin token `admintok`); the A/B
-# scripts' `start_plain_server` and `cpu_ticks` are below it.
+# scripts' `start_plain_server` and `cpu_ticks`, and the CALLGRIND=1 modes' helpers, are
+# below it.
 start_server() {
     local bin=$1 dir=$2
     shift 2
@@ -50,6 +51,22 @@ start_plain_server() {
     local token
     token=$(awk '/token:/{print $2; exit}' "$dir/data/admin.kubeconfig")
     lg=("$loadgen" --url "http://127.0.0.1:$port" --token "$token" -q)
+}
+
+# `callgrind_wrapper DIR BIN`: writes DIR/under-callgrind, which runs BIN (with its
+# arguments) under `valgrind --tool=callgrind --instr-atstart=no`, dumping to
+# DIR/callgrind.out.<pid>.<n>; valgrind runs in the server's process (pid is the server's).
+callgrind_wrapper() {
+    command -v valgrind >/dev/null || { echo "$(basename "$0"): CALLGRIND=1 needs valgrind" >&2 && exit 2; }
+    printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s/callgrind.out.%%p %s "$@"\n' \
+        "$1" "$(realpath "$2")" >"$1/under-callgrind"
+    chmod +x "$1/under-callgrind"
+}
+
+# `newest_dump DIR`: the name of the newest callgrind dump in DIR (callgrind.out.<pid>.<n>,
+# the highest n: not by mtime, whose second granularity ties runs).
+newest_dump() {
+    find "$1" -maxdepth 1 -name 'callgrind.out.*' -printf '%f\n' | sort -V | tail -1
 }
 
 # `ensure_loadgen`: without a `loadgen` binary named, builds it in release mode and sets it.

@@ -66,11 +66,8 @@ mkdir -p "$dir/data"
 printf 'admintok,admin,1,system:masters\nusertok,bench-user,2\n' >"$dir/data/tokens.csv"
 server_flags=(--authorization-mode "${MODE:-RBAC}")
 if [ -n "$callgrind" ]; then
-    command -v valgrind >/dev/null || { echo "rbac-get.sh: CALLGRIND=1 needs valgrind" >&2 && exit 2; }
-    # valgrind runs in the server's process (pid is the server's), on one serving core.
-    printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s/callgrind.out.%%p %s "$@"\n' \
-        "$dir" "$(realpath "$bin")" >"$dir/under-callgrind"
-    chmod +x "$dir/under-callgrind"
+    # On one serving core.
+    callgrind_wrapper "$dir" "$bin"
     bin=$dir/under-callgrind server_flags+=(--cores 1)
     export START_WAIT_S=${START_WAIT_S:-300}
 fi
@@ -146,9 +143,7 @@ if [ -n "$callgrind" ]; then
         "$loadgen" "$@" -q get --ops "$ops" -n "$objects" -c "$conc" >/dev/null
         callgrind_control -i off "$pid" >/dev/null 2>&1
         callgrind_control -d "$pid" >/dev/null 2>&1
-        # The newest dump: callgrind.out.<pid>.<n>, the highest n (not by mtime, whose
-        # second granularity ties runs).
-        last=$(find "$dir" -maxdepth 1 -name 'callgrind.out.*' -printf '%f\n' | sort -V | tail -1)
+        last=$(newest_dump "$dir")
         # The whole process's instructions, and those of the request path from
         # authentication to the handler's response (`handlers::admit` and
         # `handlers::serve`, inclusive: no TLS, HTTP parsing or writes, and none of the

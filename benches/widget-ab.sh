@@ -82,11 +82,8 @@ run() { # label binary
 
 # CALLGRIND=1: one binary's instructions per create of each kind (see above).
 count() { # label binary
-    command -v valgrind >/dev/null || { echo "widget-ab.sh: CALLGRIND=1 needs valgrind" >&2 && exit 2; }
     dir=$(mktemp -d)
-    printf '#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=%s/callgrind.out.%%p %s "$@"\n' \
-        "$dir" "$(realpath "$2")" >"$dir/under-callgrind"
-    chmod +x "$dir/under-callgrind"
+    callgrind_wrapper "$dir" "$2"
     START_WAIT_S=300 EXTRA_FLAGS="--cores 1 --sync none" start_plain_server "$dir/under-callgrind" "$dir"
     "${lg[@]}" create --kind configmaps -n 300 --prefix warm --namespace warm -c 4 >/dev/null
     "${lg[@]}" create --kind widgets -n 300 --prefix warm --namespace warm -c 4 >/dev/null
@@ -98,7 +95,7 @@ count() { # label binary
         callgrind_control -i off "$pid" >/dev/null 2>&1
         callgrind_control -d "$pid" >/dev/null 2>&1
         local last t p
-        last=$(find "$dir" -maxdepth 1 -name 'callgrind.out.*' -printf '%f\n' | sort -V | tail -1)
+        last=$(newest_dump "$dir")
         # (From the run's directory, as rbac-get.sh reads its dumps.)
         read -r t p < <((cd "$dir" && callgrind_annotate --inclusive=yes "$last" 2>/dev/null) |
             awk -v n="$n" '/PROGRAM TOTALS/{gsub(",","",$1); t=$1}
