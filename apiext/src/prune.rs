@@ -84,16 +84,24 @@ const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 /// then coerced to an ObjectMeta); without one that walk is skipped.
 pub fn prune_object(obj: &mut Value, root: &Node, embedded: bool) -> Vec<String> {
     let mut out = Vec::new();
-    if let Value::Object(m) = obj {
-        if let Some(meta) = m.get_mut("metadata") {
-            prune_object_meta(meta, "metadata", &mut out);
+    // Most objects have nothing to prune: one read-only walk says so without the pruning
+    // walk's path bookkeeping and sorting.
+    let meta_clean = match obj.get("metadata") {
+        Some(meta) => object_meta_clean(meta),
+        None => true,
+    };
+    if !meta_clean || !clean_at(obj, Some(root), true, 0) {
+        if let Value::Object(m) = obj {
+            if let Some(meta) = m.get_mut("metadata") {
+                prune_object_meta(meta, "metadata", &mut out);
+            }
         }
+        let mut paths = Paths::on();
+        paths.nulls = true;
+        prune_value(obj, Some(root), true, &mut paths);
+        paths.found.sort();
+        out.extend(paths.found);
     }
-    let mut paths = Paths::on();
-    paths.nulls = true;
-    prune_value(obj, Some(root), true, &mut paths);
-    paths.found.sort();
-    out.extend(paths.found);
     if embedded {
         let mut coerced = Vec::new();
         coerce_embedded(obj, root, "", &mut coerced, 0);
@@ -170,6 +178,69 @@ fn prune_at(x: &mut Value, s: Option<&Node>, resource_root: bool, p: &mut Paths,
             }
         }
         _ => {}
+    }
+}
+
+/// Whether [`prune_at`] (with `nulls`) leaves `x` as it is and reports nothing: every
+/// member known to the schema, no `null` it would drop. `false` also where this does not
+/// look (below `x-kubernetes-preserve-unknown-fields`): the pruning walk then decides.
+fn clean_at(x: &Value, s: Option<&Node>, resource_root: bool, depth: usize) -> bool {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return true;
+    }
+    match x {
+        Value::Object(m) => {
+            let Some(n) = s else {
+                return m.is_empty();
+            };
+            if n.preserve_unknown {
+                return false;
+            }
+            let embedded = n.embedded || resource_root;
+            m.iter().all(|(k, v)| {
+                if embedded && META_FIELDS.contains(&k.as_str()) {
+                    let child = n.member(k).and_then(Result::ok);
+                    return !(v.is_null() && child.is_some_and(drops_null))
+                        && nulls_clean(v, child, depth + 1);
+                }
+                match n.member(k) {
+                    Some(child) => {
+                        let child = child.ok();
+                        !(v.is_null() && child.is_some_and(drops_null))
+                            && clean_at(v, child, false, depth + 1)
+                    }
+                    None => false,
+                }
+            })
+        }
+        Value::Array(items) => {
+            if s.is_some_and(|n| n.preserve_unknown) {
+                return false;
+            }
+            let item_schema = s.and_then(|n| n.items.as_deref());
+            items
+                .iter()
+                .all(|v| clean_at(v, item_schema, false, depth + 1))
+        }
+        _ => true,
+    }
+}
+
+/// Whether [`prune_nulls`] leaves `x` as it is.
+fn nulls_clean(x: &Value, s: Option<&Node>, depth: usize) -> bool {
+    if depth > limits::VALUE_DEPTH_MAX {
+        return true;
+    }
+    match (x, s) {
+        (Value::Object(m), Some(n)) => m.iter().all(|(k, v)| {
+            let child = n.member(k).and_then(Result::ok);
+            !(v.is_null() && child.is_some_and(drops_null)) && nulls_clean(v, child, depth + 1)
+        }),
+        (Value::Array(items), _) => {
+            let item_schema = s.and_then(|n| n.items.as_deref());
+            items.iter().all(|v| nulls_clean(v, item_schema, depth + 1))
+        }
+        _ => true,
     }
 }
 
@@ -359,6 +430,25 @@ fn prune_object_meta(meta: &mut Value, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Whether [`prune_object_meta`] leaves `meta` as it is (every member an ObjectMeta field,
+/// every owner reference's and managedFields entry's member known).
+fn object_meta_clean(meta: &Value) -> bool {
+    let Value::Object(m) = meta else { return true };
+    m.iter().all(
+        |(k, v)| match OBJECT_META.iter().find(|(name, _)| *name == k.as_str()) {
+            None => false,
+            Some((_, None)) => true,
+            Some((_, Some(fields))) => match v {
+                Value::Array(list) => list.iter().all(|item| match item {
+                    Value::Object(im) => im.keys().all(|k| fields.contains(&k.as_str())),
+                    _ => true,
+                }),
+                _ => true,
+            },
+        },
+    )
+}
+
 fn prune_known(m: &mut Map<String, Value>, fields: &[&str], prefix: &str, out: &mut Vec<String>) {
     let mut unknown: Vec<String> = m
         .keys()
@@ -391,5 +481,113 @@ pub fn prune_defaults(n: &mut Node, depth: usize) {
     }
     if let Some(s) = &mut n.items {
         prune_defaults(s, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{clean_at, object_meta_clean, prune_object_meta, prune_value, Paths};
+    use crate::Schema;
+    use rand::rngs::StdRng;
+    use rand::{Rng as _, SeedableRng};
+    use serde_json::{json, Map, Value};
+
+    /// Values around the schemas below: known and unknown members, nulls, lists, objects.
+    fn value(r: &mut StdRng, depth: usize) -> Value {
+        match r.random_range(0..if depth > 3 { 4 } else { 7 }) {
+            0 => Value::Null,
+            1 => json!(r.random_range(0..3)),
+            2 => json!("s"),
+            3 => Value::Bool(true),
+            4 | 5 => {
+                let keys = [
+                    "a",
+                    "n",
+                    "d",
+                    "sub",
+                    "free",
+                    "emb",
+                    "list",
+                    "m",
+                    "metadata",
+                    "kind",
+                    "x",
+                    "name",
+                    "labels",
+                    "ownerReferences",
+                ];
+                let mut m = Map::new();
+                for _ in 0..r.random_range(0..5) {
+                    let k = keys[r.random_range(0..keys.len())];
+                    m.insert(k.to_string(), value(r, depth + 1));
+                }
+                Value::Object(m)
+            }
+            _ => Value::Array(
+                (0..r.random_range(0..3))
+                    .map(|_| value(r, depth + 1))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn an_object_found_clean_is_one_pruning_leaves_alone() {
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "a": {"type": "integer"},
+                "n": {"type": "integer", "nullable": true},
+                "d": {"type": "integer", "default": 1},
+                "sub": {"type": "object", "properties": {"a": {"type": "string"},
+                        "sub": {"type": "object", "additionalProperties": false}}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                         "properties": {"a": {"type": "integer"}}},
+                "emb": {"type": "object", "x-kubernetes-embedded-resource": true,
+                        "x-kubernetes-preserve-unknown-fields": true},
+                "list": {"type": "array", "items": {"type": "object",
+                         "properties": {"a": {"type": "integer"}, "n": {"type": "string", "nullable": true}}}},
+                "m": {"type": "object", "additionalProperties": {"type": "object",
+                      "properties": {"a": {"type": "integer"}}}}
+            }
+        }))
+        .unwrap();
+        let mut r = StdRng::seed_from_u64(0x005E_ED0F_C1EA);
+        let mut clean = 0;
+        for _ in 0..50_000 {
+            let mut obj = value(&mut r, 0);
+            if !obj.is_object() {
+                continue;
+            }
+            if let Some(meta) = obj.as_object_mut().and_then(|m| m.get_mut("metadata")) {
+                // Mostly ObjectMeta's own fields, sometimes another one.
+                if r.random_range(0..3) > 0 {
+                    if let Value::Object(mm) = meta {
+                        mm.retain(|k, _| {
+                            ["name", "labels", "ownerReferences"].contains(&k.as_str())
+                        });
+                    }
+                }
+            }
+            let found_clean = obj.get("metadata").is_none_or(object_meta_clean)
+                && clean_at(&obj, Some(&schema.root), true, 0);
+            let before = obj.clone();
+            let mut found = Vec::new();
+            if let Some(meta) = obj.as_object_mut().and_then(|m| m.get_mut("metadata")) {
+                prune_object_meta(meta, "metadata", &mut found);
+            }
+            let mut paths = Paths::on();
+            paths.nulls = true;
+            prune_value(&mut obj, Some(&schema.root), true, &mut paths);
+            found.extend(paths.found);
+            if found_clean {
+                clean += 1;
+                assert_eq!(obj, before, "found clean but pruned");
+                assert!(found.is_empty(), "found clean but {found:?} in {before}");
+            }
+        }
+        // The generator reaches both answers often, so the check above bites.
+        assert!(clean > 1_000, "{clean}");
     }
 }
