@@ -81,6 +81,9 @@ pub struct Node {
     /// This node or one below it (properties, additionalProperties, items) has a `default`:
     /// defaulting skips the rest.
     pub defaults_below: bool,
+    /// The node's one type where the quick validity check takes the node (worked out once
+    /// here: it reads a dozen fields and compares the type's name).
+    pub quick_type: Option<crate::quick::Type>,
 }
 
 impl Node {
@@ -365,6 +368,7 @@ impl Compiler {
             || n.properties.values().any(|p| p.rules_below)
             || matches!(&n.additional, Some(Additional::Schema(a)) if a.rules_below)
             || n.items.as_ref().is_some_and(|i| i.rules_below);
+        n.quick_type = crate::quick::simple_type(&n);
         Ok(n)
     }
 }

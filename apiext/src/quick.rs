@@ -14,8 +14,8 @@ use keel_api::gofmt::Num;
 use serde_json::Value;
 
 /// The value types the quick check knows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Type {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
     String,
     Integer,
     Number,
@@ -24,8 +24,9 @@ enum Type {
     Object,
 }
 
-/// The node's one type, when the quick check can take the node at all.
-fn simple_type(n: &Node) -> Option<Type> {
+/// The node's one type, when the quick check can take the node at all (kept on the node as
+/// `quick_type` when it is compiled).
+pub fn simple_type(n: &Node) -> Option<Type> {
     if !n.any_of.is_empty()
         || !n.one_of.is_empty()
         || !n.all_of.is_empty()
@@ -60,7 +61,7 @@ fn valid_at(n: &Node, d: &Value, depth: usize) -> bool {
     if depth > limits::VALUE_DEPTH_MAX {
         return false;
     }
-    let Some(t) = simple_type(n) else {
+    let Some(t) = n.quick_type else {
         return false;
     };
     let enum_holds = n.enum_values.is_empty() || (t == Type::String && string_enum(n, d));
@@ -69,7 +70,8 @@ fn valid_at(n: &Node, d: &Value, depth: usize) -> bool {
     }
     match (t, d) {
         (Type::String, Value::String(s)) => {
-            if n.max_length.is_none() && n.min_length.is_none() {
+            // A string has at most as many characters as bytes: short ones need no count.
+            if n.min_length.is_none() && n.max_length.is_none_or(|max| s.len() as i64 <= max) {
                 return true;
             }
             let len = s.chars().count() as i64;
